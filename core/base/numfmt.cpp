@@ -1,0 +1,174 @@
+#include "core/base/numfmt.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace k3 {
+
+namespace {
+// Shortest digits d1..dn and decimal exponent e with v = 0.d1...dn * 10^e (|v| > 0, finite).
+void shortest_digits(double v, std::string& digits, int& exp10) {
+    char buf[64];
+    for (int prec = 1; prec <= 17; ++prec) {
+        std::snprintf(buf, sizeof buf, "%.*e", prec - 1, v);
+        if (std::strtod(buf, nullptr) == v) break;
+    }
+    // buf looks like "d.ddddde+XX" (v > 0 here)
+    digits.clear();
+    const char* p = buf;
+    for (; *p && *p != 'e'; ++p)
+        if (*p >= '0' && *p <= '9') digits.push_back(*p);
+    exp10 = std::atoi(p + 1) + 1;
+    while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
+}
+}  // namespace
+
+std::string format_number(double v) {
+    if (std::isnan(v)) return "NaN";
+    if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+    if (v == 0) return "0";
+    std::string out;
+    if (v < 0) {
+        out.push_back('-');
+        v = -v;
+    }
+    std::string d;
+    int n = 0;
+    shortest_digits(v, d, n);
+    const int k = int(d.size());
+    if (k <= n && n <= 21) {
+        out += d;
+        out.append(size_t(n - k), '0');
+    } else if (0 < n && n <= 21) {
+        out += d.substr(0, size_t(n));
+        out.push_back('.');
+        out += d.substr(size_t(n));
+    } else if (-6 < n && n <= 0) {
+        out += "0.";
+        out.append(size_t(-n), '0');
+        out += d;
+    } else {
+        out.push_back(d[0]);
+        if (k > 1) {
+            out.push_back('.');
+            out += d.substr(1);
+        }
+        out.push_back('e');
+        out.push_back(n - 1 >= 0 ? '+' : '-');
+        out += std::to_string(std::abs(n - 1));
+    }
+    return out;
+}
+
+std::string format_sig(double v, int digits) {
+    if (!std::isfinite(v)) return format_number(v);
+    if (v == 0) return "0";
+    const int mag = int(std::floor(std::log10(std::fabs(v))));
+    const int decimals = digits - 1 - mag;
+    char buf[64];
+    if (decimals >= 0 && decimals <= 12) {
+        std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+    } else if (decimals < 0 && mag < 15) {
+        std::snprintf(buf, sizeof buf, "%.0f", v);
+    } else {
+        std::snprintf(buf, sizeof buf, "%.*e", digits - 1, v);
+    }
+    return buf;
+}
+
+std::string format_grouped(double v) {
+    if (!std::isfinite(v) || std::fabs(v) >= 1e18) return format_number(v);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.0f", std::fabs(v));
+    std::string s = buf, out;
+    const int n = int(s.size());
+    for (int i = 0; i < n; ++i) {
+        out.push_back(s[size_t(i)]);
+        const int left = n - 1 - i;
+        if (left > 0 && left % 3 == 0) out.push_back(',');
+    }
+    return v < 0 ? "-" + out : out;
+}
+
+std::string format_bytes(double b) {
+    if (!std::isfinite(b)) return format_number(b);
+    static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    double a = std::fabs(b);
+    int u = 0;
+    while (a >= 1024.0 && u < 5) {
+        a /= 1024.0;
+        ++u;
+    }
+    char buf[64];
+    if (u == 0)
+        std::snprintf(buf, sizeof buf, "%.0f B", b);
+    else
+        std::snprintf(buf, sizeof buf, "%s%.*f %s", b < 0 ? "-" : "", a >= 1000 ? 0 : a >= 100 ? 1 : 2, a, units[u]);
+    return buf;
+}
+
+std::string format_si(double v, int digits) {
+    if (!std::isfinite(v)) return format_number(v);
+    static const struct {
+        double f;
+        const char* s;
+    } steps[] = {{1e12, " T"}, {1e9, " G"}, {1e6, " M"}, {1e3, " k"}};
+    const double a = std::fabs(v);
+    for (const auto& st : steps)
+        if (a >= st.f) return format_sig(v / st.f, digits) + st.s;
+    return format_sig(v, digits);
+}
+
+std::string format_with_unit(double v, std::string_view unit) {
+    if (unit == "B") return format_bytes(v);
+    if (unit == "fraction") return format_sig(v * 100.0, 4) + " %";
+    const bool plain = unit == "count" || unit == "ratio" || unit.empty();
+    if (plain || unit == "tokens" || unit == "requests" || unit == "sequences") {
+        const std::string sfx = plain ? "" : " " + std::string(unit);
+        if (std::fabs(v) < 1e15 && v == std::floor(v)) return format_grouped(v) + sfx;
+        return format_sig(v, 4) + sfx;
+    }
+    std::string s = format_si(v, 4);
+    if (!unit.empty()) {
+        s += ' ';
+        s += unit;
+    }
+    return s;
+}
+
+static std::string_view trim(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    return s;
+}
+
+std::optional<double> parse_real(std::string_view s) {
+    s = trim(s);
+    if (s.empty() || s.size() > 64) return std::nullopt;
+    // Only digits, sign, point and exponent: strtod would also accept "inf", "nan" and hex.
+    for (char c : s)
+        if (!((c >= '0' && c <= '9') || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E'))
+            return std::nullopt;
+    const std::string tmp(s);
+    char* end = nullptr;
+    const double v = std::strtod(tmp.c_str(), &end);
+    if (end != tmp.c_str() + tmp.size() || !std::isfinite(v)) return std::nullopt;
+    return v;
+}
+
+std::optional<int64_t> parse_integer(std::string_view s) {
+    const auto v = parse_real(s);
+    if (!v || *v != std::floor(*v) || std::fabs(*v) > 9007199254740992.0) return std::nullopt;
+    return int64_t(*v);
+}
+
+std::optional<bool> parse_flag(std::string_view s) {
+    s = trim(s);
+    if (s == "1" || s == "true" || s == "yes" || s == "on") return true;
+    if (s == "0" || s == "false" || s == "no" || s == "off") return false;
+    return std::nullopt;
+}
+
+}  // namespace k3

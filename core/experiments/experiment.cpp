@@ -1,0 +1,57 @@
+#include "core/experiments/experiment.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace k3 {
+
+StagedRun::StagedRun(std::string module, const Params& p) {
+    report_.module = std::move(module);
+    report_.set_params(p);
+}
+
+void StagedRun::add_stage(std::string name, double weight, StageFn fn) {
+    stages_.push_back({std::move(name), weight, std::move(fn)});
+}
+
+void StagedRun::add_step(std::string name, double weight, std::function<void()> fn) {
+    add_stage(std::move(name), weight, [fn = std::move(fn)](const Deadline&) {
+        fn();
+        return 1.0;
+    });
+}
+
+double StagedRun::step(double budget_ms) {
+    const Stopwatch sw;
+    const Deadline deadline(budget_ms);
+    while (current_ < stages_.size()) {
+        Stage& s = stages_[current_];
+        s.progress = std::clamp(s.fn(deadline), 0.0, 1.0);
+        if (s.progress >= 1.0) ++current_;
+        if (deadline.passed()) break;
+    }
+    wall_ms_ += sw.ms();
+    double total = 0, done = 0;
+    for (const auto& s : stages_) {
+        total += s.weight;
+        done += s.weight * s.progress;
+    }
+    if (current_ >= stages_.size()) {
+        bool have = false;
+        for (const auto& t : report_.timing.scalars) have |= t.key == "run_ms";
+        if (!have) report_.timing_scalar("run_ms", "Run time (wall clock)", "ms", wall_ms_);
+        return 1.0;
+    }
+    return total > 0 ? std::min(done / total, 0.999) : 0.0;
+}
+
+std::string StagedRun::stage() const { return current_ < stages_.size() ? stages_[current_].name : "done"; }
+
+Report run_to_end(const Experiment& e, const Params& p) {
+    auto run = e.start(p);
+    while (run->step(1000.0) < 1.0) {
+    }
+    return run->report();
+}
+
+}  // namespace k3

@@ -1,0 +1,74 @@
+// The Experiment API: a module is one declaration (id, texts, parameters) plus a function that
+// starts a run. Runs advance in time-boxed slices so the page stays responsive; the CLI steps a run
+// to the end. Nothing else (UI, URL, CLI, tests) needs to know anything about a module.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/base/clock.h"
+#include "core/experiments/param.h"
+#include "core/experiments/report.h"
+
+namespace k3 {
+
+class Run {
+public:
+    virtual ~Run() = default;
+    // Work for about budget_ms, return progress in [0, 1]; 1 means finished and report() is final.
+    virtual double step(double budget_ms) = 0;
+    virtual const Report& report() const = 0;
+    // What the run is doing now, for the progress bar ("replaying trace: 4,100 / 12,031").
+    virtual std::string stage() const { return {}; }
+};
+
+// A run made of stages executed in order. A stage gets a deadline and returns its own progress in
+// [0, 1]; it is called again until it returns 1. Stage weights set their share of the progress bar.
+class StagedRun : public Run {
+public:
+    using StageFn = std::function<double(const Deadline&)>;
+    double step(double budget_ms) override;
+    const Report& report() const override { return report_; }
+    std::string stage() const override;
+
+protected:
+    explicit StagedRun(std::string module, const Params& p);
+    void add_stage(std::string name, double weight, StageFn fn);
+    // A stage that does all its work in one call.
+    void add_step(std::string name, double weight, std::function<void()> fn);
+    Report report_;
+
+private:
+    struct Stage {
+        std::string name;
+        double weight;
+        StageFn fn;
+        double progress = 0;
+    };
+    std::vector<Stage> stages_;
+    size_t current_ = 0;
+    double wall_ms_ = 0;
+};
+
+// Problems with a parameter combination that single-parameter ranges cannot express
+// (a ring smaller than the draft length, a run that would exceed the page's memory budget).
+using Validator = std::function<std::vector<ParamIssue>(const Params&)>;
+
+struct Experiment {
+    std::string id, title, component, purpose;
+    std::string how_it_works, where_it_does_not_pay;  // Markdown-light text: paragraphs, "- " lists
+    std::vector<ParamSpec> params;
+    Validator validate;  // optional
+    std::function<std::unique_ptr<Run>(const Params&)> start;
+    bool live = true;  // cheap enough to rerun while a slider moves
+
+    Params defaults() const { return Params(&params); }
+    std::vector<ParamIssue> check(const Params& p) const { return validate ? validate(p) : std::vector<ParamIssue>{}; }
+};
+
+// Runs to completion (CLI, tests).
+Report run_to_end(const Experiment& e, const Params& p);
+
+}  // namespace k3

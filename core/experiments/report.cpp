@@ -1,0 +1,242 @@
+#include "core/experiments/report.h"
+
+#include "core/base/json.h"
+#include "core/base/numfmt.h"
+
+namespace k3 {
+
+void Report::set_params(const Params& p) {
+    params.clear();
+    for (const auto& s : p.specs()) params.push_back({s.key, p.text(s.key), s.is_textual()});
+}
+
+Scalar& Report::scalar(std::string key, std::string label, std::string unit, double value, bool headline) {
+    scalars.push_back({std::move(key), std::move(label), std::move(unit), value, headline, {}});
+    return scalars.back();
+}
+
+Scalar& Report::timing_scalar(std::string key, std::string label, std::string unit, double value) {
+    timing.scalars.push_back({std::move(key), std::move(label), std::move(unit), value, false, {}});
+    return timing.scalars.back();
+}
+
+Check& Report::check(std::string name, bool passed, std::string detail) {
+    checks.push_back({std::move(name), passed, std::move(detail)});
+    return checks.back();
+}
+
+const Scalar* Report::find_scalar(const std::string& key) const {
+    for (const auto& s : scalars)
+        if (s.key == key) return &s;
+    for (const auto& s : timing.scalars)
+        if (s.key == key) return &s;
+    return nullptr;
+}
+
+bool Report::all_checks_passed() const {
+    for (const auto& c : checks)
+        if (!c.passed) return false;
+    return true;
+}
+
+// ---- JSON ----------------------------------------------------------------------------------------
+
+static void write_scalars(JsonWriter& w, const std::vector<Scalar>& v) {
+    for (const auto& s : v) {
+        w.key(s.key).begin_object();
+        w.field("value", s.value).field("unit", s.unit).field("label", s.label);
+        w.end_object();
+    }
+}
+
+static const char* style_name(SeriesStyle s) {
+    switch (s) {
+        case SeriesStyle::bars: return "bars";
+        case SeriesStyle::points: return "points";
+        case SeriesStyle::step: return "step";
+        default: return "line";
+    }
+}
+
+static void write_series(JsonWriter& w, const std::vector<Series>& v) {
+    w.begin_array();
+    for (const auto& s : v) {
+        w.begin_object();
+        w.field("name", s.name).field("plot", s.plot).field("x_label", s.x_label).field("y_label", s.y_label);
+        w.key("x").numbers(s.x);
+        w.key("y").numbers(s.y);
+        if (!s.x_names.empty()) {
+            w.key("x_names").begin_array();
+            for (const auto& n : s.x_names) w.value(n);
+            w.end_array();
+        }
+        w.field("log_x", s.log_x).field("log_y", s.log_y).field("style", style_name(s.style));
+        w.end_object();
+    }
+    w.end_array();
+}
+
+static void write_tables(JsonWriter& w, const std::vector<Table>& v) {
+    w.begin_array();
+    for (const auto& t : v) {
+        w.begin_object();
+        w.field("name", t.name);
+        w.key("columns").begin_array();
+        for (const auto& c : t.columns) w.value(c);
+        w.end_array();
+        w.key("rows").begin_array();
+        for (const auto& row : t.rows) {
+            w.begin_array();
+            for (const auto& c : row) {
+                if (const double* d = std::get_if<double>(&c))
+                    w.value(*d);
+                else
+                    w.value(std::get<std::string>(c));
+            }
+            w.end_array();
+        }
+        w.end_array();
+        w.end_object();
+    }
+    w.end_array();
+}
+
+std::string report_json(const Report& r, bool pretty) {
+    JsonWriter w(pretty);
+    w.begin_object();
+    w.field("module", r.module);
+    w.key("params").begin_object();
+    for (const auto& p : r.params) {
+        w.key(p.key);
+        const auto n = p.textual ? std::nullopt : parse_real(p.text);
+        if (n)
+            w.value(*n);
+        else
+            w.value(p.text);
+    }
+    w.end_object();
+    w.key("scalars").begin_object();
+    write_scalars(w, r.scalars);
+    w.end_object();
+    w.key("series");
+    write_series(w, r.series);
+    w.key("tables");
+    write_tables(w, r.tables);
+    w.key("checks").begin_array();
+    for (const auto& c : r.checks) {
+        w.begin_object();
+        w.field("name", c.name).field("passed", c.passed).field("detail", c.detail);
+        w.end_object();
+    }
+    w.end_array();
+    w.key("notes").begin_array();
+    for (const auto& n : r.notes) w.value(n);
+    w.end_array();
+    if (!r.grids.empty()) {
+        w.key("grids").begin_array();
+        for (const auto& g : r.grids) {
+            w.begin_object();
+            w.field("name", g.name).field("columns", double(g.columns));
+            w.key("categories").begin_array();
+            for (const auto& c : g.categories) w.value(c);
+            w.end_array();
+            std::vector<double> cells(g.cells.begin(), g.cells.end());
+            w.key("cells").numbers(cells);
+            w.end_object();
+        }
+        w.end_array();
+    }
+    if (!r.heatmaps.empty()) {
+        w.key("heatmaps").begin_array();
+        for (const auto& h : r.heatmaps) {
+            w.begin_object();
+            w.field("name", h.name).field("x_label", h.x_label).field("y_label", h.y_label);
+            w.field("z_label", h.z_label);
+            w.key("x").numbers(h.x);
+            w.key("y").numbers(h.y);
+            w.key("z").numbers(h.z);
+            if (h.has_contour) w.field("contour", h.contour);
+            w.end_object();
+        }
+        w.end_array();
+    }
+    w.key("timing").begin_object();
+    write_scalars(w, r.timing.scalars);
+    if (!r.timing.series.empty()) {
+        w.key("series");
+        write_series(w, r.timing.series);
+    }
+    if (!r.timing.tables.empty()) {
+        w.key("tables");
+        write_tables(w, r.timing.tables);
+    }
+    w.end_object();
+    w.end_object();
+    return w.take();
+}
+
+// ---- CSV -----------------------------------------------------------------------------------------
+// Blocks separated by a blank line, each headed by a "# ..." line: parameters, scalars, checks,
+// then every table and series (series as x,y columns). Timing blocks are marked as such.
+
+static std::string csv_field(const std::string& s) {
+    if (s.find_first_of(",\"\n") == std::string::npos) return s;
+    std::string out = "\"";
+    for (char c : s) {
+        if (c == '"') out.push_back('"');
+        out.push_back(c);
+    }
+    return out + "\"";
+}
+
+static void csv_table(std::string& out, const Table& t, const char* prefix) {
+    out += "\n# " + std::string(prefix) + "table: " + t.name + "\n";
+    for (size_t i = 0; i < t.columns.size(); ++i) out += (i ? "," : "") + csv_field(t.columns[i]);
+    out += "\n";
+    for (const auto& row : t.rows) {
+        for (size_t i = 0; i < row.size(); ++i) {
+            if (i) out += ",";
+            if (const double* d = std::get_if<double>(&row[i]))
+                out += format_number(*d);
+            else
+                out += csv_field(std::get<std::string>(row[i]));
+        }
+        out += "\n";
+    }
+}
+
+static void csv_series(std::string& out, const Series& s, const char* prefix) {
+    out += "\n# " + std::string(prefix) + "series: " + s.name + (s.plot.empty() ? "" : " (" + s.plot + ")") + "\n";
+    out += csv_field(s.x_label) + "," + csv_field(s.y_label) + "\n";
+    for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
+        if (i < s.x_names.size())
+            out += csv_field(s.x_names[i]);
+        else
+            out += format_number(s.x[i]);
+        out += "," + format_number(s.y[i]) + "\n";
+    }
+}
+
+std::string report_csv(const Report& r) {
+    std::string out = "# module: " + r.module + "\n# parameters\nkey,value\n";
+    for (const auto& p : r.params) out += csv_field(p.key) + "," + csv_field(p.text) + "\n";
+    out += "\n# scalars\nkey,value,unit,label\n";
+    for (const auto& s : r.scalars)
+        out += csv_field(s.key) + "," + format_number(s.value) + "," + csv_field(s.unit) + "," + csv_field(s.label) + "\n";
+    out += "\n# checks\nname,passed,detail\n";
+    for (const auto& c : r.checks)
+        out += csv_field(c.name) + "," + (c.passed ? "true" : "false") + "," + csv_field(c.detail) + "\n";
+    for (const auto& t : r.tables) csv_table(out, t, "");
+    for (const auto& s : r.series) csv_series(out, s, "");
+    if (!r.timing.scalars.empty()) {
+        out += "\n# timing (wall clock, differs between runs)\nkey,value,unit,label\n";
+        for (const auto& s : r.timing.scalars)
+            out += csv_field(s.key) + "," + format_number(s.value) + "," + csv_field(s.unit) + "," +
+                   csv_field(s.label) + "\n";
+    }
+    for (const auto& t : r.timing.tables) csv_table(out, t, "timing ");
+    for (const auto& s : r.timing.series) csv_series(out, s, "timing ");
+    return out;
+}
+
+}  // namespace k3

@@ -1,0 +1,98 @@
+// The result of a run: headline scalars, plot series, tables, checks and notes, plus the wall-clock
+// part ("timing") that is the only thing allowed to differ between runs and builds.
+// Its JSON (report_json) is the contract between the core, the page, the CLI and the tests.
+#pragma once
+
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/experiments/param.h"
+
+namespace k3 {
+
+struct Scalar {
+    std::string key, label, unit;
+    double value = 0;
+    bool headline = false;  // shown in large type at the top of the module page
+    std::string help;       // tooltip: what the figure means and how it was obtained
+};
+
+enum class SeriesStyle { line, bars, points, step };
+
+struct Series {
+    std::string name, x_label, y_label;
+    std::vector<double> x, y;
+    std::string plot;  // series with the same plot title are drawn in one chart
+    bool log_x = false, log_y = false;
+    SeriesStyle style = SeriesStyle::line;
+    std::vector<std::string> x_names;  // category names for bar charts (x = 0, 1, 2, ...)
+};
+
+using Cell = std::variant<double, std::string>;
+
+struct Table {
+    std::string name;
+    std::vector<std::string> columns;
+    std::vector<std::vector<Cell>> rows;
+    std::vector<std::string> units;  // per column, may be empty; drives formatting in the UI
+};
+
+struct Check {
+    std::string name;
+    bool passed = false;
+    std::string detail;
+};
+
+// A grid of labelled cells (a pool map, a ring buffer): each cell has a category (colour) and a
+// short text; drawn by the UI's cell-grid view, serialised like everything else.
+struct CellGrid {
+    std::string name;
+    int columns = 0;
+    std::vector<std::string> categories;  // legend; cell.category indexes it
+    std::vector<int> cells;               // category per cell, -1 = empty
+    std::vector<std::string> cell_labels;  // optional hover text per cell
+};
+
+// A heat map over two parameters with an optional contour level (break-even = 0, say).
+struct HeatMap {
+    std::string name, x_label, y_label, z_label;
+    std::vector<double> x, y;  // axis values
+    std::vector<double> z;     // y.size() rows of x.size() values
+    bool log_x = false, log_y = false;
+    bool has_contour = false;
+    double contour = 0;
+};
+
+struct Report {
+    std::string module;
+    struct ParamValue {
+        std::string key, text;  // effective value in canonical text
+        bool textual = false;   // written as a JSON string (choice, text) or number
+    };
+    std::vector<ParamValue> params;
+    std::vector<Scalar> scalars;
+    std::vector<Series> series;
+    std::vector<Table> tables;
+    std::vector<Check> checks;
+    std::vector<std::string> notes;
+    std::vector<CellGrid> grids;
+    std::vector<HeatMap> heatmaps;
+    struct Timing {
+        std::vector<Scalar> scalars;
+        std::vector<Series> series;
+        std::vector<Table> tables;
+    } timing;
+
+    void set_params(const Params& p);
+    Scalar& scalar(std::string key, std::string label, std::string unit, double value, bool headline = false);
+    Scalar& timing_scalar(std::string key, std::string label, std::string unit, double value);
+    Check& check(std::string name, bool passed, std::string detail);
+    const Scalar* find_scalar(const std::string& key) const;
+    bool all_checks_passed() const;
+};
+
+std::string report_json(const Report& r, bool pretty = false);
+std::string report_csv(const Report& r);
+
+}  // namespace k3

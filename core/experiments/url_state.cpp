@@ -1,0 +1,125 @@
+#include "core/experiments/url_state.h"
+
+#include "core/experiments/registry.h"
+
+namespace k3 {
+
+static constexpr size_t kMaxHash = 8192;
+static constexpr size_t kMaxPairs = 256;
+
+static int hexval(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+std::string percent_decode(std::string_view s, bool* ok) {
+    std::string out;
+    bool good = true;
+    for (size_t i = 0; i < s.size(); ++i) {
+        const char c = s[i];
+        if (c == '%') {
+            const bool room = i + 2 < s.size();
+            const int a = room ? hexval(s[i + 1]) : -1;
+            const int b = room ? hexval(s[i + 2]) : -1;
+            if (a >= 0 && b >= 0) {
+                out.push_back(char(a * 16 + b));
+                i += 2;
+                continue;
+            }
+            good = false;
+            out.push_back(c);
+        } else if (c == '+') {
+            out.push_back(' ');
+        } else {
+            out.push_back(c);
+        }
+    }
+    if (ok) *ok = good;
+    return out;
+}
+
+std::string percent_encode(std::string_view s) {
+    static const char* hex = "0123456789ABCDEF";
+    std::string out;
+    for (unsigned char c : s) {
+        const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                           c == '-' || c == '_' || c == '.' || c == '~' || c == '/';
+        if (plain) {
+            out.push_back(char(c));
+        } else {
+            out.push_back('%');
+            out.push_back(hex[c >> 4]);
+            out.push_back(hex[c & 15]);
+        }
+    }
+    return out;
+}
+
+UrlState parse_url_hash(std::string_view h) {
+    UrlState st;
+    if (!h.empty() && h.front() == '#') h.remove_prefix(1);
+    if (h.size() > kMaxHash) {
+        st.issues.push_back({ParamIssue::error, "", "link is longer than " + std::to_string(kMaxHash) +
+                                                        " characters; ignored"});
+        return st;
+    }
+    size_t pairs = 0;
+    while (!h.empty()) {
+        const size_t amp = h.find('&');
+        const std::string_view part = h.substr(0, amp);
+        h = amp == std::string_view::npos ? std::string_view{} : h.substr(amp + 1);
+        if (part.empty()) continue;
+        if (++pairs > kMaxPairs) {
+            st.issues.push_back({ParamIssue::error, "", "link has more than 256 parts; the rest is ignored"});
+            break;
+        }
+        const size_t eq = part.find('=');
+        bool ok_k = true, ok_v = true;
+        const std::string key = percent_decode(part.substr(0, eq), &ok_k);
+        const std::string val = eq == std::string_view::npos ? "" : percent_decode(part.substr(eq + 1), &ok_v);
+        if (!ok_k || !ok_v)
+            st.issues.push_back({ParamIssue::warning, key, "malformed %-escape in '" + std::string(part) + "'"});
+        if (eq == std::string_view::npos) {
+            st.issues.push_back({ParamIssue::error, key, "'" + key + "' in the link has no value"});
+            continue;
+        }
+        if (key == "m")
+            st.module = val;
+        else if (key == "tab")
+            st.tab = val;
+        else
+            st.kv.emplace_back(key, val);
+    }
+    return st;
+}
+
+std::string format_url_hash(const std::string& module, const Params* params, const std::string& tab) {
+    std::string out = "#m=" + percent_encode(module.empty() ? "overview" : module);
+    if (params)
+        for (const auto& s : params->specs())
+            if (!params->is_default(s.key)) out += "&" + percent_encode(s.key) + "=" + percent_encode(params->text(s.key));
+    if (!tab.empty()) out += "&tab=" + percent_encode(tab);
+    return out;
+}
+
+ResolvedView resolve_url(const UrlState& s) {
+    ResolvedView r;
+    r.issues = s.issues;
+    if (s.module.empty() || s.module == "overview") {
+        for (const auto& [k, v] : s.kv)
+            r.issues.push_back({ParamIssue::error, k, "parameter '" + k + "' given without a module"});
+        return r;
+    }
+    r.experiment = find_experiment(s.module);
+    if (!r.experiment) {
+        r.issues.push_back({ParamIssue::error, "m", "unknown module '" + s.module + "' in the link"});
+        return r;
+    }
+    r.params = r.experiment->defaults();
+    for (const auto& [k, v] : s.kv) r.params.set(k, v, RangePolicy::clamp, r.issues);
+    return r;
+}
+
+}  // namespace k3

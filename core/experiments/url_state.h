@@ -1,0 +1,37 @@
+// The URL hash that holds the current view: "#m=memory&context=1048576&preset=qwen3-next-80b".
+// Only non-default parameters are written, so links stay short and survive new parameters.
+// Parsing never fails hard: everything wrong is reported as an issue and the rest is applied.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/experiments/experiment.h"
+
+namespace k3 {
+
+struct UrlState {
+    std::string module;                                     // "" = overview
+    std::string tab;                                        // "", "how", "limits"
+    std::vector<std::pair<std::string, std::string>> kv;   // parameter text values
+    std::vector<ParamIssue> issues;                         // malformed parts of the hash
+};
+
+UrlState parse_url_hash(std::string_view hash);
+std::string format_url_hash(const std::string& module, const Params* params, const std::string& tab = "");
+
+// Applies a parsed hash to a module's declaration: values out of range are clamped with a warning,
+// unknown keys and bad values are reported and skipped.
+struct ResolvedView {
+    const Experiment* experiment = nullptr;  // null: overview (or unknown module, see issues)
+    Params params;
+    std::vector<ParamIssue> issues;
+};
+ResolvedView resolve_url(const UrlState& s);
+
+std::string percent_decode(std::string_view s, bool* ok = nullptr);
+std::string percent_encode(std::string_view s);
+
+}  // namespace k3

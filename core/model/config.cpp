@@ -1,0 +1,121 @@
+#include "core/model/config.h"
+
+namespace k3 {
+
+size_t dtype_bytes(DType t) {
+    switch (t) {
+        case DType::fp32: return 4;
+        case DType::bf16:
+        case DType::fp16: return 2;
+        case DType::fp8:
+        case DType::int8: return 1;
+    }
+    return 4;
+}
+
+const char* dtype_name(DType t) {
+    switch (t) {
+        case DType::fp32: return "fp32";
+        case DType::bf16: return "bf16";
+        case DType::fp16: return "fp16";
+        case DType::fp8: return "fp8";
+        case DType::int8: return "int8";
+    }
+    return "?";
+}
+
+std::optional<DType> parse_dtype(std::string_view s) {
+    for (DType t : {DType::fp32, DType::bf16, DType::fp16, DType::fp8, DType::int8})
+        if (s == dtype_name(t)) return t;
+    return std::nullopt;
+}
+
+int ModelConfig::n_linear() const {
+    int n = 0;
+    for (auto k : layers) n += k == LayerKind::linear;
+    return n;
+}
+
+int ModelConfig::n_attention() const { return n_layers() - n_linear(); }
+
+std::vector<LayerKind> hybrid_pattern(int n_layers, int attn_every, bool attn_last) {
+    std::vector<LayerKind> v(size_t(n_layers > 0 ? n_layers : 0), LayerKind::linear);
+    for (int i = 1; i <= n_layers; ++i)
+        if ((attn_every > 0 && i % attn_every == 0) || (attn_last && i == n_layers))
+            v[size_t(i - 1)] = LayerKind::attention;
+    return v;
+}
+
+std::optional<ModelConfig> model_preset(std::string_view id) {
+    ModelConfig c;
+    if (id == "kimi-linear-48b") {
+        // HF moonshotai/Kimi-Linear-48B-A3B config (reference/kda.md §0).
+        c.id = "kimi-linear-48b";
+        c.name = "Kimi-Linear-48B-A3B";
+        c.layers = hybrid_pattern(27, 4, true);
+        c.d_model = 2304;
+        c.lin_heads = c.lin_v_heads = 32;
+        c.head_k = c.head_v = 128;
+        c.conv_width = 4;
+        c.state_dtype = DType::fp32;
+        c.conv_dtype = DType::bf16;
+        c.attn_kind = AttnKind::mla;
+        c.attn_heads = 32;
+        c.mla_latent = 512;
+        c.mla_rope = 64;
+        c.mla_nope_dim = 128;
+        c.mla_v_dim = 128;
+        c.kv_dtype = DType::bf16;
+        return c;
+    }
+    if (id == "qwen3-next-80b") {
+        // Qwen3-Next-80B-A3B: 48 layers, 36 Gated DeltaNet + 12 gated attention (reference/serving.md §7).
+        c.id = "qwen3-next-80b";
+        c.name = "Qwen3-Next-80B-A3B";
+        c.linear_name = "GDN";
+        c.layers = hybrid_pattern(48, 4, false);
+        c.d_model = 2048;
+        c.lin_heads = 16;
+        c.lin_v_heads = 32;
+        c.head_k = c.head_v = 128;
+        c.conv_width = 4;
+        c.state_dtype = DType::fp32;
+        c.conv_dtype = DType::bf16;
+        c.attn_kind = AttnKind::gqa;
+        c.attn_heads = 16;
+        c.kv_heads = 2;
+        c.attn_head_dim = 256;
+        c.kv_dtype = DType::bf16;
+        return c;
+    }
+    if (id == "tiny" || id == "small") {
+        // The runnable models (DESIGN.md §5): same layer design, small sizes, fp32 everything.
+        const bool tiny = id == "tiny";
+        c.id = std::string(id);
+        c.name = tiny ? "tiny (runnable)" : "small (runnable)";
+        c.runnable = true;
+        c.layers = hybrid_pattern(tiny ? 8 : 12, 4, false);
+        c.d_model = tiny ? 256 : 512;
+        c.lin_heads = c.lin_v_heads = tiny ? 4 : 8;
+        c.head_k = c.head_v = 64;
+        c.conv_width = 4;
+        c.state_dtype = DType::fp32;
+        c.conv_dtype = DType::fp32;
+        c.attn_kind = AttnKind::mla;
+        c.attn_heads = tiny ? 4 : 8;
+        c.mla_latent = tiny ? 128 : 256;
+        c.mla_rope = 32;
+        c.mla_nope_dim = 64;
+        c.mla_v_dim = 64;
+        c.kv_dtype = DType::fp32;
+        c.vocab = tiny ? 512 : 1024;
+        c.mlp_hidden = tiny ? 768 : 1536;
+        c.gate_rank = 64;
+        return c;
+    }
+    return std::nullopt;
+}
+
+std::vector<std::string> model_preset_ids() { return {"kimi-linear-48b", "qwen3-next-80b", "tiny", "small"}; }
+
+}  // namespace k3

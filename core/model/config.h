@@ -1,0 +1,60 @@
+// Model configurations: the published hybrid models (for accounting) and the runnable presets.
+// Layer geometry follows reference/kda.md §0 and reference/serving.md §7.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace k3 {
+
+enum class DType : uint8_t { fp32, bf16, fp16, fp8, int8 };
+size_t dtype_bytes(DType t);
+const char* dtype_name(DType t);
+std::optional<DType> parse_dtype(std::string_view s);
+
+enum class LayerKind : uint8_t { linear, attention };  // linear = KDA (or GDN) with a fixed state
+enum class AttnKind : uint8_t { mla, gqa };            // MLA latent cache or grouped K/V heads
+
+struct ModelConfig {
+    std::string id, name;
+    std::string linear_name = "KDA";  // what the linear layers are called ("KDA", "GDN")
+    std::vector<LayerKind> layers;    // in order; pattern of linear and attention layers
+    int d_model = 0;
+
+    // Linear-attention (KDA / GDN) layers. State per value head is head_k x head_v.
+    int lin_heads = 0;    // H: query/key heads
+    int lin_v_heads = 0;  // HV: value heads (a multiple of H); one state matrix each
+    int head_k = 0, head_v = 0;
+    int conv_width = 4;  // short causal conv; the window keeps conv_width - 1 raw rows
+    DType state_dtype = DType::fp32, conv_dtype = DType::bf16;
+
+    // Attention layers.
+    AttnKind attn_kind = AttnKind::mla;
+    int attn_heads = 0;
+    int mla_latent = 0, mla_rope = 0;      // MLA: cached elements per token = latent + rope
+    int kv_heads = 0, attn_head_dim = 0;   // GQA: cached elements per token = 2 * kv_heads * dim
+    DType kv_dtype = DType::bf16;
+
+    // Runnable-model sizes (only for presets that can run).
+    bool runnable = false;
+    int vocab = 0, mlp_hidden = 0, gate_rank = 0;
+    int mla_nope_dim = 0, mla_v_dim = 0;  // per-head query/key (no-RoPE part) and value dims
+
+    int n_layers() const { return int(layers.size()); }
+    int n_linear() const;
+    int n_attention() const;
+    int conv_channels() const { return 2 * lin_heads * head_k + lin_v_heads * head_v; }
+};
+
+// Layer i (1-indexed) is attention iff i % attn_every == 0, or it is the last layer and attn_last.
+// Kimi-Linear: 27 layers, every 4th and the last -> 20 KDA + 7 MLA.
+std::vector<LayerKind> hybrid_pattern(int n_layers, int attn_every, bool attn_last);
+
+// Presets by id: "kimi-linear-48b", "qwen3-next-80b" (accounting only), "tiny", "small" (runnable).
+std::optional<ModelConfig> model_preset(std::string_view id);
+std::vector<std::string> model_preset_ids();
+
+}  // namespace k3

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Runs every registered module with its defaults through the CLI; fails if any check fails or the
+# JSON report is malformed. Usage: run_modules.sh "K3CLI COMMAND"
+set -euo pipefail
+K3CLI=$1
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+mods=$($K3CLI list --json | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{for(const m of JSON.parse(s).modules)console.log(m.id)})')
+[ -n "$mods" ] || { echo "no modules registered"; exit 1; }
+fail=0
+for m in $mods; do
+  if ! $K3CLI run "$m" --json >"$out/$m.json" 2>"$out/$m.err"; then
+    echo "FAIL $m"; cat "$out/$m.err"; fail=1; continue
+  fi
+  node -e '
+    const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+    for (const k of ["module","params","scalars","series","tables","checks","notes","timing"])
+      if (!(k in r)) throw new Error("report lacks " + k);
+    if (r.module !== process.argv[2]) throw new Error("module id " + r.module);
+    if (r.checks.length === 0) throw new Error("module has no checks");
+    const bad = r.checks.filter(c => !c.passed);
+    if (bad.length) throw new Error("failed checks: " + JSON.stringify(bad));
+  ' "$out/$m.json" "$m" || { echo "FAIL $m (report)"; fail=1; continue; }
+  echo "ok   $m ($(node -e 'const r=JSON.parse(require("fs").readFileSync(process.argv[1]));console.log(r.checks.length+" checks")' "$out/$m.json"))"
+done
+exit $fail

@@ -1,0 +1,133 @@
+// Parameter validation and the URL hash: clamp with warning, unknown keys reported, wrong types
+// rejected, only non-default values in links, round trips.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "core/experiments/registry.h"
+#include "core/experiments/url_state.h"
+
+using namespace k3;
+
+static std::vector<ParamSpec> specs() {
+    return {ParamSpec::integer("n", "N", "tokens", 1, 1000, 64),
+            ParamSpec::real("x", "X", "", 0, 1, 0.5),
+            ParamSpec::choice("mode", "Mode", {"a", "b"}, "a"),
+            ParamSpec::flag("on", "On", false),
+            ParamSpec::text("trace", "Trace", "synthetic")};
+}
+
+TEST_CASE("defaults and typed access") {
+    const auto s = specs();
+    Params p(&s);
+    CHECK(p.integer("n") == 64);
+    CHECK(p.num("x") == 0.5);
+    CHECK(p.str("mode") == "a");
+    CHECK_FALSE(p.flag("on"));
+    CHECK(p.is_default("n"));
+}
+
+TEST_CASE("out of range: clamped with a warning in the UI, refused in the CLI") {
+    const auto s = specs();
+    auto ui = parse_params(s, {{"n", "5000"}}, RangePolicy::clamp);
+    CHECK(ui.ok());
+    CHECK(ui.params.integer("n") == 1000);
+    REQUIRE(ui.issues.size() == 1);
+    CHECK(ui.issues[0].level == ParamIssue::warning);
+    CHECK(ui.issues[0].message.find("clamped to 1000") != std::string::npos);
+    auto cli = parse_params(s, {{"n", "5000"}}, RangePolicy::strict);
+    CHECK_FALSE(cli.ok());
+    CHECK(cli.issues[0].message.find("out of range [1, 1000] tokens") != std::string::npos);
+}
+
+TEST_CASE("unknown keys and wrong types are errors naming the key") {
+    const auto s = specs();
+    auto r = parse_params(s, {{"nn", "1"}, {"n", "1.5"}, {"x", "abc"}, {"mode", "c"}, {"on", "maybe"}, {"trace", ""}},
+                          RangePolicy::clamp);
+    CHECK_FALSE(r.ok());
+    REQUIRE(r.issues.size() == 6);
+    CHECK(r.issues[0].message.find("unknown parameter 'nn'") != std::string::npos);
+    CHECK(r.issues[1].key == "n");
+    CHECK(r.issues[2].key == "x");
+    CHECK(r.issues[3].message.find("expected one of a, b") != std::string::npos);
+    CHECK(r.issues[4].key == "on");
+    CHECK(r.issues[5].key == "trace");
+    // refused values leave the defaults in place
+    CHECK(r.params.integer("n") == 64);
+    CHECK(r.params.str("mode") == "a");
+}
+
+TEST_CASE("set_number clamps and rounds integers") {
+    const auto s = specs();
+    Params p(&s);
+    p.set_number("n", 12.6);
+    CHECK(p.integer("n") == 13);
+    p.set_number("x", -3);
+    CHECK(p.num("x") == 0);
+    p.set_number("x", NAN);
+    CHECK(p.num("x") == 0);
+}
+
+TEST_CASE("URL hash: parse, resolve, format round trip") {
+    const auto st = parse_url_hash("#m=memory&context=1048576&preset=qwen3-next-80b&tab=how");
+    CHECK(st.module == "memory");
+    CHECK(st.tab == "how");
+    const auto v = resolve_url(st);
+    REQUIRE(v.experiment);
+    CHECK(v.issues.empty());
+    CHECK(v.params.integer("context") == 1048576);
+    CHECK(v.params.str("preset") == "qwen3-next-80b");
+    const std::string h = format_url_hash("memory", &v.params, "how");
+    CHECK(h == "#m=memory&preset=qwen3-next-80b&context=1048576&tab=how");
+    const auto again = resolve_url(parse_url_hash(h));
+    CHECK(again.params == v.params);
+    // defaults only: just the module
+    const Params d = find_experiment("memory")->defaults();
+    CHECK(format_url_hash("memory", &d) == "#m=memory");
+}
+
+TEST_CASE("URL hash: bad parts are reported, the rest applied, never a crash") {
+    auto v = resolve_url(parse_url_hash("m=memory&context=abc&budget_gib=1e9&bogus=1&%zz=3&novalue"));
+    REQUIRE(v.experiment);
+    int errors = 0, warnings = 0;
+    for (const auto& i : v.issues) (i.level == ParamIssue::error ? errors : warnings)++;
+    CHECK(errors == 4);     // context=abc, bogus, the undecodable key "%zz", novalue
+    CHECK(warnings >= 2);   // budget clamped, malformed escape
+    CHECK(v.params.num("budget_gib") == 4096);
+    CHECK(v.params.integer("context") == 131072);
+    auto u = resolve_url(parse_url_hash("#m=nosuch&x=1"));
+    CHECK(u.experiment == nullptr);
+    CHECK(u.issues.size() == 1);
+    CHECK(resolve_url(parse_url_hash("")).experiment == nullptr);
+    CHECK(resolve_url(parse_url_hash(std::string(10000, 'a'))).issues.size() == 1);
+}
+
+TEST_CASE("percent coding round trips arbitrary bytes") {
+    std::string all;
+    for (int c = 0; c < 256; ++c) all.push_back(char(c));
+    bool ok = false;
+    CHECK(percent_decode(percent_encode(all), &ok) == all);
+    CHECK(ok);
+}
+
+TEST_CASE("every registered module: defaults validate, URL of defaults is just the module") {
+    for (const auto& e : experiments()) {
+        CAPTURE(e.id);
+        const Params p = e.defaults();
+        for (const auto& i : e.check(p)) CHECK(i.level != ParamIssue::error);
+        CHECK(format_url_hash(e.id, &p) == "#m=" + e.id);
+        CHECK_FALSE(e.title.empty());
+        CHECK_FALSE(e.purpose.empty());
+        CHECK_FALSE(e.how_it_works.empty());
+        CHECK_FALSE(e.where_it_does_not_pay.empty());
+        for (const auto& s : e.params) {
+            CAPTURE(s.key);
+            CHECK_FALSE(s.label.empty());
+            if (!s.is_textual()) {
+                CHECK(s.min <= s.def);
+                CHECK(s.def <= s.max);
+                if (s.log_scale) CHECK(s.min > 0);
+            }
+        }
+    }
+}
