@@ -18,7 +18,7 @@ static const char* kind_name(ParamKind k) {
     return "?";
 }
 
-int cmd_list(const Args& args) {
+static int cmd_list(const Args& args) {
     bool json = false;
     for (const auto& a : args) {
         if (a == "--json")
@@ -29,7 +29,7 @@ int cmd_list(const Args& args) {
         }
     }
     if (!json) {
-        for (const auto& e : experiments()) std::printf("%-14s %-12s %s\n", e.id.c_str(), "", e.title.c_str());
+        for (const auto& e : experiments()) std::printf("%2d  %-14s %-22s %s\n", e.number, e.id.c_str(), e.component.c_str(), e.title.c_str());
         return 0;
     }
     JsonWriter w(true);
@@ -60,5 +60,7 @@ int cmd_list(const Args& args) {
     std::printf("%s\n", w.str().c_str());
     return 0;
 }
+
+K3_REGISTER_COMMAND("list", "[--json]", "list the modules (with --json: their parameter declarations)", cmd_list, 10);
 
 }  // namespace k3::cli

@@ -46,7 +46,7 @@ static void print_text(const Experiment& e, const Report& r) {
     for (const auto& n : r.notes) std::printf("  note: %s\n", n.c_str());
 }
 
-int cmd_run(const Args& args) {
+static int cmd_run(const Args& args) {
     if (args.empty()) {
         std::fprintf(stderr, "k3cli run: missing MODULE (k3cli list shows them)\n");
         return 2;
@@ -93,5 +93,8 @@ int cmd_run(const Args& args) {
     }
     return 0;
 }
+
+K3_REGISTER_COMMAND("run", "MODULE [key=value ...] [--json|--csv] [--pretty]",
+                    "run a module with the given parameters; exit 1 if one of its checks fails", cmd_run, 20);
 
 }  // namespace k3::cli

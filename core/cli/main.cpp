@@ -1,38 +1,53 @@
-// k3cli: the command-line face of the Experiment API.
+// k3cli: the command-line face of the Experiment API, the benchmarks and the kernel checks.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 
 #include "core/cli/commands.h"
 
-namespace {
+namespace k3::cli {
 
-void usage(FILE* f) {
-    std::fputs(
-        "usage: k3cli COMMAND ...\n"
-        "  list [--json]                         modules and their parameter declarations\n"
-        "  run MODULE [key=value ...] [--json|--csv] [--pretty]\n"
-        "                                        run a module; exit 1 if a check fails\n"
-        "exit codes: 0 ok, 1 a check failed, 2 bad usage or parameter\n",
-        f);
+static std::vector<Command>& registry() {
+    static std::vector<Command> c;
+    return c;
 }
 
-}  // namespace
+CommandRegistrar::CommandRegistrar(Command c) { registry().push_back(c); }
+
+const std::vector<Command>& commands() {
+    auto& c = registry();
+    std::sort(c.begin(), c.end(), [](const Command& a, const Command& b) { return a.order < b.order; });
+    return c;
+}
+
+}  // namespace k3::cli
+
+static void usage(FILE* f) {
+    std::fputs("usage: k3cli COMMAND ...\n", f);
+    for (const auto& c : k3::cli::commands()) {
+        std::fprintf(f, "  %s %s\n", c.name, c.usage);
+        std::fprintf(f, "      %s\n", c.help);
+    }
+    std::fputs("exit codes: 0 ok, 1 a check failed, 2 bad usage or input\n", f);
+}
 
 int main(int argc, char** argv) {
     if (argc < 2 || !std::strcmp(argv[1], "help") || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
-    const std::string cmd = argv[1];
-    k3::cli::Args args(argv + 2, argv + argc);
-    try {
-        if (cmd == "list") return k3::cli::cmd_list(args);
-        if (cmd == "run") return k3::cli::cmd_run(args);
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "k3cli: error: %s\n", e.what());
-        return 2;
+    const k3::cli::Args args(argv + 2, argv + argc);
+    for (const auto& c : k3::cli::commands()) {
+        if (std::strcmp(c.name, argv[1]) != 0) continue;
+        try {
+            return c.fn(args);
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "k3cli %s: error: %s\n", c.name, e.what());
+            return 2;
+        }
     }
-    std::fprintf(stderr, "k3cli: unknown command '%s'\n", cmd.c_str());
+    std::fprintf(stderr, "k3cli: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return 2;
 }

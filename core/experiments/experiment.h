@@ -57,6 +57,7 @@ private:
 using Validator = std::function<std::vector<ParamIssue>(const Params&)>;
 
 struct Experiment {
+    int number = 0;  // module number of DESIGN.md §2: sidebar and list order
     std::string id, title, component, purpose;
     std::string how_it_works, where_it_does_not_pay;  // Markdown-light text: paragraphs, "- " lists
     std::vector<ParamSpec> params;

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "core/base/numfmt.h"
-#include "core/experiments/modules.h"
+#include "core/experiments/registry.h"
 #include "core/model/accounting.h"
 
 namespace k3 {
@@ -265,6 +265,7 @@ void MemoryRun::compute() {
 
 Experiment make_memory_experiment() {
     Experiment e;
+    e.number = 2;
     e.id = "memory";
     e.title = "Fixed state vs growing KV";
     e.component = "foundation";
@@ -298,5 +299,7 @@ Experiment make_memory_experiment() {
     e.start = [](const Params& p) { return std::make_unique<MemoryRun>(p); };
     return e;
 }
+
+K3_REGISTER_EXPERIMENT(make_memory_experiment);
 
 }  // namespace k3

@@ -1,13 +1,24 @@
 #include "core/experiments/registry.h"
 
-#include "core/experiments/modules.h"
+#include <algorithm>
 
 namespace k3 {
 
+namespace {
+std::vector<Experiment (*)()>& factories() {
+    static std::vector<Experiment (*)()> f;
+    return f;
+}
+}  // namespace
+
+detail::ExperimentRegistrar::ExperimentRegistrar(Experiment (*make)()) { factories().push_back(make); }
+
 const std::vector<Experiment>& experiments() {
+    // Built on first use, after every static registrar has run.
     static const std::vector<Experiment> all = [] {
         std::vector<Experiment> v;
-        v.push_back(make_memory_experiment());
+        for (auto make : factories()) v.push_back(make());
+        std::sort(v.begin(), v.end(), [](const Experiment& a, const Experiment& b) { return a.number < b.number; });
         return v;
     }();
     return all;

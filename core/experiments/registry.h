@@ -1,5 +1,7 @@
-// The list of registered modules, in the order of DESIGN.md §2. A module that is not built yet is
-// not listed. Each module file defines one `Experiment make_<name>_experiment()`.
+// The registered modules. Each module file registers itself with one line,
+//     K3_REGISTER_EXPERIMENT(make_memory_experiment);
+// and nothing else needs to know about it. k3core is an object library, so these registrations are
+// never dropped by the linker. A module that is not built is simply not listed.
 #pragma once
 
 #include <string_view>
@@ -9,6 +11,7 @@
 
 namespace k3 {
 
+// All modules, ordered by Experiment::number.
 const std::vector<Experiment>& experiments();
 const Experiment* find_experiment(std::string_view id);
 
@@ -18,5 +21,14 @@ struct Component {
     const char* title;
 };
 const std::vector<Component>& components();
+
+namespace detail {
+struct ExperimentRegistrar {
+    explicit ExperimentRegistrar(Experiment (*make)());
+};
+}  // namespace detail
+
+#define K3_REGISTER_EXPERIMENT(factory) \
+    static const ::k3::detail::ExperimentRegistrar k3_registrar_##factory(&factory)
 
 }  // namespace k3

@@ -1,0 +1,38 @@
+// Benchmarks behind `k3cli bench NAME [--json]`. A benchmark registers itself from its own file:
+//     K3_REGISTER_BENCH("kda", "KDA kernels: scalar vs SIMD, decode and prefill", bench_kda);
+// and appends results; the command prints them in the schema of DESIGN.md §10:
+//   {"bench": NAME, "build": "native" | "wasm-simd" | "wasm-scalar", "arch": "...",
+//    "results": [{"name": "...", "params": {...}, "value": number, "unit": "..."}]}
+// Report ratios measured side by side in one run; absolute times on shared machines are noisy.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace k3::cli {
+
+struct BenchResult {
+    std::string name;
+    std::vector<std::pair<std::string, double>> params;  // numeric parameters
+    std::vector<std::pair<std::string, std::string>> text_params;
+    double value = 0;
+    std::string unit;
+};
+
+struct BenchContext {
+    std::vector<BenchResult> results;
+    std::string arch;   // SIMD architecture name; set by the benchmark if it knows better
+    bool quick = false;  // --quick: fewer repetitions (used by the tests to smoke-test benches)
+    void add(BenchResult r) { results.push_back(std::move(r)); }
+};
+
+using BenchFn = void (*)(BenchContext&);
+
+struct BenchRegistrar {
+    BenchRegistrar(const char* name, const char* help, BenchFn fn);
+};
+
+#define K3_REGISTER_BENCH(name, help, fn) static const ::k3::cli::BenchRegistrar k3_bench_registrar_##fn(name, help, fn)
+
+}  // namespace k3::cli
