@@ -15,6 +15,7 @@ static void print_text(const Experiment& e, const Report& r) {
         std::printf("\n  timing (wall clock)\n");
         for (const auto& s : r.timing.scalars)
             std::printf("  %-44s %s\n", s.label.c_str(), format_with_unit(s.value, s.unit).c_str());
+        for (const auto& t : r.timing.texts) std::printf("  %-44s %s\n", t.label.c_str(), t.text.c_str());
     }
     for (const auto& t : r.tables) {
         // Format every cell first so columns can be as wide as their widest entry.

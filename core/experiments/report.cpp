@@ -20,6 +20,10 @@ Scalar& Report::timing_scalar(std::string key, std::string label, std::string un
     return timing.scalars.back();
 }
 
+void Report::timing_text(std::string key, std::string label, std::string text) {
+    timing.texts.push_back({std::move(key), std::move(label), std::move(text)});
+}
+
 Check& Report::check(std::string name, bool passed, std::string detail) {
     checks.push_back({std::move(name), passed, std::move(detail)});
     return checks.back();
@@ -162,6 +166,7 @@ std::string report_json(const Report& r, bool pretty) {
     }
     w.key("timing").begin_object();
     write_scalars(w, r.timing.scalars);
+    for (const auto& t : r.timing.texts) w.key(t.key).begin_object().field("text", t.text).field("label", t.label).end_object();
     if (!r.timing.series.empty()) {
         w.key("series");
         write_series(w, r.timing.series);
@@ -228,11 +233,12 @@ std::string report_csv(const Report& r) {
         out += csv_field(c.name) + "," + (c.passed ? "true" : "false") + "," + csv_field(c.detail) + "\n";
     for (const auto& t : r.tables) csv_table(out, t, "");
     for (const auto& s : r.series) csv_series(out, s, "");
-    if (!r.timing.scalars.empty()) {
-        out += "\n# timing (wall clock, differs between runs)\nkey,value,unit,label\n";
+    if (!r.timing.scalars.empty() || !r.timing.texts.empty()) {
+        out += "\n# timing (wall clock and build facts, differ between runs and builds)\nkey,value,unit,label\n";
         for (const auto& s : r.timing.scalars)
             out += csv_field(s.key) + "," + format_number(s.value) + "," + csv_field(s.unit) + "," +
                    csv_field(s.label) + "\n";
+        for (const auto& t : r.timing.texts) out += csv_field(t.key) + "," + csv_field(t.text) + ",," + csv_field(t.label) + "\n";
     }
     for (const auto& t : r.timing.tables) csv_table(out, t, "timing ");
     for (const auto& s : r.timing.series) csv_series(out, s, "timing ");

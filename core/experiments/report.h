@@ -78,8 +78,12 @@ struct Report {
     std::vector<std::string> notes;
     std::vector<CellGrid> grids;
     std::vector<HeatMap> heatmaps;
+    struct TimingText {
+        std::string key, label, text;  // build facts that differ between builds (SIMD arch, say)
+    };
     struct Timing {
         std::vector<Scalar> scalars;
+        std::vector<TimingText> texts;
         std::vector<Series> series;
         std::vector<Table> tables;
     } timing;
@@ -87,6 +91,7 @@ struct Report {
     void set_params(const Params& p);
     Scalar& scalar(std::string key, std::string label, std::string unit, double value, bool headline = false);
     Scalar& timing_scalar(std::string key, std::string label, std::string unit, double value);
+    void timing_text(std::string key, std::string label, std::string text);
     Check& check(std::string name, bool passed, std::string detail);
     const Scalar* find_scalar(const std::string& key) const;
     bool all_checks_passed() const;
