@@ -52,6 +52,14 @@ private:
     double wall_ms_ = 0;
 };
 
+// A figure the Overview page computes live and links to its module: run the module with `params`
+// (on top of its defaults) and show scalar `scalar_key` with a caption.
+struct Headline {
+    std::string caption;
+    std::vector<std::pair<std::string, std::string>> params;
+    std::string scalar_key;
+};
+
 // Problems with a parameter combination that single-parameter ranges cannot express
 // (a ring smaller than the draft length, a run that would exceed the page's memory budget).
 using Validator = std::function<std::vector<ParamIssue>(const Params&)>;
@@ -64,6 +72,7 @@ struct Experiment {
     Validator validate;  // optional
     std::function<std::unique_ptr<Run>(const Params&)> start;
     bool live = true;  // cheap enough to rerun while a slider moves
+    std::vector<Headline> headlines;  // figures for the Overview page (cheap runs only)
 
     Params defaults() const { return Params(&params); }
     std::vector<ParamIssue> check(const Params& p) const { return validate ? validate(p) : std::vector<ParamIssue>{}; }

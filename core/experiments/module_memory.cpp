@@ -150,15 +150,21 @@ void MemoryRun::compute() {
     // ---- plots ----
     const auto xs = context_sweep(ctx);
     Series hy{"hybrid total", "context (tokens)", "bytes per sequence", {}, {}, "Memory per sequence", true, true};
+    hy.x_unit = "tokens";
+    hy.y_unit = "B";
     Series bl = hy, st = hy, kv = hy;
     bl.name = "all-attention baseline";
     st.name = lin + " state (fixed)";
     kv.name = "attention KV of the hybrid";
     Series fit{"hybrid", "context (tokens)", "sequences", {}, {}, "Sequences that fit in the budget", true, true};
+    fit.x_unit = "tokens";
+    fit.y_unit = "sequences";
     Series fitb = fit;
     fitb.name = "all-attention";
     Series ratio{"hybrid / all-attention", "context (tokens)", "ratio", {}, {}, "Hybrid / all-attention memory",
                  true, false};
+    ratio.x_unit = "tokens";
+    ratio.y_unit = "ratio";
     for (double x : xs) {
         hy.x.push_back(x), hy.y.push_back(a.total_bytes(x));
         bl.x.push_back(x), bl.y.push_back(a.baseline_bytes(x));
@@ -296,6 +302,11 @@ Experiment make_memory_experiment() {
         "costs far more than the KV it protects (modules 4 and 5).";
     e.params = memory_params();
     e.validate = validate_memory;
+    e.headlines = {
+        {"Kimi-Linear at 1M tokens needs this fraction of an all-attention model's cache memory",
+         {{"preset", "kimi-linear-48b"}, {"context", "1048576"}}, "ratio_vs_baseline"},
+        {"One Kimi-Linear state weighs as much as this many tokens of its MLA cache", {}, "break_even_tokens"},
+    };
     e.start = [](const Params& p) { return std::make_unique<MemoryRun>(p); };
     return e;
 }

@@ -74,6 +74,8 @@ static void write_series(JsonWriter& w, const std::vector<Series>& v) {
             for (const auto& n : s.x_names) w.value(n);
             w.end_array();
         }
+        if (!s.x_unit.empty()) w.field("x_unit", s.x_unit);
+        if (!s.y_unit.empty()) w.field("y_unit", s.y_unit);
         w.field("log_x", s.log_x).field("log_y", s.log_y).field("style", style_name(s.style));
         w.end_object();
     }

@@ -27,6 +27,7 @@ struct Series {
     bool log_x = false, log_y = false;
     SeriesStyle style = SeriesStyle::line;
     std::vector<std::string> x_names;  // category names for bar charts (x = 0, 1, 2, ...)
+    std::string x_unit, y_unit;        // "B", "tokens", "fraction", ... drive tick formatting
 };
 
 using Cell = std::variant<double, std::string>;
