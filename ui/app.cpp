@@ -1,0 +1,126 @@
+// App state transitions: opening views, parameter changes, runs in slices, links, toasts.
+// Drawing lives in shell.cpp, module_page.cpp and overview.cpp.
+#include "ui/app.h"
+
+#include <imgui.h>
+
+#include "core/base/clock.h"
+#include "core/experiments/registry.h"
+#include "core/experiments/url_state.h"
+#include "ui/platform.h"
+
+namespace k3::ui {
+
+// Non-live modules wait until the sliders have been still this long before they rerun.
+static constexpr double kDebounceMs = 350;
+
+App::App() {}
+
+void App::notify(std::string message) {
+    toast_ = std::move(message);
+    toast_until_ = now_ms() + 4000;
+}
+
+void App::select(const Experiment* e) {
+    if (exp_) saved_params_[exp_->id] = params_;
+    run_.reset();
+    pending_start_ = false;
+    has_report_ = false;
+    report_stale_ = false;
+    validation_.clear();
+    exp_ = e;
+    tab_.clear();
+    tab_request_ = 0;
+    if (!e) {
+        publish_hash();
+        return;
+    }
+    auto it = saved_params_.find(e->id);
+    params_ = it != saved_params_.end() ? it->second : e->defaults();
+    params_changed(true);
+}
+
+void App::open_link(const std::string& hash) {
+    const UrlState st = parse_url_hash(hash);
+    ResolvedView v = resolve_url(st);
+    link_issues_ = v.issues;
+    select(v.experiment);
+    if (v.experiment) {
+        params_ = v.params;
+        params_changed(true);
+    }
+    tab_ = st.tab == "how" || st.tab == "limits" ? st.tab : "";
+    tab_request_ = tab_ == "how" ? 1 : tab_ == "limits" ? 2 : 0;
+    publish_hash();
+}
+
+void App::open_module(const std::string& id, const std::vector<std::pair<std::string, std::string>>& kv) {
+    const Experiment* e = find_experiment(id);
+    link_issues_.clear();
+    if (!e) {
+        link_issues_.push_back({ParamIssue::error, "m", "unknown module '" + id + "'"});
+        select(nullptr);
+        return;
+    }
+    select(e);
+    for (const auto& [k, v] : kv) params_.set(k, v, RangePolicy::clamp, link_issues_);
+    params_changed(true);
+}
+
+void App::params_changed(bool immediate) {
+    if (!exp_) return;
+    validation_ = exp_->check(params_);
+    publish_hash();
+    run_.reset();
+    for (const auto& i : validation_)
+        if (i.level == ParamIssue::error) {
+            pending_start_ = false;
+            report_stale_ = has_report_;
+            return;
+        }
+    if (immediate || exp_->live) {
+        start_run();
+    } else {
+        pending_start_ = true;
+        start_at_ms_ = now_ms() + kDebounceMs;
+        report_stale_ = has_report_;
+    }
+}
+
+void App::start_run() {
+    pending_start_ = false;
+    progress_ = 0;
+    stage_.clear();
+    run_ms_ = 0;
+    run_ = exp_->start(params_);
+}
+
+void App::update(double budget_ms) {
+    if (pending_start_ && now_ms() >= start_at_ms_) start_run();
+    if (!run_) return;
+    const Stopwatch sw;
+    progress_ = run_->step(budget_ms);
+    run_ms_ += sw.ms();
+    stage_ = run_->stage();
+    if (progress_ >= 1.0) {
+        report_ = run_->report();
+        has_report_ = true;
+        report_stale_ = false;
+        run_.reset();
+    }
+}
+
+bool App::needs_frames() const {
+    return busy() || (toast_until_ > 0 && now_ms() < toast_until_ + 100);
+}
+
+void App::publish_hash() {
+    const std::string h = format_url_hash(exp_ ? exp_->id : "overview", exp_ ? &params_ : nullptr, tab_);
+    if (h == last_hash_) return;
+    last_hash_ = h;
+    platform::set_url_hash(h);
+}
+
+std::string App::report_json() const { return has_report_ ? k3::report_json(report_) : std::string(); }
+
+}  // namespace k3::ui

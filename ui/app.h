@@ -1,0 +1,88 @@
+// The explorer's state and frame: sidebar, Overview, module pages, runs in slices, URL state and
+// export. The same code runs in the desktop app and in the web page (see platform.h).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/experiments/experiment.h"
+
+namespace k3::ui {
+
+class App {
+public:
+    App();
+
+    // Opens the view a link describes ("#m=memory&context=1048576"). Problems are shown on screen.
+    void open_link(const std::string& hash);
+    // Opens a module with parameters from "key=value" pairs (desktop --module/--set).
+    void open_module(const std::string& id, const std::vector<std::pair<std::string, std::string>>& kv);
+
+    // Advances the current run by about budget_ms; call once per frame before drawing.
+    void update(double budget_ms);
+    // Draws the whole UI for this frame (between ImGui::NewFrame and ImGui::Render).
+    void draw();
+
+    // True while something needs more frames (a run, a debounce, an animation).
+    bool needs_frames() const;
+    bool busy() const { return bool(run_) || pending_start_; }
+
+    // Test hooks and scripted screenshots.
+    std::string report_json() const;
+    std::string module_id() const { return exp_ ? exp_->id : "overview"; }
+    bool has_report() const { return has_report_; }
+
+    // Theme and scale: main loops rebuild fonts between frames when this says so.
+    bool style_dirty = true;
+    bool dark = true;
+    // Set by the toolbar; the main loop saves a PNG of the next rendered frame and clears it.
+    bool want_png = false;
+    void notify(std::string message);  // a toast
+
+private:
+    void select(const Experiment* e);
+    void params_changed(bool immediate);
+    void start_run();
+    void publish_hash();
+    void draw_sidebar(float width);
+    void draw_module(const Experiment& e);
+    void draw_overview();
+    void draw_toolbar(const Experiment& e);
+    void draw_status();
+    void handle_keys();
+
+    const Experiment* exp_ = nullptr;  // null: Overview
+    Params params_;
+    std::map<std::string, Params> saved_params_;  // per module, kept while switching
+    std::vector<ParamIssue> link_issues_;         // from the last link, shown until dismissed
+    std::vector<ParamIssue> validation_;          // of the current parameters
+    std::string tab_;                              // "", "how", "limits"
+    int tab_request_ = -1;                         // select a tab on the next frame
+
+    std::unique_ptr<Run> run_;
+    double progress_ = 0;
+    std::string stage_;
+    Report report_;
+    bool has_report_ = false;
+    bool report_stale_ = false;
+    bool pending_start_ = false;
+    double start_at_ms_ = 0;
+    double run_ms_ = 0;
+
+    struct OverviewFigure {
+        const Experiment* exp;
+        std::string caption;
+        Scalar scalar;
+        std::string link;
+    };
+    std::vector<OverviewFigure> overview_;
+    bool overview_built_ = false;
+
+    std::string toast_;
+    double toast_until_ = 0;
+    std::string last_hash_;
+};
+
+}  // namespace k3::ui

@@ -1,0 +1,205 @@
+// The desktop app: GLFW + OpenGL 3, the same UI as the web page.
+//   k3explorer [--module ID] [--set key=value]... [--link '#m=...'] [--screenshot out.png]
+//              [--size 1280x800] [--scale S] [--light]
+// It sleeps in glfwWaitEvents when nothing changes (no busy loop when idle).
+#include <GLFW/glfw3.h>
+#include <imgui.h>
+#include <imgui_impl_glfw.h>
+#include <imgui_impl_opengl3.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/base/clock.h"
+#include "ui/app.h"
+#include "ui/platform.h"
+#include "ui/png_write.h"
+#include "ui/theme.h"
+
+namespace {
+
+bool g_event = false;  // set by any input callback; ImGui's backend chains to these
+
+void mark_event() { g_event = true; }
+
+struct Options {
+    std::string module, link, screenshot;
+    std::vector<std::pair<std::string, std::string>> set;
+    int width = 1280, height = 800;
+    float scale = 0;  // 0: the monitor's content scale
+    bool light = false;
+};
+
+void usage() {
+    std::fputs(
+        "usage: k3explorer [--module ID] [--set key=value]... [--link '#m=...'] [--screenshot out.png]\n"
+        "                  [--size WxH] [--scale S] [--light]\n",
+        stderr);
+}
+
+bool parse(int argc, char** argv, Options& o) {
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        auto next = [&](std::string& dst) {
+            if (i + 1 >= argc) return false;
+            dst = argv[++i];
+            return true;
+        };
+        std::string v;
+        if (a == "--module") {
+            if (!next(o.module)) return false;
+        } else if (a == "--link") {
+            if (!next(o.link)) return false;
+        } else if (a == "--screenshot") {
+            if (!next(o.screenshot)) return false;
+        } else if (a == "--set") {
+            if (!next(v) || v.find('=') == std::string::npos) return false;
+            o.set.emplace_back(v.substr(0, v.find('=')), v.substr(v.find('=') + 1));
+        } else if (a == "--size") {
+            if (!next(v) || std::sscanf(v.c_str(), "%dx%d", &o.width, &o.height) != 2 || o.width < 320 || o.height < 240)
+                return false;
+        } else if (a == "--scale") {
+            if (!next(v)) return false;
+            o.scale = std::strtof(v.c_str(), nullptr);
+            if (!(o.scale >= 0.5f && o.scale <= 4.0f)) return false;
+        } else if (a == "--light") {
+            o.light = true;
+        } else {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool save_framebuffer(GLFWwindow* w, const std::string& path) {
+    int fw = 0, fh = 0;
+    glfwGetFramebufferSize(w, &fw, &fh);
+    std::vector<unsigned char> px(size_t(fw) * size_t(fh) * 4), flipped(px.size());
+    glPixelStorei(GL_PACK_ALIGNMENT, 1);
+    glReadPixels(0, 0, fw, fh, GL_RGBA, GL_UNSIGNED_BYTE, px.data());
+    for (int y = 0; y < fh; ++y)
+        std::memcpy(&flipped[size_t(y) * size_t(fw) * 4], &px[size_t(fh - 1 - y) * size_t(fw) * 4], size_t(fw) * 4);
+    for (size_t i = 3; i < flipped.size(); i += 4) flipped[i] = 255;
+    return k3::ui::write_png(path, fw, fh, flipped);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Options opt;
+    if (!parse(argc, argv, opt)) {
+        usage();
+        return 2;
+    }
+    glfwSetErrorCallback([](int code, const char* msg) { std::fprintf(stderr, "glfw error %d: %s\n", code, msg); });
+    if (!glfwInit()) return 1;
+    glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+    glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 2);
+    glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+    glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GL_TRUE);
+    GLFWwindow* window = glfwCreateWindow(opt.width, opt.height, "K3 Serve Explorer", nullptr, nullptr);
+    if (!window) {
+        std::fprintf(stderr, "k3explorer: could not open a window (is a display available?)\n");
+        glfwTerminate();
+        return 1;
+    }
+    glfwMakeContextCurrent(window);
+    glfwSwapInterval(1);
+    // Our callbacks first: ImGui's backend chains to them, so any input wakes the loop.
+    glfwSetCursorPosCallback(window, [](GLFWwindow*, double, double) { mark_event(); });
+    glfwSetMouseButtonCallback(window, [](GLFWwindow*, int, int, int) { mark_event(); });
+    glfwSetScrollCallback(window, [](GLFWwindow*, double, double) { mark_event(); });
+    glfwSetKeyCallback(window, [](GLFWwindow*, int, int, int, int) { mark_event(); });
+    glfwSetCharCallback(window, [](GLFWwindow*, unsigned int) { mark_event(); });
+    glfwSetWindowFocusCallback(window, [](GLFWwindow*, int) { mark_event(); });
+    glfwSetCursorEnterCallback(window, [](GLFWwindow*, int) { mark_event(); });
+    glfwSetWindowSizeCallback(window, [](GLFWwindow*, int, int) { mark_event(); });
+    glfwSetWindowRefreshCallback(window, [](GLFWwindow*) { mark_event(); });
+    glfwSetWindowContentScaleCallback(window, [](GLFWwindow*, float, float) { mark_event(); });
+
+    IMGUI_CHECKVERSION();
+    ImGui::CreateContext();
+    ImGuiIO& io = ImGui::GetIO();
+    io.IniFilename = nullptr;
+    io.ConfigFlags |= ImGuiConfigFlags_NavEnableKeyboard;
+    ImGui_ImplGlfw_InitForOpenGL(window, true);
+    ImGui_ImplOpenGL3_Init("#version 150");
+
+    k3::ui::App app;
+    app.dark = !opt.light;
+    if (!opt.link.empty())
+        app.open_link(opt.link);
+    else if (!opt.module.empty())
+        app.open_module(opt.module, opt.set);
+    else
+        app.open_link("");
+
+    float scale = 0;
+    int frames_left = 3;  // frames to draw after the last event
+    int settled = 0;      // screenshot: frames drawn since the view stopped changing
+    const double t_start = k3::now_ms();
+    int rc = 0;
+    while (!glfwWindowShouldClose(window)) {
+        if (opt.screenshot.empty() && !app.needs_frames() && frames_left <= 0)
+            glfwWaitEventsTimeout(1.0);
+        else
+            glfwPollEvents();
+        if (g_event) frames_left = 3;
+        g_event = false;
+
+        const float s = opt.scale > 0 ? opt.scale : k3::ui::platform::content_scale();
+        if (s != scale) {
+            scale = s;
+            app.style_dirty = true;
+        }
+        if (app.style_dirty) {
+            k3::ui::apply_theme(app.dark, scale);
+            ImGui_ImplOpenGL3_DestroyFontsTexture();
+            ImGui_ImplOpenGL3_CreateFontsTexture();
+            app.style_dirty = false;
+        }
+        ImGui_ImplOpenGL3_NewFrame();
+        ImGui_ImplGlfw_NewFrame();
+        ImGui::NewFrame();
+        app.update(12.0);
+        app.draw();
+        ImGui::Render();
+        int fw, fh;
+        glfwGetFramebufferSize(window, &fw, &fh);
+        glViewport(0, 0, fw, fh);
+        const ImVec4 bg = ImGui::ColorConvertU32ToFloat4(k3::ui::theme().bg);
+        glClearColor(bg.x, bg.y, bg.z, 1);
+        glClear(GL_COLOR_BUFFER_BIT);
+        ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+        --frames_left;
+
+        if (app.want_png) {
+            app.want_png = false;
+            const std::string name = "k3-" + app.module_id() + ".png";
+            app.notify(save_framebuffer(window, name) ? "Saved " + name : "Could not write " + name);
+        }
+        if (!opt.screenshot.empty()) {
+            settled = app.busy() ? 0 : settled + 1;
+            if (settled >= 6) {
+                rc = save_framebuffer(window, opt.screenshot) ? 0 : 1;
+                if (rc) std::fprintf(stderr, "k3explorer: could not write %s\n", opt.screenshot.c_str());
+                break;
+            }
+            if (k3::now_ms() - t_start > 300000) {
+                std::fprintf(stderr, "k3explorer: the run did not finish within 300 s; no screenshot\n");
+                rc = 1;
+                break;
+            }
+        }
+        glfwSwapBuffers(window);
+    }
+    ImGui_ImplOpenGL3_Shutdown();
+    ImGui_ImplGlfw_Shutdown();
+    ImGui::DestroyContext();
+    glfwDestroyWindow(window);
+    glfwTerminate();
+    return rc;
+}

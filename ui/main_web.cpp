@@ -1,0 +1,138 @@
+// The web page: the same UI on WebGL2 through Emscripten's GLFW. web/k3.js wakes the loop on input
+// and exposes the test hook window.k3 on top of the functions exported here.
+#include <GLFW/glfw3.h>
+#include <emscripten.h>
+#include <imgui.h>
+#include <imgui_impl_glfw.h>
+#include <imgui_impl_opengl3.h>
+
+#include <cmath>
+#include <string>
+
+#include "ui/app.h"
+#include "ui/platform.h"
+#include "ui/theme.h"
+
+namespace {
+
+GLFWwindow* g_window = nullptr;
+k3::ui::App* g_app = nullptr;
+bool g_ready = false;
+bool g_paused = false;
+int g_idle_frames = 0;
+std::string g_json;
+
+EM_JS(int, k3js_canvas_width, (), {
+    return Math.max(1, Math.round(window.innerWidth * (window.devicePixelRatio || 1)));
+});
+EM_JS(int, k3js_canvas_height, (), {
+    return Math.max(1, Math.round(window.innerHeight * (window.devicePixelRatio || 1)));
+});
+EM_JS(void, k3js_save_png, (const char* name), {
+    // Called right after drawing, in the same task, so the WebGL buffer still holds the frame.
+    const a = document.createElement("a");
+    a.href = Module.canvas.toDataURL("image/png");
+    a.download = UTF8ToString(name);
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+});
+EM_JS(void, k3js_loaded, (), {
+    if (window.k3Loaded) window.k3Loaded();
+});
+
+void frame() {
+    k3::ui::App& app = *g_app;
+    // Track the window size in device pixels: crisp on high-DPI screens.
+    const int w = k3js_canvas_width(), h = k3js_canvas_height();
+    int cw = 0, ch = 0;
+    glfwGetWindowSize(g_window, &cw, &ch);
+    if (w != cw || h != ch) glfwSetWindowSize(g_window, w, h);
+    const float scale = std::round(k3::ui::platform::content_scale() * 4.0f) / 4.0f;
+    if (scale != k3::ui::theme().scale) app.style_dirty = true;
+    if (app.style_dirty) {
+        k3::ui::apply_theme(app.dark, scale);
+        ImGui_ImplOpenGL3_DestroyFontsTexture();
+        ImGui_ImplOpenGL3_CreateFontsTexture();
+        app.style_dirty = false;
+    }
+    ImGui_ImplOpenGL3_NewFrame();
+    ImGui_ImplGlfw_NewFrame();
+    ImGuiIO& io = ImGui::GetIO();
+    io.DisplaySize = ImVec2(float(w), float(h));  // everything in device pixels
+    io.DisplayFramebufferScale = ImVec2(1, 1);
+    ImGui::NewFrame();
+    app.update(10.0);
+    app.draw();
+    ImGui::Render();
+    glViewport(0, 0, w, h);
+    const ImVec4 bg = ImGui::ColorConvertU32ToFloat4(k3::ui::theme().bg);
+    glClearColor(bg.x, bg.y, bg.z, 1);
+    glClear(GL_COLOR_BUFFER_BIT);
+    ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+    if (app.want_png) {
+        app.want_png = false;
+        const std::string name = "k3-" + app.module_id() + ".png";
+        k3js_save_png(name.c_str());
+        app.notify("Downloading " + name);
+    }
+    if (!g_ready) {
+        g_ready = true;
+        k3js_loaded();
+    }
+    // No busy loop when idle: stop the animation-frame loop until input arrives (k3.js wakes it).
+    g_idle_frames = app.needs_frames() ? 0 : g_idle_frames + 1;
+    if (g_idle_frames > 4 && !g_paused) {
+        g_paused = true;
+        emscripten_pause_main_loop();
+    }
+}
+
+}  // namespace
+
+extern "C" {
+EMSCRIPTEN_KEEPALIVE void k3_wake() {
+    g_idle_frames = 0;
+    if (g_paused) {
+        g_paused = false;
+        emscripten_resume_main_loop();
+    }
+}
+EMSCRIPTEN_KEEPALIVE const char* k3_report_json() {
+    g_json = g_app ? g_app->report_json() : std::string();
+    return g_json.c_str();
+}
+EMSCRIPTEN_KEEPALIVE const char* k3_module_id() {
+    static std::string id;
+    id = g_app ? g_app->module_id() : "";
+    return id.c_str();
+}
+EMSCRIPTEN_KEEPALIVE int k3_busy() { return g_app && g_app->busy() ? 1 : 0; }
+EMSCRIPTEN_KEEPALIVE int k3_ready() { return g_ready ? 1 : 0; }
+// The user edited the URL or went back: open what the hash says.
+EMSCRIPTEN_KEEPALIVE void k3_hash_changed() {
+    if (g_app) g_app->open_link(k3::ui::platform::url_hash());
+    k3_wake();
+}
+}
+
+int main() {
+    if (!glfwInit()) return 1;
+    glfwWindowHint(GLFW_CLIENT_API, GLFW_OPENGL_ES_API);
+    glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+    g_window = glfwCreateWindow(k3js_canvas_width(), k3js_canvas_height(), "K3 Serve Explorer", nullptr, nullptr);
+    if (!g_window) return 1;
+    glfwMakeContextCurrent(g_window);
+    IMGUI_CHECKVERSION();
+    ImGui::CreateContext();
+    ImGuiIO& io = ImGui::GetIO();
+    io.IniFilename = nullptr;
+    io.ConfigFlags |= ImGuiConfigFlags_NavEnableKeyboard;
+    ImGui_ImplGlfw_InitForOpenGL(g_window, true);
+    ImGui_ImplOpenGL3_Init("#version 300 es");
+    static k3::ui::App app;
+    g_app = &app;
+    app.open_link(k3::ui::platform::url_hash());
+    emscripten_set_main_loop(frame, 0, true);
+    return 0;
+}

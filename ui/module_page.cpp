@@ -1,0 +1,125 @@
+// A module's page: title and purpose, toolbar (link, exports), tabs (results, how it works, where
+// it doesn't pay), parameter panel next to the report, run progress with cancel.
+#include <imgui.h>
+
+#include <algorithm>
+
+#include "core/base/numfmt.h"
+#include "core/experiments/registry.h"
+#include "core/experiments/url_state.h"
+#include "ui/app.h"
+#include "ui/doc_view.h"
+#include "ui/param_panel.h"
+#include "ui/platform.h"
+#include "ui/report_view.h"
+#include "ui/theme.h"
+#include "ui/widgets.h"
+
+namespace k3::ui {
+
+void App::draw_toolbar(const Experiment& e) {
+    const std::string hash = format_url_hash(e.id, &params_, tab_);
+    if (ImGui::Button("Copy link")) {
+        const std::string link = platform::share_link(hash);
+        notify(platform::copy_to_clipboard(link) ? "Link copied: " + link : "Link: " + link);
+    }
+    if (ImGui::IsItemHovered()) tooltip_wrapped("A link that restores this module with these parameters:\n" + platform::share_link(hash));
+    ImGui::SameLine();
+    ImGui::BeginDisabled(!has_report_);
+    if (ImGui::Button("JSON")) notify(platform::save_file("k3-" + e.id + ".json", "application/json", report_json() + "\n"));
+    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) tooltip_wrapped("Export the report as JSON (same schema as k3cli run --json)");
+    ImGui::SameLine();
+    if (ImGui::Button("CSV")) notify(platform::save_file("k3-" + e.id + ".csv", "text/csv", report_csv(report_)));
+    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) tooltip_wrapped("Export the report as CSV (k3cli run --csv)");
+    ImGui::EndDisabled();
+    ImGui::SameLine();
+    if (ImGui::Button("PNG")) want_png = true;
+    if (ImGui::IsItemHovered()) tooltip_wrapped("Save a picture of this view");
+}
+
+void App::draw_status() {
+    const Theme& t = theme();
+    if (run_ || pending_start_) {
+        const float bw = std::max(t.px(120), ImGui::GetContentRegionAvail().x - t.px(90));
+        std::string label = pending_start_ ? "waiting for the sliders to settle" : stage_;
+        if (run_) label += "  " + format_sig(progress_ * 100, 3) + " %";
+        ImGui::ProgressBar(float(progress_), ImVec2(bw, 0), label.c_str());
+        ImGui::SameLine();
+        if (ImGui::Button("Cancel", ImVec2(-1, 0))) {
+            run_.reset();
+            pending_start_ = false;
+            report_stale_ = has_report_;
+            notify("Run cancelled");
+        }
+        return;
+    }
+    if (report_stale_ || !has_report_) {
+        ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(t.warn), "%s",
+                           has_report_ ? "The parameters changed since this report." : "No report yet.");
+        ImGui::SameLine();
+        bool blocked = false;
+        for (const auto& i : validation_) blocked |= i.level == ParamIssue::error;
+        ImGui::BeginDisabled(blocked);
+        if (ImGui::Button("Run")) start_run();
+        ImGui::EndDisabled();
+    }
+}
+
+void App::draw_module(const Experiment& e) {
+    const Theme& t = theme();
+    // Header: component, title, purpose; toolbar on the right.
+    ImGui::PushFont(fonts().small);
+    ImGui::TextDisabled("Module %d  ·  %s", e.number, e.component.c_str());
+    ImGui::PopFont();
+    ImGui::PushFont(fonts().title);
+    ImGui::TextUnformatted(e.title.c_str());
+    ImGui::PopFont();
+    const float tool_w = t.px(230);
+    ImGui::SameLine(std::max(ImGui::GetCursorPosX() + t.px(20), ImGui::GetWindowWidth() - tool_w - t.px(20)));
+    draw_toolbar(e);
+    ImGui::PushFont(fonts().body);
+    text_wrapped_colored(t.text_dim, e.purpose);
+    ImGui::PopFont();
+    ImGui::Dummy(ImVec2(0, t.px(2)));
+
+    if (ImGui::BeginTabBar("tabs")) {
+        const char* names[3] = {"Results", "How it works", "Where it doesn't pay"};
+        const char* keys[3] = {"", "how", "limits"};
+        for (int i = 0; i < 3; ++i) {
+            const ImGuiTabItemFlags f = tab_request_ == i ? ImGuiTabItemFlags_SetSelected : 0;
+            if (ImGui::BeginTabItem(names[i], nullptr, f)) {
+                if (tab_request_ < 0 && tab_ != keys[i]) {
+                    tab_ = keys[i];
+                    publish_hash();
+                }
+                if (i == 0) {
+                    // Parameters on the left, report on the right (stacked when narrow).
+                    const float avail = ImGui::GetContentRegionAvail().x;
+                    const bool wide = avail > t.px(760);
+                    const float pw = wide ? std::clamp(avail * 0.27f, t.px(250), t.px(330)) : avail;
+                    ImGui::BeginChild("params", ImVec2(pw, wide ? 0 : t.px(260)), true);
+                    const ParamPanelResult pr = draw_param_panel(e, params_, validation_);
+                    ImGui::EndChild();
+                    if (pr.changed) params_changed(!pr.dragging);
+                    if (wide) ImGui::SameLine();
+                    ImGui::PushStyleColor(ImGuiCol_ChildBg, t.bg);
+                    ImGui::BeginChild("report", ImVec2(0, 0), false);
+                    draw_status();
+                    if (has_report_ && report_.module == e.id) draw_report(report_, report_stale_ || bool(run_));
+                    ImGui::EndChild();
+                    ImGui::PopStyleColor();
+                } else {
+                    ImGui::BeginChild(keys[i], ImVec2(0, 0), false);
+                    ImGui::Dummy(ImVec2(0, t.px(4)));
+                    draw_doc(i == 1 ? e.how_it_works : e.where_it_does_not_pay);
+                    ImGui::EndChild();
+                }
+                ImGui::EndTabItem();
+            }
+        }
+        ImGui::EndTabBar();
+    }
+    tab_request_ = -1;
+}
+
+}  // namespace k3::ui

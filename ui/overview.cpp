@@ -1,0 +1,135 @@
+// The Overview page: what the project is, live headline figures (each linking to its module) and
+// the serving components with their modules.
+#include <imgui.h>
+
+#include <algorithm>
+
+#include "core/experiments/registry.h"
+#include "core/experiments/url_state.h"
+#include "ui/app.h"
+#include "ui/doc_view.h"
+#include "ui/theme.h"
+#include "ui/widgets.h"
+
+namespace k3::ui {
+
+namespace {
+
+const char* kIntro =
+    "Hybrid models such as Kimi Linear interleave Kimi Delta Attention (KDA) layers, which keep a fixed-size "
+    "recurrent state per sequence, with full-attention (MLA) layers, which keep a growing KV cache. The fixed "
+    "state breaks the assumptions of today's serving infrastructure: a state cannot be cut at a prefix, two states "
+    "cannot be added, and a request that is split, paused, resumed, verified speculatively or moved must get back "
+    "exactly the state it had.\n\n"
+    "This explorer runs a real, scaled-down serving core for such a model in your browser (WebAssembly) or on your "
+    "desktop: every figure on these pages is computed live by the same C++ code the command-line tool runs, and "
+    "every module checks its own invariants.";
+
+const char* kHonesty =
+    "- The runnable model is small and has seeded random weights; every exactness claim is checked on it.\n"
+    "- Memory accounting uses the published configurations (Kimi-Linear-48B-A3B, Qwen3-Next-80B-A3B).\n"
+    "- Times for GPU-class hardware are roofline estimates from a hardware preset and are labelled so; times for "
+    "this device are measured live in the running build.";
+
+struct ComponentText {
+    const char* id;
+    const char* what;
+};
+const ComponentText kComponents[] = {
+    {"foundation", "The KDA kernels under everything, and what a fixed state costs against a growing KV cache."},
+    {"page pool", "One memory pool for heterogeneous caches: KV pages and state slots."},
+    {"prefix caching", "Dual-granularity prefix caching: KV at page granularity, states at checkpoint granularity."},
+    {"speculative decoding", "Projection replay instead of a state snapshot per draft token, and the ring buffer of records."},
+    {"context parallelism", "Splitting a prompt over ranks when states cannot be added: affine composition."},
+    {"request lifecycle", "Split, pause, resume and migrate a request with its exact state."},
+    {"fleet scheduling", "Routing with instance affinity, budget isolation between tenants, faults and recovery."},
+    {"opposition", "Where each method stops paying."},
+};
+
+}  // namespace
+
+void App::draw_overview() {
+    const Theme& t = theme();
+    if (!overview_built_) {
+        // Headline figures, computed live with the modules' own code (cheap runs only).
+        overview_built_ = true;
+        for (const auto& e : experiments())
+            for (const auto& h : e.headlines) {
+                ParsedParams pp = parse_params(e.params, h.params, RangePolicy::strict);
+                if (!pp.ok()) continue;
+                const Report r = run_to_end(e, pp.params);
+                if (const Scalar* s = r.find_scalar(h.scalar_key))
+                    overview_.push_back({&e, h.caption, *s, format_url_hash(e.id, &pp.params)});
+            }
+    }
+    ImGui::BeginChild("overview", ImVec2(0, 0), false);
+    ImGui::PushFont(fonts().title);
+    ImGui::TextUnformatted("K3 Serve Explorer");
+    ImGui::PopFont();
+    text_wrapped_colored(t.text_dim, "A serving core for hybrid linear-attention models, and an explorer on top of it");
+    ImGui::Dummy(ImVec2(0, t.px(4)));
+    draw_doc(kIntro);
+
+    if (!overview_.empty()) {
+        section_heading("Headline figures (computed live; click to open the module)");
+        const float avail = ImGui::GetContentRegionAvail().x;
+        const float gap = t.px(10);
+        const int per_row = std::max(1, std::min(int(overview_.size()), int((avail + gap) / (t.px(260) + gap))));
+        const float w = (avail - gap * float(per_row - 1)) / float(per_row);
+        for (size_t i = 0; i < overview_.size(); ++i) {
+            if (i % size_t(per_row)) ImGui::SameLine(0, gap);
+            ImGui::BeginGroup();
+            ImGui::PushID(int(i));
+            Scalar s = overview_[i].scalar;
+            s.label = overview_[i].exp->title;
+            s.help = overview_[i].caption;
+            headline_card(s, w);
+            const bool clicked = ImGui::IsItemClicked();
+            ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + w);
+            ImGui::PushFont(fonts().small);
+            text_wrapped_colored(t.text_dim, overview_[i].caption);
+            ImGui::PopFont();
+            ImGui::PopTextWrapPos();
+            ImGui::PopID();
+            ImGui::EndGroup();
+            if (clicked) {
+                open_link(overview_[i].link);
+                ImGui::EndChild();
+                return;
+            }
+        }
+    }
+
+    section_heading("Components");
+    for (const auto& c : components()) {
+        std::vector<const Experiment*> mods;
+        for (const auto& e : experiments())
+            if (e.component == c.id) mods.push_back(&e);
+        if (mods.empty()) continue;  // modules not built yet are not shown
+        ImGui::PushFont(fonts().bold);
+        ImGui::TextUnformatted(c.title);
+        ImGui::PopFont();
+        for (const auto& ct : kComponents)
+            if (std::string(ct.id) == c.id) text_wrapped_colored(t.text_dim, ct.what);
+        for (const Experiment* e : mods) {
+            ImGui::PushID(e->id.c_str());
+            const std::string label = std::to_string(e->number) + "  " + e->title;
+            if (ImGui::Button(label.c_str())) {
+                link_issues_.clear();
+                select(e);
+                ImGui::PopID();
+                ImGui::EndChild();
+                return;
+            }
+            ImGui::SameLine();
+            text_wrapped_colored(t.text_dim, e->purpose);
+            ImGui::PopID();
+        }
+        ImGui::Dummy(ImVec2(0, t.px(6)));
+    }
+    section_heading("What this is, and is not");
+    draw_doc(kHonesty);
+    ImGui::EndChild();
+}
+
+}  // namespace k3::ui

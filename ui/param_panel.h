@@ -1,0 +1,18 @@
+// The generic parameter panel, driven by the module's parameter declarations.
+#pragma once
+
+#include <vector>
+
+#include "core/experiments/experiment.h"
+
+namespace k3::ui {
+
+struct ParamPanelResult {
+    bool changed = false;   // a value changed this frame
+    bool dragging = false;  // a slider is being dragged (non-live modules wait for release)
+};
+
+// Draws the panel for `e`, editing `p` in place; `issues` (validation) are shown on top.
+ParamPanelResult draw_param_panel(const Experiment& e, Params& p, const std::vector<ParamIssue>& issues);
+
+}  // namespace k3::ui

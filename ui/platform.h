@@ -1,0 +1,23 @@
+// What differs between the desktop app and the web page, behind one small interface.
+// platform_desktop.cpp and platform_web.cpp implement it; the rest of ui/ is shared.
+#pragma once
+
+#include <string>
+
+namespace k3::ui::platform {
+
+const char* build_name();     // "native", "wasm-simd", "wasm-scalar"
+float content_scale();        // device pixels per layout pixel (high-DPI)
+
+// URL hash of the view. On the desktop there is no URL: the hash is kept in memory and shown
+// as a link text to copy.
+std::string url_hash();
+void set_url_hash(const std::string& hash);  // replaces the hash, no history entry
+std::string share_link(const std::string& hash);  // full link to the view
+
+// Save a file: a download on the web, a file in the current folder on the desktop.
+// Returns a message for the user ("Saved /path/k3-memory.json", "Downloading k3-memory.json").
+std::string save_file(const std::string& name, const std::string& mime, const std::string& content);
+bool copy_to_clipboard(const std::string& text);
+
+}  // namespace k3::ui::platform

@@ -1,0 +1,186 @@
+// The generic report view: headline figures, checks, plots, custom views (grids, heat maps),
+// tables, other figures, notes, and the wall-clock part measured in this build.
+#include "ui/report_view.h"
+
+#include <imgui.h>
+
+#include <algorithm>
+#include <map>
+
+#include "core/base/numfmt.h"
+#include "ui/plot.h"
+#include "ui/theme.h"
+#include "ui/views/views.h"
+#include "ui/widgets.h"
+
+namespace k3::ui {
+
+static void draw_plots(const std::vector<Series>& series, const char* id_prefix) {
+    // Series with the same plot title share a chart, in order of first appearance.
+    std::vector<std::string> titles;
+    std::map<std::string, std::vector<const Series*>> groups;
+    for (const auto& s : series) {
+        const std::string key = s.plot.empty() ? s.name : s.plot;
+        if (!groups.count(key)) titles.push_back(key);
+        groups[key].push_back(&s);
+    }
+    if (titles.empty()) return;
+    const Theme& t = theme();
+    const float avail = ImGui::GetContentRegionAvail().x;
+    const int cols = avail > t.px(900) && titles.size() > 1 ? 2 : 1;
+    const float gap = t.px(12);
+    const float w = (avail - gap * float(cols - 1)) / float(cols);
+    const float h = std::clamp(w * 0.62f, t.px(230), t.px(360));
+    for (size_t i = 0; i < titles.size(); ++i) {
+        if (i % size_t(cols)) ImGui::SameLine(0, gap);
+        ImGui::BeginGroup();
+        ImGui::PushItemWidth(w);
+        ImGui::BeginChild((std::string(id_prefix) + titles[i]).c_str(), ImVec2(w, h), false, ImGuiWindowFlags_NoScrollbar);
+        draw_plot(titles[i].c_str(), titles[i], groups[titles[i]], h);
+        ImGui::EndChild();
+        ImGui::PopItemWidth();
+        ImGui::EndGroup();
+    }
+}
+
+static std::string cell_text(const Cell& c, const std::string& unit) {
+    if (const double* d = std::get_if<double>(&c)) return format_with_unit(*d, unit);
+    return std::get<std::string>(c);
+}
+
+static void draw_table(const Table& tb, int index) {
+    const Theme& t = theme();
+    ImGui::PushFont(fonts().bold);
+    ImGui::TextUnformatted(tb.name.c_str());
+    ImGui::PopFont();
+    const int ncol = int(tb.columns.size());
+    if (ncol == 0) return;
+    const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerH | ImGuiTableFlags_BordersOuter |
+                                  ImGuiTableFlags_SizingStretchProp | ImGuiTableFlags_ScrollY;
+    const float row_h = ImGui::GetTextLineHeightWithSpacing() + t.px(4);
+    const float h = std::min(row_h * float(tb.rows.size() + 1) + t.px(6), t.px(420));
+    ImGui::PushID(index);
+    if (ImGui::BeginTable("table", ncol, flags, ImVec2(0, h))) {
+        ImGui::TableSetupScrollFreeze(0, 1);
+        for (int c = 0; c < ncol; ++c) ImGui::TableSetupColumn(tb.columns[size_t(c)].c_str());
+        ImGui::TableHeadersRow();
+        ImGuiListClipper clip;
+        clip.Begin(int(tb.rows.size()));
+        while (clip.Step()) {
+            for (int r = clip.DisplayStart; r < clip.DisplayEnd; ++r) {
+                const auto& row = tb.rows[size_t(r)];
+                ImGui::TableNextRow();
+                for (int c = 0; c < ncol && c < int(row.size()); ++c) {
+                    ImGui::TableSetColumnIndex(c);
+                    const std::string unit = size_t(c) < tb.units.size() ? tb.units[size_t(c)] : "";
+                    const bool number = std::holds_alternative<double>(row[size_t(c)]);
+                    const std::string s = cell_text(row[size_t(c)], unit);
+                    if (number) ImGui::PushFont(fonts().mono);
+                    ImGui::TextUnformatted(s.c_str());
+                    if (number) {
+                        ImGui::PopFont();
+                        if (ImGui::IsItemHovered()) tooltip_wrapped(format_number(std::get<double>(row[size_t(c)])));
+                    }
+                }
+            }
+        }
+        ImGui::EndTable();
+    }
+    ImGui::PopID();
+}
+
+static void draw_scalar_table(const std::vector<const Scalar*>& v, const char* id) {
+    if (v.empty()) return;
+    if (ImGui::BeginTable(id, 3, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerH | ImGuiTableFlags_SizingStretchProp)) {
+        ImGui::TableSetupColumn("figure", ImGuiTableColumnFlags_WidthStretch, 3);
+        ImGui::TableSetupColumn("value", ImGuiTableColumnFlags_WidthStretch, 2);
+        ImGui::TableSetupColumn("key", ImGuiTableColumnFlags_WidthStretch, 2);
+        ImGui::TableHeadersRow();
+        for (const Scalar* s : v) {
+            ImGui::TableNextRow();
+            ImGui::TableSetColumnIndex(0);
+            ImGui::TextUnformatted(s->label.c_str());
+            if (ImGui::IsItemHovered() && !s->help.empty()) tooltip_wrapped(s->help);
+            ImGui::TableSetColumnIndex(1);
+            ImGui::PushFont(fonts().mono);
+            ImGui::TextUnformatted(format_with_unit(s->value, s->unit).c_str());
+            ImGui::PopFont();
+            if (ImGui::IsItemHovered()) tooltip_wrapped(format_number(s->value) + " " + s->unit);
+            ImGui::TableSetColumnIndex(2);
+            ImGui::TextDisabled("%s", s->key.c_str());
+        }
+        ImGui::EndTable();
+    }
+}
+
+void draw_report(const Report& r, bool stale) {
+    const Theme& t = theme();
+    if (stale) ImGui::PushStyleVar(ImGuiStyleVar_Alpha, 0.55f);
+
+    // Headline figures: flagged ones, else the first four.
+    std::vector<const Scalar*> heads, rest;
+    for (const auto& s : r.scalars) (s.headline ? heads : rest).push_back(&s);
+    if (heads.empty())
+        for (size_t i = 0; i < r.scalars.size() && i < 4; ++i) heads.push_back(&r.scalars[i]);
+    if (!heads.empty()) {
+        const float avail = ImGui::GetContentRegionAvail().x;
+        const float gap = t.px(10);
+        const int per_row = std::max(1, std::min(int(heads.size()), int((avail + gap) / (t.px(200) + gap))));
+        const float w = (avail - gap * float(per_row - 1)) / float(per_row);
+        for (size_t i = 0; i < heads.size(); ++i) {
+            if (i % size_t(per_row)) ImGui::SameLine(0, gap);
+            headline_card(*heads[i], w);
+        }
+    }
+
+    if (!r.checks.empty()) {
+        int passed = 0;
+        for (const auto& c : r.checks) passed += c.passed;
+        const std::string h = "Checks: " + std::to_string(passed) + " of " + std::to_string(r.checks.size()) + " pass";
+        section_heading(h.c_str());
+        for (const auto& c : r.checks) check_row(c);
+    }
+
+    if (!r.series.empty()) {
+        section_heading("Plots");
+        draw_plots(r.series, "plot_");
+    }
+    for (size_t i = 0; i < r.grids.size(); ++i) {
+        section_heading(r.grids[i].name.c_str());
+        draw_cell_grid(r.grids[i], int(i));
+    }
+    for (size_t i = 0; i < r.heatmaps.size(); ++i) {
+        section_heading(r.heatmaps[i].name.c_str());
+        draw_heatmap(r.heatmaps[i], int(i));
+    }
+    if (!r.tables.empty()) {
+        section_heading("Tables");
+        for (size_t i = 0; i < r.tables.size(); ++i) {
+            draw_table(r.tables[i], int(i));
+            ImGui::Dummy(ImVec2(0, t.px(6)));
+        }
+    }
+    if (!rest.empty()) {
+        section_heading("All figures");
+        draw_scalar_table(rest, "rest");
+    }
+    if (!r.notes.empty()) {
+        section_heading("Notes");
+        for (const auto& n : r.notes) {
+            ImGui::Bullet();
+            text_wrapped_colored(t.text_dim, n);
+        }
+    }
+    if (!r.timing.scalars.empty() || !r.timing.texts.empty() || !r.timing.series.empty()) {
+        section_heading("Measured in this build (wall clock; varies between runs and machines)");
+        std::vector<const Scalar*> ts;
+        for (const auto& s : r.timing.scalars) ts.push_back(&s);
+        draw_scalar_table(ts, "timing");
+        for (const auto& x : r.timing.texts) ImGui::Text("%s: %s", x.label.c_str(), x.text.c_str());
+        draw_plots(r.timing.series, "tplot_");
+        for (size_t i = 0; i < r.timing.tables.size(); ++i) draw_table(r.timing.tables[i], 1000 + int(i));
+    }
+    if (stale) ImGui::PopStyleVar();
+}
+
+}  // namespace k3::ui

@@ -1,0 +1,138 @@
+#include "ui/widgets.h"
+
+#include "core/base/numfmt.h"
+#include "ui/theme.h"
+
+namespace k3::ui {
+
+void section_heading(const char* text) {
+    const Theme& t = theme();
+    ImGui::Dummy(ImVec2(0, t.px(2)));
+    ImGui::PushFont(fonts().bold);
+    ImGui::PushStyleColor(ImGuiCol_Text, t.text_dim);
+    ImGui::TextUnformatted(text);
+    ImGui::PopStyleColor();
+    ImGui::PopFont();
+    const ImVec2 p = ImGui::GetCursorScreenPos();
+    ImGui::GetWindowDrawList()->AddLine(p, ImVec2(p.x + ImGui::GetContentRegionAvail().x, p.y), t.border);
+    ImGui::Dummy(ImVec2(0, t.px(3)));
+}
+
+void tooltip_wrapped(const std::string& text) {
+    if (text.empty()) return;
+    ImGui::BeginTooltip();
+    ImGui::PushTextWrapPos(ImGui::GetFontSize() * 28.0f);
+    ImGui::TextUnformatted(text.c_str());
+    ImGui::PopTextWrapPos();
+    ImGui::EndTooltip();
+}
+
+void help_marker(const std::string& text) {
+    if (text.empty()) return;
+    ImGui::SameLine();
+    ImGui::TextDisabled("(?)");
+    if (ImGui::IsItemHovered(ImGuiHoveredFlags_DelayShort)) tooltip_wrapped(text);
+}
+
+void headline_card(const Scalar& s, float width) {
+    const Theme& t = theme();
+    const Fonts& f = fonts();
+    ImGui::PushID(s.key.c_str());
+    const float h = t.px(84);
+    const ImVec2 p0 = ImGui::GetCursorScreenPos();
+    ImGui::InvisibleButton("card", ImVec2(width, h));
+    if (ImGui::IsItemHovered()) {
+        std::string tip = s.label + "\n" + format_with_unit(s.value, s.unit);
+        if (s.unit == "B") tip += " (" + format_grouped(s.value) + " B)";
+        tip += "\nreport key: " + s.key;
+        if (!s.help.empty()) tip += "\n\n" + s.help;
+        tooltip_wrapped(tip);
+    }
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    dl->AddRectFilled(p0, ImVec2(p0.x + width, p0.y + h), t.panel, t.px(6));
+    dl->AddRect(p0, ImVec2(p0.x + width, p0.y + h), t.border, t.px(6));
+    dl->AddRectFilled(p0, ImVec2(p0.x + t.px(3), p0.y + h), t.accent, t.px(6), ImDrawFlags_RoundCornersLeft);
+    const float pad = t.px(12);
+    ImGui::PushFont(f.small);
+    dl->PushClipRect(p0, ImVec2(p0.x + width - t.px(4), p0.y + h), true);
+    dl->AddText(ImVec2(p0.x + pad, p0.y + t.px(9)), t.text_dim, s.label.c_str());
+    ImGui::PopFont();
+    std::string value = format_with_unit(s.value, s.unit);
+    std::string unit;
+    const size_t sp = value.rfind(' ');
+    if (sp != std::string::npos && s.unit != "fraction") {
+        unit = value.substr(sp + 1);
+        value = value.substr(0, sp);
+    }
+    ImGui::PushFont(f.headline);
+    const ImVec2 vs = ImGui::CalcTextSize(value.c_str());
+    dl->AddText(ImVec2(p0.x + pad, p0.y + h - vs.y - t.px(10)), t.text, value.c_str());
+    ImGui::PopFont();
+    if (!unit.empty()) {
+        ImGui::PushFont(f.body);
+        dl->AddText(ImVec2(p0.x + pad + vs.x + t.px(6), p0.y + h - ImGui::GetTextLineHeight() - t.px(13)), t.text_dim,
+                    unit.c_str());
+        ImGui::PopFont();
+    }
+    dl->PopClipRect();
+    ImGui::PopID();
+}
+
+void check_row(const Check& c) {
+    const Theme& t = theme();
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    ImGui::PushFont(fonts().small);
+    const char* word = c.passed ? "PASS" : "FAIL";
+    const ImVec2 ws = ImGui::CalcTextSize(word);
+    const ImVec2 p = ImGui::GetCursorScreenPos();
+    const float lh = ImGui::GetFrameHeight();
+    const ImVec2 q0(p.x, p.y + (lh - ws.y) * 0.5f - t.px(2)), q1(p.x + ws.x + t.px(12), p.y + (lh + ws.y) * 0.5f + t.px(2));
+    const ImU32 col = c.passed ? t.good : t.bad;
+    dl->AddRectFilled(q0, q1, with_alpha(col, 0.18f), t.px(8));
+    dl->AddText(ImVec2(q0.x + t.px(6), q0.y + t.px(2)), col, word);
+    ImGui::PopFont();
+    ImGui::Dummy(ImVec2(q1.x - q0.x + t.px(4), lh));
+    ImGui::SameLine();
+    ImGui::AlignTextToFramePadding();
+    ImGui::TextUnformatted(c.name.c_str());
+    if (ImGui::IsItemHovered() && !c.detail.empty()) tooltip_wrapped(c.detail);
+    if (!c.detail.empty()) {
+        ImGui::Indent(q1.x - q0.x + t.px(12));
+        ImGui::PushFont(fonts().small);
+        text_wrapped_colored(c.passed ? t.text_dim : t.bad, c.detail);
+        ImGui::PopFont();
+        ImGui::Unindent(q1.x - q0.x + t.px(12));
+    }
+}
+
+void text_wrapped_colored(ImU32 color, const std::string& text) {
+    ImGui::PushStyleColor(ImGuiCol_Text, color);
+    ImGui::PushTextWrapPos(0.0f);
+    ImGui::TextUnformatted(text.c_str());
+    ImGui::PopTextWrapPos();
+    ImGui::PopStyleColor();
+}
+
+bool banner(ImU32 color, const std::string& text, const char* id, bool dismissable) {
+    const Theme& t = theme();
+    bool dismissed = false;
+    ImGui::PushID(id);
+    ImGui::PushStyleColor(ImGuiCol_ChildBg, with_alpha(color, 0.14f));
+    ImGui::PushStyleColor(ImGuiCol_Border, with_alpha(color, 0.6f));
+    const float wrap = ImGui::GetContentRegionAvail().x - t.px(dismissable ? 60 : 24);
+    const float h = ImGui::CalcTextSize(text.c_str(), nullptr, false, wrap).y + t.px(16);
+    ImGui::BeginChild("banner", ImVec2(0, h), true, ImGuiWindowFlags_NoScrollbar);
+    ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + wrap);
+    ImGui::TextUnformatted(text.c_str());
+    ImGui::PopTextWrapPos();
+    if (dismissable) {
+        ImGui::SameLine(ImGui::GetWindowWidth() - t.px(40));
+        dismissed = ImGui::SmallButton("OK");
+    }
+    ImGui::EndChild();
+    ImGui::PopStyleColor(2);
+    ImGui::PopID();
+    return dismissed;
+}
+
+}  // namespace k3::ui

@@ -1,0 +1,24 @@
+// Small widgets shared by the views: section headings, help markers, headline cards, check pills.
+#pragma once
+
+#include <imgui.h>
+
+#include <string>
+
+#include "core/experiments/report.h"
+
+namespace k3::ui {
+
+void section_heading(const char* text);  // small dim caps-like heading with a rule
+void help_marker(const std::string& text);  // "(?)" with a wrapped tooltip
+void tooltip_wrapped(const std::string& text);
+// A card with a label, a big value and a unit; `width` in device pixels.
+void headline_card(const Scalar& s, float width);
+// A pass/fail pill followed by the check's name; detail in the tooltip and below when failed.
+void check_row(const Check& c);
+// Text that wraps at the available width, in a colour.
+void text_wrapped_colored(ImU32 color, const std::string& text);
+// A coloured banner (warnings, errors) with an optional dismiss button; returns true if dismissed.
+bool banner(ImU32 color, const std::string& text, const char* id, bool dismissable);
+
+}  // namespace k3::ui
