@@ -5,6 +5,7 @@
 #include <imgui.h>
 
 #include "core/base/clock.h"
+#include "core/base/numfmt.h"
 #include "core/experiments/registry.h"
 #include "core/experiments/url_state.h"
 #include "ui/platform.h"
@@ -119,6 +120,13 @@ void App::publish_hash() {
     if (h == last_hash_) return;
     last_hash_ = h;
     platform::set_url_hash(h);
+}
+
+std::string App::widget_rect(const std::string& key) const {
+    const auto it = widget_rects_.find(key);
+    if (it == widget_rects_.end()) return {};
+    const auto& r = it->second;
+    return format_number(r[0]) + "," + format_number(r[1]) + "," + format_number(r[2]) + "," + format_number(r[3]);
 }
 
 std::string App::report_json() const { return has_report_ ? k3::report_json(report_) : std::string(); }

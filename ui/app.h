@@ -2,6 +2,7 @@
 // export. The same code runs in the desktop app and in the web page (see platform.h).
 #pragma once
 
+#include <array>
 #include <map>
 #include <memory>
 #include <string>
@@ -33,6 +34,8 @@ public:
     std::string report_json() const;
     std::string module_id() const { return exp_ ? exp_->id : "overview"; }
     bool has_report() const { return has_report_; }
+    // "x,y,w,h" (device pixels) of a parameter's widget on the current page, "" if not shown.
+    std::string widget_rect(const std::string& key) const;
 
     // Theme and scale: main loops rebuild fonts between frames when this says so.
     bool style_dirty = true;
@@ -78,8 +81,10 @@ private:
         std::string link;
     };
     std::vector<OverviewFigure> overview_;
+    bool overview_card(const OverviewFigure& fig, float width);
     bool overview_built_ = false;
 
+    std::map<std::string, std::array<float, 4>> widget_rects_;
     std::string toast_;
     double toast_until_ = 0;
     std::string last_hash_;

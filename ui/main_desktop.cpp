@@ -7,6 +7,7 @@
 #include <imgui_impl_glfw.h>
 #include <imgui_impl_opengl3.h>
 
+#include <cfloat>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -163,6 +164,8 @@ int main(int argc, char** argv) {
         }
         ImGui_ImplOpenGL3_NewFrame();
         ImGui_ImplGlfw_NewFrame();
+        // Scripted screenshots show no hover state wherever the virtual display's pointer is.
+        if (!opt.screenshot.empty()) io.AddMousePosEvent(-FLT_MAX, -FLT_MAX);
         ImGui::NewFrame();
         app.update(12.0);
         app.draw();

@@ -20,6 +20,7 @@ k3::ui::App* g_app = nullptr;
 bool g_ready = false;
 bool g_paused = false;
 int g_idle_frames = 0;
+int g_frames = 0;  // frames drawn; the browser test checks that an idle page stops drawing
 std::string g_json;
 
 EM_JS(int, k3js_canvas_width, (), {
@@ -70,6 +71,7 @@ void frame() {
     glClearColor(bg.x, bg.y, bg.z, 1);
     glClear(GL_COLOR_BUFFER_BIT);
     ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+    ++g_frames;
     if (app.want_png) {
         app.want_png = false;
         const std::string name = "k3-" + app.module_id() + ".png";
@@ -107,6 +109,12 @@ EMSCRIPTEN_KEEPALIVE const char* k3_module_id() {
     id = g_app ? g_app->module_id() : "";
     return id.c_str();
 }
+EMSCRIPTEN_KEEPALIVE const char* k3_widget_rect(const char* key) {
+    static std::string r;
+    r = g_app ? g_app->widget_rect(key) : "";
+    return r.c_str();
+}
+EMSCRIPTEN_KEEPALIVE int k3_frame_count() { return g_frames; }
 EMSCRIPTEN_KEEPALIVE int k3_busy() { return g_app && g_app->busy() ? 1 : 0; }
 EMSCRIPTEN_KEEPALIVE int k3_ready() { return g_ready ? 1 : 0; }
 // The user edited the URL or went back: open what the hash says.

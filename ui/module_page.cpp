@@ -98,7 +98,8 @@ void App::draw_module(const Experiment& e) {
                     const bool wide = avail > t.px(760);
                     const float pw = wide ? std::clamp(avail * 0.27f, t.px(250), t.px(330)) : avail;
                     ImGui::BeginChild("params", ImVec2(pw, wide ? 0 : t.px(260)), true);
-                    const ParamPanelResult pr = draw_param_panel(e, params_, validation_);
+                    ParamPanelResult pr = draw_param_panel(e, params_, validation_);
+                    widget_rects_ = std::move(pr.rects);
                     ImGui::EndChild();
                     if (pr.changed) params_changed(!pr.dragging);
                     if (wide) ImGui::SameLine();

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/base/numfmt.h"
 #include "core/experiments/registry.h"
 #include "core/experiments/url_state.h"
 #include "ui/app.h"
@@ -48,6 +49,42 @@ const ComponentText kComponents[] = {
 
 }  // namespace
 
+// A clickable card: the figure, what it means, and the module it comes from.
+bool App::overview_card(const OverviewFigure& fig, float width) {
+    const Theme& t = theme();
+    const Fonts& f = fonts();
+    ImGui::PushID(&fig);
+    const float pad = t.px(14);
+    ImGui::PushFont(f.small);
+    const float cap_h = ImGui::CalcTextSize(fig.caption.c_str(), nullptr, false, width - 2 * pad).y;
+    ImGui::PopFont();
+    const float h = t.px(44) + cap_h + t.px(40);
+    const ImVec2 p0 = ImGui::GetCursorScreenPos();
+    const bool clicked = ImGui::InvisibleButton("card", ImVec2(width, h));
+    const bool hov = ImGui::IsItemHovered();
+    if (hov) ImGui::SetMouseCursor(ImGuiMouseCursor_Hand);
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    dl->AddRectFilled(p0, ImVec2(p0.x + width, p0.y + h), hov ? t.panel_alt : t.panel, t.px(6));
+    dl->AddRect(p0, ImVec2(p0.x + width, p0.y + h), hov ? t.accent : t.border, t.px(6));
+    std::string value = format_with_unit(fig.scalar.value, fig.scalar.unit), unit;
+    const size_t sp = value.rfind(' ');
+    if (sp != std::string::npos && fig.scalar.unit != "fraction") unit = value.substr(sp + 1), value = value.substr(0, sp);
+    ImGui::PushFont(f.headline);
+    const ImVec2 vs = ImGui::CalcTextSize(value.c_str());
+    dl->AddText(ImVec2(p0.x + pad, p0.y + t.px(10)), t.text, value.c_str());
+    ImGui::PopFont();
+    ImGui::PushFont(f.body);
+    if (!unit.empty()) dl->AddText(ImVec2(p0.x + pad + vs.x + t.px(6), p0.y + t.px(10) + vs.y - ImGui::GetTextLineHeight() - t.px(3)), t.text_dim, unit.c_str());
+    ImGui::PopFont();
+    ImGui::PushFont(f.small);
+    dl->AddText(nullptr, 0, ImVec2(p0.x + pad, p0.y + t.px(48)), t.text, fig.caption.c_str(), nullptr, width - 2 * pad);
+    const std::string from = "Module " + std::to_string(fig.exp->number) + " \xc2\xb7 " + fig.exp->title + "  \xe2\x86\x92";
+    dl->AddText(ImVec2(p0.x + pad, p0.y + h - t.px(24)), t.accent, from.c_str());
+    ImGui::PopFont();
+    ImGui::PopID();
+    return clicked;
+}
+
 void App::draw_overview() {
     const Theme& t = theme();
     if (!overview_built_) {
@@ -74,25 +111,11 @@ void App::draw_overview() {
         section_heading("Headline figures (computed live; click to open the module)");
         const float avail = ImGui::GetContentRegionAvail().x;
         const float gap = t.px(10);
-        const int per_row = std::max(1, std::min(int(overview_.size()), int((avail + gap) / (t.px(260) + gap))));
+        const int per_row = std::max(1, std::min(int(overview_.size()), int((avail + gap) / (t.px(300) + gap))));
         const float w = (avail - gap * float(per_row - 1)) / float(per_row);
         for (size_t i = 0; i < overview_.size(); ++i) {
             if (i % size_t(per_row)) ImGui::SameLine(0, gap);
-            ImGui::BeginGroup();
-            ImGui::PushID(int(i));
-            Scalar s = overview_[i].scalar;
-            s.label = overview_[i].exp->title;
-            s.help = overview_[i].caption;
-            headline_card(s, w);
-            const bool clicked = ImGui::IsItemClicked();
-            ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + w);
-            ImGui::PushFont(fonts().small);
-            text_wrapped_colored(t.text_dim, overview_[i].caption);
-            ImGui::PopFont();
-            ImGui::PopTextWrapPos();
-            ImGui::PopID();
-            ImGui::EndGroup();
-            if (clicked) {
+            if (overview_card(overview_[i], w)) {
                 open_link(overview_[i].link);
                 ImGui::EndChild();
                 return;

@@ -141,6 +141,8 @@ ParamPanelResult draw_param_panel(const Experiment& e, Params& p, const std::vec
             }
         }
         r.dragging |= dragging;
+        const ImVec2 m0 = ImGui::GetItemRectMin(), m1 = ImGui::GetItemRectMax();
+        r.rects[s.key] = {m0.x, m0.y, m1.x - m0.x, m1.y - m0.y};
         ImGui::EndDisabled();
         ImGui::PopID();
     }

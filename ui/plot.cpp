@@ -55,9 +55,25 @@ static double nice_step(double raw) {
     return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * p;
 }
 
-std::vector<double> nice_ticks(double lo, double hi, int target, bool log_scale) {
+std::vector<double> nice_ticks(double lo, double hi, int target, bool log_scale, bool binary) {
     std::vector<double> t;
     if (!(hi > lo) || target < 1) return t;
+    if (log_scale && binary) {
+        const int e0 = int(std::ceil(std::log2(lo) - 1e-9)), e1 = int(std::floor(std::log2(hi) + 1e-9));
+        int step = 1;
+        for (int s : {1, 2, 5, 10, 20, 30, 40, 50})
+            if ((e1 - e0) / s + 1 <= target) {
+                step = s;
+                break;
+            } else {
+                step = s;
+            }
+        // Prefer whole binary units (multiples of 10 in the exponent) when stepping by 10s.
+        const int start = step % 10 == 0 ? int(std::ceil(e0 / 10.0)) * 10 : e0;
+        for (int e = start; e <= e1; e += step) t.push_back(std::ldexp(1.0, e));
+        if (t.size() >= 2) return t;
+        return nice_ticks(lo, hi, target, true, false);
+    }
     if (log_scale) {
         const int d0 = int(std::floor(std::log10(lo))), d1 = int(std::ceil(std::log10(hi)));
         const int decades = std::max(1, d1 - d0);
@@ -192,7 +208,7 @@ void draw_plot(const char* id, const std::string& title, const std::vector<const
     const std::string& yu = s0.y_unit;
     const std::string& xu = s0.x_unit;
     const int ytarget = std::max(2, int((p1.y - y - lh * 3) / t.px(42)));
-    auto yt = nice_ticks(ay.lo, ay.hi, ytarget, ay.log);
+    auto yt = nice_ticks(ay.lo, ay.hi, ytarget, ay.log, yu == "B");
     float ylab_w = 0;
     for (double v : yt) ylab_w = std::max(ylab_w, ImGui::CalcTextSize(format_tick(v, yu).c_str()).x);
     const ImVec2 a0(p0.x + t.px(14) + ylab_w + t.px(6), y + lh + t.px(4));
@@ -225,7 +241,7 @@ void draw_plot(const char* id, const std::string& title, const std::vector<const
         }
     } else {
         const int xtarget = std::max(2, int((a1.x - a0.x) / t.px(90)));
-        for (double v : nice_ticks(ax.lo, ax.hi, xtarget, ax.log)) {
+        for (double v : nice_ticks(ax.lo, ax.hi, xtarget, ax.log, xu == "B")) {
             const float px = sx(v);
             if (px < a0.x - 1 || px > a1.x + 1) continue;
             dl->AddLine(ImVec2(px, a0.y), ImVec2(px, a1.y), t.grid);

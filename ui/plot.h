@@ -17,7 +17,7 @@ void draw_plot(const char* id, const std::string& title, const std::vector<const
 std::string format_tick(double v, const std::string& unit);
 
 // Tick positions: linear "nice" steps (1, 2, 5 x 10^k) or decades (with 2 and 5 between when
-// there are few decades). Exposed for tests of the layout logic.
-std::vector<double> nice_ticks(double lo, double hi, int target, bool log_scale);
+// there are few decades); with `binary` on a log axis, powers of two (1 KiB, 1 MiB, ... for bytes).
+std::vector<double> nice_ticks(double lo, double hi, int target, bool log_scale, bool binary = false);
 
 }  // namespace k3::ui

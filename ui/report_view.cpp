@@ -123,7 +123,7 @@ void draw_report(const Report& r, bool stale) {
     if (heads.empty())
         for (size_t i = 0; i < r.scalars.size() && i < 4; ++i) heads.push_back(&r.scalars[i]);
     if (!heads.empty()) {
-        const float avail = ImGui::GetContentRegionAvail().x;
+        const float avail = ImGui::GetContentRegionAvail().x - t.px(4);
         const float gap = t.px(10);
         const int per_row = std::max(1, std::min(int(heads.size()), int((avail + gap) / (t.px(200) + gap))));
         const float w = (avail - gap * float(per_row - 1)) / float(per_row);

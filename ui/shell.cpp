@@ -12,6 +12,7 @@ namespace k3::ui {
 
 void App::draw() {
     const Theme& t = theme();
+    widget_rects_.clear();
     handle_keys();
     const ImGuiViewport* vp = ImGui::GetMainViewport();
     ImGui::SetNextWindowPos(vp->WorkPos);

@@ -79,6 +79,7 @@ void headline_card(const Scalar& s, float width) {
 }
 
 void check_row(const Check& c) {
+    // One line per check; the detail is in the tooltip, and spelled out below when the check fails.
     const Theme& t = theme();
     ImDrawList* dl = ImGui::GetWindowDrawList();
     ImGui::PushFont(fonts().small);
@@ -96,7 +97,22 @@ void check_row(const Check& c) {
     ImGui::AlignTextToFramePadding();
     ImGui::TextUnformatted(c.name.c_str());
     if (ImGui::IsItemHovered() && !c.detail.empty()) tooltip_wrapped(c.detail);
-    if (!c.detail.empty()) {
+    if (c.passed && !c.detail.empty()) {
+        // The detail, shortened to what fits on the rest of the line.
+        ImGui::SameLine(0, t.px(10));
+        ImGui::PushFont(fonts().small);
+        const float room = ImGui::GetContentRegionAvail().x;
+        std::string d = c.detail;
+        if (ImGui::CalcTextSize(d.c_str()).x > room) {
+            while (!d.empty() && ImGui::CalcTextSize((d + "...").c_str()).x > room) d.pop_back();
+            d += "...";
+        }
+        ImGui::AlignTextToFramePadding();
+        ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(t.text_dim), "%s", d.c_str());
+        if (ImGui::IsItemHovered()) tooltip_wrapped(c.detail);
+        ImGui::PopFont();
+    }
+    if (!c.passed && !c.detail.empty()) {
         ImGui::Indent(q1.x - q0.x + t.px(12));
         ImGui::PushFont(fonts().small);
         text_wrapped_colored(c.passed ? t.text_dim : t.bad, c.detail);

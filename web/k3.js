@@ -46,6 +46,18 @@
     ready: false,
     report() { return Module.UTF8ToString(Module._k3_report_json()); },
     module() { return Module.UTF8ToString(Module._k3_module_id()); },
+    // Test helpers beyond DESIGN.md §10: where a parameter's widget is (CSS pixels), frames drawn.
+    widget(key) {
+      const p = Module._malloc(key.length * 4 + 1);
+      Module.stringToUTF8(key, p, key.length * 4 + 1);
+      const s = Module.UTF8ToString(Module._k3_widget_rect(p));
+      Module._free(p);
+      if (!s) return null;
+      const d = window.devicePixelRatio || 1;
+      const [x, y, w, h] = s.split(",").map(Number);
+      return { x: x / d, y: y / d, w: w / d, h: h / d };
+    },
+    frames() { return Module._k3_frame_count(); },
     run() {
       return new Promise((resolve) => {
         const tick = () => {

@@ -1,0 +1,47 @@
+// A small static file server for the web explorer: 127.0.0.1 only, correct MIME types (WebAssembly
+// needs application/wasm), no directory listings, no path traversal, no caching of our own files.
+// Usage: node scripts/serve.mjs DIR [PORT]   (PORT 0 picks a free port; the URL is printed)
+import http from "node:http";
+import fs from "node:fs";
+import path from "node:path";
+
+const root = path.resolve(process.argv[2] || ".");
+const port = Number(process.argv[3] ?? 8080);
+const types = {
+  ".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".mjs": "text/javascript; charset=utf-8",
+  ".css": "text/css; charset=utf-8", ".wasm": "application/wasm", ".json": "application/json",
+  ".png": "image/png", ".svg": "image/svg+xml", ".jsonl": "application/x-ndjson", ".txt": "text/plain; charset=utf-8",
+};
+
+const server = http.createServer((req, res) => {
+  let rel;
+  try {
+    rel = decodeURIComponent(new URL(req.url, "http://x").pathname);
+  } catch {
+    res.writeHead(400).end("bad request");
+    return;
+  }
+  if (rel.endsWith("/")) rel += "index.html";
+  const file = path.join(root, rel);
+  if (!file.startsWith(root + path.sep) || req.method !== "GET" && req.method !== "HEAD") {
+    res.writeHead(403).end("forbidden");
+    return;
+  }
+  fs.stat(file, (err, st) => {
+    if (err || !st.isFile()) {
+      res.writeHead(404, { "Content-Type": "text/plain" }).end("not found");
+      return;
+    }
+    res.writeHead(200, {
+      "Content-Type": types[path.extname(file)] || "application/octet-stream",
+      "Content-Length": st.size,
+      "Cache-Control": "no-cache",
+      "X-Content-Type-Options": "nosniff",
+    });
+    if (req.method === "HEAD") res.end();
+    else fs.createReadStream(file).pipe(res);
+  });
+});
+server.listen(port, "127.0.0.1", () => {
+  console.log(`K3 Serve Explorer: http://127.0.0.1:${server.address().port}/`);
+});

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Everything, from a clean checkout: installs what is missing, builds native, sanitizer, fuzz and
+# WebAssembly, and runs every test. Prints the duration of each stage and a summary; exits non-zero
+# if anything failed. (.ci/run calls this through scripts/k3 test.)
+set -uo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+export NODE_PATH=/usr/share/nodejs
+FUZZ_SECONDS=${K3_FUZZ_SECONDS:-15}
+
+declare -a NAMES TIMES RESULTS
+failed=0
+stage() {  # stage NAME COMMAND...
+  local name=$1; shift
+  printf '\n\033[1;34m==== %s\033[0m\n' "$name"
+  local t0=$SECONDS
+  if "$@"; then RESULTS+=("ok"); else RESULTS+=("FAILED"); failed=1; fi
+  NAMES+=("$name"); TIMES+=($((SECONDS - t0)))
+}
+configure() { [ -f "build/$1/build.ninja" ] || cmake --preset "$1" "${@:2}" >/dev/null; }
+build() { configure "$@" && cmake --build --preset "$1"; }
+ctest_in() { (cd "build/$1" && ctest --output-on-failure --timeout 900 "${@:2}"); }
+
+stage "set-up" scripts/setup.sh
+stage "build native (release: core, CLI, desktop app, tests)" build native
+stage "test native (unit, modules through the CLI, bad input)" ctest_in native
+stage "build asan (debug + AddressSanitizer + UBSan)" build asan
+stage "test asan" ctest_in asan
+stage "build wasm (SIMD: page, CLI, tests)" build wasm
+stage "test wasm (unit tests and modules under node)" ctest_in wasm
+stage "native and wasm give identical reports" tests/cli/compare_builds.sh build/native/core/k3cli \
+      "node --no-experimental-fetch build/wasm/core/k3cli.js"
+stage "build fuzz (clang + libFuzzer)" build fuzz -DK3_FUZZ_SECONDS="$FUZZ_SECONDS"
+stage "fuzz (bounded, ${FUZZ_SECONDS}s per target)" ctest_in fuzz
+stage "browser (headless chromium + playwright-core)" node tests/e2e/page.test.mjs build/wasm/web build/native/core/k3cli
+stage "desktop (native app under Xvfb)" tests/desktop/smoke.sh build/native/ui/k3explorer build/native/core/k3cli
+
+printf '\n\033[1m%-58s %8s  %s\033[0m\n' "stage" "seconds" "result"
+total=0
+for i in "${!NAMES[@]}"; do
+  printf '%-58s %8s  %s\n' "${NAMES[$i]}" "${TIMES[$i]}" "${RESULTS[$i]}"
+  total=$((total + TIMES[i]))
+done
+printf '%-58s %8s\n' "total" "$total"
+[ $failed = 0 ] && printf '\n\033[1;32mall tests passed\033[0m\n' || printf '\n\033[1;31msome stages failed\033[0m\n'
+exit $failed

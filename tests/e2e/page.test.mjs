@@ -1,0 +1,142 @@
+// Browser test of the web explorer: Debian's chromium (headless) driven by playwright-core.
+// Usage: node tests/e2e/page.test.mjs WEB_DIR K3CLI
+// Checks: the page loads with no console errors and a non-blank canvas; every module opened by
+// URL reports exactly what `k3cli run` reports for the same parameters (timing aside); a moved
+// slider changes the result and the link; a bad link is reported, not fatal; an idle page stops
+// drawing. Screenshots go to build/e2e/.
+import { chromium } from "playwright-core";
+import { spawn, execFileSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { decodePng, contentStats } from "./png.mjs";
+
+const [webDir, k3cli] = process.argv.slice(2);
+if (!webDir || !k3cli) { console.error("usage: page.test.mjs WEB_DIR K3CLI"); process.exit(2); }
+const outDir = "build/e2e";
+fs.mkdirSync(outDir, { recursive: true });
+
+let failures = 0;
+const ok = (cond, what) => { console.log(`${cond ? "ok  " : "FAIL"} ${what}`); if (!cond) failures++; };
+
+function cli(args) {
+  return JSON.parse(execFileSync(k3cli, ["run", ...args, "--json"], { encoding: "utf8", maxBuffer: 1 << 28 }));
+}
+function strip(r) { const c = structuredClone(r); delete c.timing; return c; }
+function firstDiff(a, b) {
+  const sa = JSON.stringify(a), sb = JSON.stringify(b);
+  for (let i = 0; i < Math.max(sa.length, sb.length); ++i)
+    if (sa[i] !== sb[i]) return `page …${sa.slice(Math.max(0, i - 60), i + 40)}…\n      cli  …${sb.slice(Math.max(0, i - 60), i + 40)}…`;
+  return "";
+}
+
+// ---- server ----
+const server = spawn(process.execPath, ["scripts/serve.mjs", webDir, "0"], { stdio: ["ignore", "pipe", "inherit"] });
+const base = await new Promise((resolve, reject) => {
+  server.stdout.on("data", (d) => { const m = /http:\/\/127\.0\.0\.1:\d+\//.exec(String(d)); if (m) resolve(m[0]); });
+  server.on("exit", () => reject(new Error("server exited")));
+  setTimeout(() => reject(new Error("server did not start")), 10000);
+});
+
+const browser = await chromium.launch({
+  executablePath: "/usr/bin/chromium",
+  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync"],
+});
+const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+const problems = [];
+page.on("console", (m) => { if (m.type() === "error") problems.push(`console: ${m.text()}`); });
+page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+page.on("requestfailed", (r) => problems.push(`request failed: ${r.url()}`));
+page.on("response", (r) => { if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`); });
+page.on("request", (r) => { if (!r.url().startsWith(base) && !r.url().startsWith("data:")) problems.push(`external request: ${r.url()}`); });
+
+async function open(hash) {
+  await page.goto("about:blank");
+  const t0 = Date.now();
+  await page.goto(base + hash);
+  await page.waitForFunction(() => window.k3 && window.k3.ready, null, { timeout: 30000 });
+  const firstFrameMs = Date.now() - t0;
+  const text = await page.evaluate(() => window.k3.run());
+  return { report: text ? JSON.parse(text) : null, firstFrameMs };
+}
+
+try {
+  // 1. The Overview loads, draws, and shows no errors.
+  const { firstFrameMs } = await open("");
+  ok(await page.evaluate(() => window.k3.module()) === "overview", "page opens on the Overview");
+  const shot = await page.screenshot({ path: path.join(outDir, "overview.png") });
+  const st = contentStats(decodePng(shot));
+  ok(st.nonBackground > 0.03 && st.colours > 20, `canvas is not blank (${(st.nonBackground * 100).toFixed(1)} % drawn, ${st.colours} colours)`);
+  console.log(`     first frame after ${firstFrameMs} ms (target: within 3 s)`);
+  const size = fs.readdirSync(webDir).filter((f) => /\.(js|wasm)$/.test(f))
+    .reduce((s, f) => s + fs.statSync(path.join(webDir, f)).size, 0);
+  ok(size < 3 * 1024 * 1024, `.js + .wasm ${(size / 1024).toFixed(0)} KiB (under 3 MiB)`);
+
+  // 2. Every module opened by URL: the report equals the CLI's for the same parameters.
+  const mods = JSON.parse(execFileSync(k3cli, ["list", "--json"], { encoding: "utf8" })).modules.map((m) => m.id);
+  const extra = { memory: ["preset=qwen3-next-80b", "context=1048576", "budget_gib=80"] };
+  for (const id of mods) {
+    const args = extra[id] || [];
+    const { report } = await open(`#m=${id}&${args.join("&")}`);
+    const want = cli([id, ...args]);
+    ok(report && report.module === id, `#m=${id} opens module ${id}`);
+    if (!report) continue;
+    const same = JSON.stringify(strip(report)) === JSON.stringify(strip(want));
+    ok(same, `${id}: page report equals k3cli run ${id} ${args.join(" ")} (timing aside)`);
+    if (!same) console.log("     " + firstDiff(strip(report), strip(want)));
+    ok(report.checks.every((c) => c.passed), `${id}: all ${report.checks.length} checks pass in the browser`);
+    await page.screenshot({ path: path.join(outDir, `${id}.png`) });
+  }
+
+  // 3. Moving a slider changes the result and the link.
+  {
+    const { report: before } = await open("#m=memory");
+    const r = await page.evaluate(() => window.k3.widget("context"));
+    ok(r !== null, "the context slider is on the page");
+    if (r) {
+      const y = r.y + r.h / 2;
+      await page.mouse.move(r.x + r.w * 0.5, y);
+      await page.mouse.down();
+      await page.mouse.move(r.x + r.w * 0.2, y, { steps: 8 });
+      await page.mouse.up();
+      const after = JSON.parse(await page.evaluate(() => window.k3.run()));
+      const c0 = before.params.context, c1 = after.params.context;
+      ok(c1 !== c0 && after.scalars.total_bytes.value !== before.scalars.total_bytes.value,
+         `dragging the context slider changed context ${c0} -> ${c1} and total_bytes`);
+      const hash = await page.evaluate(() => window.location.hash);
+      ok(hash.includes(`context=${c1}`), `the link follows the slider (${hash})`);
+      const again = await open(hash);
+      ok(JSON.stringify(strip(again.report)) === JSON.stringify(strip(after)), "the copied link restores the same report");
+    }
+  }
+
+  // 4. A bad link is reported on screen and the rest applied; the page keeps working.
+  {
+    const { report } = await open("#m=memory&context=abc&bogus=1&budget_gib=1e9");
+    ok(report.params.context === 131072 && report.params.budget_gib === 4096,
+       "bad values fall back to defaults, out-of-range values are clamped");
+    const { report: r2 } = await open("#m=nosuch");
+    ok(await page.evaluate(() => window.k3.module()) === "overview", "an unknown module opens the Overview");
+    void r2;
+  }
+
+  // 5. No busy loop when idle: the page stops drawing when nothing changes.
+  {
+    await open("#m=memory");
+    await page.mouse.move(5, 790);
+    await page.waitForTimeout(500);
+    const f0 = await page.evaluate(() => window.k3.frames());
+    await page.waitForTimeout(1500);
+    const f1 = await page.evaluate(() => window.k3.frames());
+    ok(f1 - f0 <= 3, `idle page drew ${f1 - f0} frames in 1.5 s`);
+  }
+  const uniq = [...new Set(problems)];
+  ok(uniq.length === 0, "no console errors, failed or external requests" + (uniq.length ? ":\n     " + uniq.join("\n     ") : ""));
+} catch (e) {
+  ok(false, "browser test crashed: " + (e && e.stack || e));
+} finally {
+  await browser.close();
+  server.kill();
+}
+console.log(failures ? `\n${failures} browser check(s) failed` : "\nbrowser: all checks passed");
+process.exit(failures ? 1 : 0);
