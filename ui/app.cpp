@@ -122,6 +122,11 @@ void App::publish_hash() {
     platform::set_url_hash(h);
 }
 
+void App::remember_rect(const std::string& key) {
+    const ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
+    widget_rects_[key] = {a.x, a.y, b.x - a.x, b.y - a.y};
+}
+
 std::string App::widget_rect(const std::string& key) const {
     const auto it = widget_rects_.find(key);
     if (it == widget_rects_.end()) return {};

@@ -55,6 +55,7 @@ private:
     void draw_toolbar(const Experiment& e);
     void draw_status();
     void handle_keys();
+    void remember_rect(const std::string& key);  // the last item's rectangle, for widget_rect()
 
     const Experiment* exp_ = nullptr;  // null: Overview
     Params params_;

@@ -19,7 +19,9 @@ namespace k3::ui {
 
 void App::draw_toolbar(const Experiment& e) {
     const std::string hash = format_url_hash(e.id, &params_, tab_);
-    if (ImGui::Button("Copy link")) {
+    const bool copy = ImGui::Button("Copy link");
+    remember_rect("copy_link");
+    if (copy) {
         const std::string link = platform::share_link(hash);
         notify(platform::copy_to_clipboard(link) ? "Link copied: " + link : "Link: " + link);
     }
@@ -27,9 +29,11 @@ void App::draw_toolbar(const Experiment& e) {
     ImGui::SameLine();
     ImGui::BeginDisabled(!has_report_);
     if (ImGui::Button("JSON")) notify(platform::save_file("k3-" + e.id + ".json", "application/json", report_json() + "\n"));
+    remember_rect("export_json");
     if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) tooltip_wrapped("Export the report as JSON (same schema as k3cli run --json)");
     ImGui::SameLine();
     if (ImGui::Button("CSV")) notify(platform::save_file("k3-" + e.id + ".csv", "text/csv", report_csv(report_)));
+    remember_rect("export_csv");
     if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) tooltip_wrapped("Export the report as CSV (k3cli run --csv)");
     ImGui::EndDisabled();
     ImGui::SameLine();
@@ -45,7 +49,9 @@ void App::draw_status() {
         if (run_) label += "  " + format_sig(progress_ * 100, 3) + " %";
         ImGui::ProgressBar(float(progress_), ImVec2(bw, 0), label.c_str());
         ImGui::SameLine();
-        if (ImGui::Button("Cancel", ImVec2(-1, 0))) {
+        const bool cancel = ImGui::Button("Cancel", ImVec2(-1, 0));
+        remember_rect("cancel");
+        if (cancel) {
             run_.reset();
             pending_start_ = false;
             report_stale_ = has_report_;
@@ -99,7 +105,7 @@ void App::draw_module(const Experiment& e) {
                     const float pw = wide ? std::clamp(avail * 0.27f, t.px(250), t.px(330)) : avail;
                     ImGui::BeginChild("params", ImVec2(pw, wide ? 0 : t.px(260)), true);
                     ParamPanelResult pr = draw_param_panel(e, params_, validation_);
-                    widget_rects_ = std::move(pr.rects);
+                    widget_rects_.insert(pr.rects.begin(), pr.rects.end());
                     ImGui::EndChild();
                     if (pr.changed) params_changed(!pr.dragging);
                     if (wide) ImGui::SameLine();

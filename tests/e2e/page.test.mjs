@@ -110,6 +110,34 @@ try {
     }
   }
 
+  // 3b. Exports: the JSON download is the report, the CSV has the scalars.
+  {
+    const { report } = await open("#m=memory&context=65536");
+    for (const [key, check] of [["export_json", (t) => JSON.stringify(strip(JSON.parse(t))) === JSON.stringify(strip(report))],
+                                ["export_csv", (t) => t.includes("state_bytes,43417600,B")]]) {
+      const r = await page.evaluate((k) => window.k3.widget(k), key);
+      if (!r) { ok(false, `${key} button on the page`); continue; }
+      const [dl] = await Promise.all([page.waitForEvent("download", { timeout: 10000 }),
+                                      page.mouse.click(r.x + r.w / 2, r.y + r.h / 2)]);
+      const text = fs.readFileSync(await dl.path(), "utf8");
+      ok(check(text), `${key} downloads ${dl.suggestedFilename()} with the report's content`);
+    }
+  }
+
+  // 3c. High-DPI: at device scale 2 the canvas renders at full resolution.
+  {
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 }, deviceScaleFactor: 2 });
+    const p2 = await ctx.newPage();
+    await p2.goto(base + "#m=memory");
+    await p2.waitForFunction(() => window.k3 && window.k3.ready, null, { timeout: 30000 });
+    await p2.evaluate(() => window.k3.run());
+    const dims = await p2.evaluate(() => [document.getElementById("canvas").width, document.getElementById("canvas").height]);
+    ok(dims[0] === 2560 && dims[1] === 1600, `canvas backing store follows devicePixelRatio 2 (${dims.join("x")})`);
+    const img = decodePng(await p2.screenshot({ path: path.join(outDir, "memory@2x.png") }));
+    ok(img.width === 2560 && contentStats(img).nonBackground > 0.03, "the page draws at device scale 2");
+    await ctx.close();
+  }
+
   // 4. A bad link is reported on screen and the rest applied; the page keeps working.
   {
     const { report } = await open("#m=memory&context=abc&bogus=1&budget_gib=1e9");
