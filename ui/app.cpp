@@ -26,6 +26,8 @@ void App::select(const Experiment* e) {
     if (exp_) saved_params_[exp_->id] = params_;
     run_.reset();
     pending_start_ = false;
+    waiting_data_.clear();
+    data_error_.clear();
     has_report_ = false;
     report_stale_ = false;
     validation_.clear();
@@ -73,6 +75,7 @@ void App::params_changed(bool immediate) {
     validation_ = exp_->check(params_);
     publish_hash();
     run_.reset();
+    waiting_data_.clear();
     for (const auto& i : validation_)
         if (i.level == ParamIssue::error) {
             pending_start_ = false;
@@ -90,6 +93,22 @@ void App::params_changed(bool immediate) {
 
 void App::start_run() {
     pending_start_ = false;
+    waiting_data_.clear();
+    data_error_.clear();
+    if (exp_->data_files)
+        for (const auto& name : exp_->data_files(params_)) {
+            if (platform::fetch_data_file(name)) waiting_data_.push_back(name);
+            const std::string err = platform::data_file_error(name);
+            if (!err.empty()) data_error_ += "Could not load " + name + " from the page's server: " + err + ". ";
+        }
+    if (!data_error_.empty()) {
+        waiting_data_.clear();
+        return;
+    }
+    if (!waiting_data_.empty()) {
+        stage_ = "loading " + waiting_data_.front();
+        return;
+    }
     progress_ = 0;
     stage_.clear();
     run_ms_ = 0;
@@ -98,6 +117,11 @@ void App::start_run() {
 
 void App::update(double budget_ms) {
     if (pending_start_ && now_ms() >= start_at_ms_) start_run();
+    if (!waiting_data_.empty()) {
+        bool all = true;
+        for (const auto& n : waiting_data_) all &= !platform::fetch_data_file(n);
+        if (all) start_run();
+    }
     if (!run_) return;
     const Stopwatch sw;
     progress_ = run_->step(budget_ms);

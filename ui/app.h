@@ -28,7 +28,7 @@ public:
 
     // True while something needs more frames (a run, a debounce, an animation).
     bool needs_frames() const;
-    bool busy() const { return bool(run_) || pending_start_; }
+    bool busy() const { return bool(run_) || pending_start_ || !waiting_data_.empty(); }
 
     // Test hooks and scripted screenshots.
     std::string report_json() const;
@@ -72,6 +72,8 @@ private:
     bool has_report_ = false;
     bool report_stale_ = false;
     bool pending_start_ = false;
+    std::vector<std::string> waiting_data_;  // data files being fetched before the run can start
+    std::string data_error_;
     double start_at_ms_ = 0;
     double run_ms_ = 0;
 

@@ -114,6 +114,11 @@ EMSCRIPTEN_KEEPALIVE const char* k3_widget_rect(const char* key) {
     r = g_app ? g_app->widget_rect(key) : "";
     return r.c_str();
 }
+// web/k3.js and platform_web.cpp deliver fetched data files here.
+EMSCRIPTEN_KEEPALIVE void k3_data_file_loaded(const char* name, const char* bytes, int size, const char* error) {
+    k3::ui::platform::data_file_arrived(name, bytes, size_t(size > 0 ? size : 0), error);
+    k3_wake();
+}
 EMSCRIPTEN_KEEPALIVE int k3_frame_count() { return g_frames; }
 EMSCRIPTEN_KEEPALIVE int k3_busy() { return g_app && g_app->busy() ? 1 : 0; }
 EMSCRIPTEN_KEEPALIVE int k3_ready() { return g_ready ? 1 : 0; }

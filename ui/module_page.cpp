@@ -43,9 +43,11 @@ void App::draw_toolbar(const Experiment& e) {
 
 void App::draw_status() {
     const Theme& t = theme();
-    if (run_ || pending_start_) {
+    if (!data_error_.empty()) text_wrapped_colored(t.bad, data_error_);
+    if (run_ || pending_start_ || !waiting_data_.empty()) {
         const float bw = std::max(t.px(120), ImGui::GetContentRegionAvail().x - t.px(90));
         std::string label = pending_start_ ? "waiting for the sliders to settle" : stage_;
+        if (!waiting_data_.empty()) label = "loading " + waiting_data_.front() + " from the page's server";
         if (run_) label += "  " + format_sig(progress_ * 100, 3) + " %";
         ImGui::ProgressBar(float(progress_), ImVec2(bw, 0), label.c_str());
         ImGui::SameLine();
@@ -54,6 +56,7 @@ void App::draw_status() {
         if (cancel) {
             run_.reset();
             pending_start_ = false;
+            waiting_data_.clear();
             report_stale_ = has_report_;
             notify("Run cancelled");
         }

@@ -20,4 +20,14 @@ std::string share_link(const std::string& hash);  // full link to the view
 std::string save_file(const std::string& name, const std::string& mime, const std::string& content);
 bool copy_to_clipboard(const std::string& text);
 
+// Data files a run needs (Experiment::data_files). On the web: starts fetching "data/NAME" from the
+// page's own server unless it is already registered or on its way, and returns true while the run
+// must wait for it. On the desktop the core reads files from disk: always false.
+bool fetch_data_file(const std::string& name);
+// Why fetching NAME failed ("HTTP 404"), or "" if it did not fail.
+std::string data_file_error(const std::string& name);
+#ifdef __EMSCRIPTEN__
+void data_file_arrived(const std::string& name, const char* bytes, size_t size, const std::string& error);
+#endif
+
 }  // namespace k3::ui::platform

@@ -39,4 +39,7 @@ bool copy_to_clipboard(const std::string& text) {
     return true;
 }
 
+bool fetch_data_file(const std::string&) { return false; }
+std::string data_file_error(const std::string&) { return {}; }
+
 }  // namespace k3::ui::platform

@@ -1,6 +1,10 @@
 #include <emscripten.h>
 
 #include <cstdlib>
+#include <map>
+#include <set>
+
+#include "core/base/data_files.h"
 
 #include "ui/platform.h"
 
@@ -40,6 +44,28 @@ EM_JS(int, k3js_copy, (const char* text), {
     return 1;
 });
 EM_JS(double, k3js_dpr, (), { return window.devicePixelRatio || 1; });
+EM_JS(void, k3js_fetch, (const char* name_ptr), {
+    const name = UTF8ToString(name_ptr);
+    const done = (ptr, size, error) => {
+        const n = lengthBytesUTF8(name) + 1, np = _malloc(n);
+        stringToUTF8(name, np, n);
+        const e = lengthBytesUTF8(error) + 1, ep = _malloc(e);
+        stringToUTF8(error, ep, e);
+        Module._k3_data_file_loaded(np, ptr, size, ep);
+        _free(np);
+        _free(ep);
+    };
+    fetch("data/" + encodeURIComponent(name))
+        .then((r) => r.ok ? r.arrayBuffer() : Promise.reject(new Error("HTTP " + r.status)))
+        .then((buf) => {
+            const bytes = new Uint8Array(buf);
+            const p = _malloc(Math.max(1, bytes.length));
+            HEAPU8.set(bytes, p);
+            done(p, bytes.length, "");
+            _free(p);
+        })
+        .catch((err) => done(0, 0, String(err && err.message || err)));
+});
 
 namespace k3::ui::platform {
 
@@ -61,5 +87,27 @@ std::string save_file(const std::string& name, const std::string& mime, const st
 }
 
 bool copy_to_clipboard(const std::string& text) { return k3js_copy(text.c_str()) != 0; }
+
+static std::set<std::string> g_fetching;
+static std::map<std::string, std::string> g_fetch_errors;
+
+bool fetch_data_file(const std::string& name) {
+    if (registered_data_file(name) || g_fetch_errors.count(name)) return false;
+    if (g_fetching.insert(name).second) k3js_fetch(name.c_str());
+    return true;
+}
+
+std::string data_file_error(const std::string& name) {
+    const auto it = g_fetch_errors.find(name);
+    return it == g_fetch_errors.end() ? std::string() : it->second;
+}
+
+void data_file_arrived(const std::string& name, const char* bytes, size_t size, const std::string& error) {
+    g_fetching.erase(name);
+    if (error.empty())
+        register_data_file(name, std::string(bytes, size));
+    else
+        g_fetch_errors[name] = error;
+}
 
 }  // namespace k3::ui::platform

@@ -72,6 +72,9 @@ struct Experiment {
     Validator validate;  // optional
     std::function<std::unique_ptr<Run>(const Params&)> start;
     bool live = true;  // cheap enough to rerun while a slider moves
+    // Data files (core/base/data_files.h) a run with these parameters reads; the web page fetches
+    // them from its own server before starting the run. Optional.
+    std::function<std::vector<std::string>(const Params&)> data_files;
     std::vector<Headline> headlines;  // figures for the Overview page (cheap runs only)
 
     Params defaults() const { return Params(&params); }
