@@ -8,6 +8,7 @@
 #include "core/base/numfmt.h"
 #include "core/experiments/registry.h"
 #include "core/experiments/url_state.h"
+#include "ui/anim.h"
 #include "ui/platform.h"
 
 namespace k3::ui {
@@ -136,7 +137,7 @@ void App::update(double budget_ms) {
 }
 
 bool App::needs_frames() const {
-    return busy() || (toast_until_ > 0 && now_ms() < toast_until_ + 100);
+    return busy() || animating_ || (toast_until_ > 0 && now_ms() < toast_until_ + 100);
 }
 
 void App::publish_hash() {

@@ -88,6 +88,7 @@ private:
     bool overview_built_ = false;
 
     std::map<std::string, std::array<float, 4>> widget_rects_;
+    bool animating_ = false;  // a view asked for frames during the last draw (ui/anim.h)
     std::string toast_;
     double toast_until_ = 0;
     std::string last_hash_;

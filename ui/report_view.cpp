@@ -153,6 +153,18 @@ void draw_report(const Report& r, bool stale) {
         section_heading(r.heatmaps[i].name.c_str());
         draw_heatmap(r.heatmaps[i], int(i));
     }
+    for (size_t i = 0; i < r.rings.size(); ++i) {
+        section_heading(r.rings[i].name.c_str());
+        draw_ring(r.rings[i], int(i));
+    }
+    for (size_t i = 0; i < r.trees.size(); ++i) {
+        section_heading(r.trees[i].name.c_str());
+        draw_tree(r.trees[i], int(i));
+    }
+    for (size_t i = 0; i < r.timelines.size(); ++i) {
+        section_heading(r.timelines[i].name.c_str());
+        draw_timeline(r.timelines[i], int(i));
+    }
     if (!r.tables.empty()) {
         section_heading("Tables");
         for (size_t i = 0; i < r.tables.size(); ++i) {

@@ -3,6 +3,7 @@
 
 #include "core/base/clock.h"
 #include "core/experiments/registry.h"
+#include "ui/anim.h"
 #include "ui/app.h"
 #include "ui/platform.h"
 #include "ui/theme.h"
@@ -60,6 +61,7 @@ void App::draw() {
         ImGui::PopFont();
     }
     ImGui::End();
+    animating_ = take_frame_request();
 }
 
 void App::handle_keys() {

@@ -166,6 +166,50 @@ std::string report_json(const Report& r, bool pretty) {
         }
         w.end_array();
     }
+    auto strings = [&](const char* key, const std::vector<std::string>& v) {
+        w.key(key).begin_array();
+        for (const auto& x : v) w.value(x);
+        w.end_array();
+    };
+    if (!r.trees.empty()) {
+        w.key("trees").begin_array();
+        for (const auto& t : r.trees) {
+            w.begin_object().field("name", t.name).field("x_label", t.x_label).field("marker_label", t.marker_label);
+            strings("categories", t.categories);
+            w.key("nodes").begin_array();
+            for (const auto& n : t.nodes) {
+                w.begin_object().field("parent", double(n.parent)).field("start", n.start).field("end", n.end);
+                w.field("category", double(n.category)).field("label", n.label).key("markers").numbers(n.markers);
+                w.end_object();
+            }
+            w.end_array().end_object();
+        }
+        w.end_array();
+    }
+    if (!r.rings.empty()) {
+        w.key("rings").begin_array();
+        for (const auto& g : r.rings) {
+            w.begin_object().field("name", g.name).field("capacity", double(g.capacity)).key("frames").begin_array();
+            for (const auto& f : g.frames)
+                w.begin_object().field("tail", double(f.tail)).field("count", double(f.count)).field("event", f.event).end_object();
+            w.end_array().end_object();
+        }
+        w.end_array();
+    }
+    if (!r.timelines.empty()) {
+        w.key("timelines").begin_array();
+        for (const auto& tl : r.timelines) {
+            w.begin_object().field("name", tl.name).field("time_label", tl.time_label);
+            strings("lanes", tl.lanes);
+            strings("categories", tl.categories);
+            w.key("spans").begin_array();
+            for (const auto& sp : tl.spans)
+                w.begin_object().field("lane", double(sp.lane)).field("start", sp.start).field("end", sp.end)
+                    .field("category", double(sp.category)).field("label", sp.label).end_object();
+            w.end_array().end_object();
+        }
+        w.end_array();
+    }
     w.key("timing").begin_object();
     write_scalars(w, r.timing.scalars);
     for (const auto& t : r.timing.texts) w.key(t.key).begin_object().field("text", t.text).field("label", t.label).end_object();

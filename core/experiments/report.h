@@ -65,6 +65,48 @@ struct HeatMap {
     double contour = 0;
 };
 
+// A token tree (a radix prefix cache): each node spans token positions [start, end) under its
+// parent; markers are positions inside it (state checkpoints). Drawn as an icicle: depth in tokens
+// across, nodes stacked down in depth-first order.
+struct TreeNode {
+    int parent = -1;  // index of the parent node, -1 for the root
+    double start = 0, end = 0;
+    int category = 0;            // colour, indexes Tree::categories
+    std::string label;           // hover text
+    std::vector<double> markers;  // positions of checkpoints (or other events) in [start, end]
+};
+struct Tree {
+    std::string name, x_label;
+    std::vector<std::string> categories;
+    std::string marker_label;  // what a marker means ("state checkpoint")
+    std::vector<TreeNode> nodes;  // parents before children
+};
+
+// A ring buffer over time: capacity slots, and for each recorded step the occupied span (tail,
+// count) and what happened. Drawn as a ring with a step slider and playback.
+struct RingFrame {
+    int tail = 0, count = 0;  // occupied slots: tail, tail + 1, ... (mod capacity), count of them
+    std::string event;        // "draft 4", "verify: 2 accepted", "flush", "overflow: fold"
+};
+struct Ring {
+    std::string name;
+    int capacity = 0;
+    std::vector<RingFrame> frames;
+};
+
+// Lanes over time (fleet instances): spans with a category and a label.
+struct Span {
+    int lane = 0;
+    double start = 0, end = 0;
+    int category = 0;
+    std::string label;
+};
+struct Timeline {
+    std::string name, time_label;  // e.g. "simulated time (s)"
+    std::vector<std::string> lanes, categories;
+    std::vector<Span> spans;
+};
+
 struct Report {
     std::string module;
     struct ParamValue {
@@ -79,6 +121,9 @@ struct Report {
     std::vector<std::string> notes;
     std::vector<CellGrid> grids;
     std::vector<HeatMap> heatmaps;
+    std::vector<Tree> trees;
+    std::vector<Ring> rings;
+    std::vector<Timeline> timelines;
     struct TimingText {
         std::string key, label, text;  // build facts that differ between builds (SIMD arch, say)
     };

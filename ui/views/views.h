@@ -8,5 +8,8 @@ namespace k3::ui {
 
 void draw_cell_grid(const CellGrid& g, int index);
 void draw_heatmap(const HeatMap& h, int index);
+void draw_tree(const Tree& t, int index);
+void draw_ring(const Ring& g, int index);
+void draw_timeline(const Timeline& tl, int index);
 
 }  // namespace k3::ui
