@@ -114,11 +114,14 @@ private:
     }
 
     std::string check_physical() const override {
-        std::vector<uint8_t> refs(size_t(n_blocks_), 0);
+        std::vector<uint8_t> refs(static_cast<size_t>(n_blocks_), 0);
+        const auto free_page = flags(free_pages_, size_t(layout_.max_kv_pages));
+        const auto free_state = flags(free_states_, size_t(layout_.max_states));
+        const auto free_block = flags(free_blocks_, size_t(n_blocks_));
         auto claim = [&](uint32_t b) { return b < n_blocks_ && refs[b]++ == 0; };
         for (uint32_t p = 0; p < layout_.max_kv_pages; ++p) {
             const bool owned = page_owner(p) != kNoOwner;
-            if (owned == (free_pages_.count(p) == 1)) return "vllm pool: page handle " + std::to_string(p) + " state";
+            if (owned == bool(free_page[p])) return "vllm pool: page handle " + std::to_string(p) + " state";
             for (uint32_t a = 0; a < A_; ++a) {
                 const uint32_t b = page_blocks_[size_t(p) * A_ + a];
                 if (owned ? !claim(b) : b != kNoRef)
@@ -127,7 +130,7 @@ private:
         }
         for (uint32_t s = 0; s < layout_.max_states; ++s) {
             const bool owned = state_owner(s) != kNoOwner;
-            if (owned == (free_states_.count(s) == 1)) return "vllm pool: state handle " + std::to_string(s) + " state";
+            if (owned == bool(free_state[s])) return "vllm pool: state handle " + std::to_string(s) + " state";
             for (uint32_t g = 0; g < G_; ++g) {
                 const uint32_t b = state_blocks_[size_t(s) * G_ + g];
                 if (owned ? !claim(b) : b != kNoRef)
@@ -135,7 +138,7 @@ private:
             }
         }
         for (uint32_t b = 0; b < n_blocks_; ++b)
-            if (bool(refs[b]) == (free_blocks_.count(b) == 1))
+            if (bool(refs[b]) == bool(free_block[b]))
                 return "vllm pool: block " + std::to_string(b) + " both used and free, or neither";
         return {};
     }

@@ -242,6 +242,8 @@ PoolStats PagePool::stats() const {
     s.free_bytes = l.budget_bytes - l.unusable_bytes - pages_ * l.kv_page_bytes - states_ * l.state_slot_bytes;
     s.free_for_state_bytes = free_for_state();
     s.free_for_kv_bytes = free_for_kv();
+    s.states_if_contiguous = model_.state_bytes() ? s.free_bytes / model_.state_bytes() : 0;
+    s.states_placeable = l.state_slot_bytes ? s.free_for_state_bytes / l.state_slot_bytes : 0;
     return s;
 }
 

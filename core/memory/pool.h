@@ -96,13 +96,19 @@ struct PoolStats {
     // Free bytes a new state / a new KV page could occupy now without moving or evicting anything.
     uint64_t free_for_state_bytes = 0, free_for_kv_bytes = 0;
 
+    // New states the free bytes could hold if they were one run usable by anything, and new states
+    // that can actually be placed now.
+    uint64_t states_if_contiguous = 0, states_placeable = 0;
+
     uint64_t kv_unfilled_bytes() const { return kv_bytes - kv_filled_bytes; }
     uint64_t data_bytes() const { return kv_filled_bytes + state_bytes; }
-    // Fragmentation as this project defines it: the share of free bytes that cannot take a new
-    // state without moving or evicting data (the state slot is the largest unit, so this is the
-    // free memory that "Can not alloc mamba cache" cannot see). 0 when nothing is free.
+    // Fragmentation as this project defines it: the share of the states the free bytes could hold
+    // that cannot be placed without moving or evicting data (the state is the largest unit, so this
+    // is the free memory "Can not alloc mamba cache" cannot see). Locked by a static split, holes
+    // and a short gap in the unified pool, padding and block rounding in vLLM's. 0 when the free
+    // bytes could not hold a state anyway.
     double fragmentation() const {
-        return free_bytes ? double(free_bytes - free_for_state_bytes) / double(free_bytes) : 0.0;
+        return states_if_contiguous ? 1.0 - double(states_placeable) / double(states_if_contiguous) : 0.0;
     }
 };
 
@@ -217,6 +223,14 @@ protected:
     // Byte offsets into storage_ (designs that slice layers across tensors override both).
     virtual uint64_t kv_offset(PageRef p, int layer) const = 0;
     virtual uint64_t state_offset(StateRef s, int layer) const = 0;
+    // Membership of a free list as a flag per index (linear-time table checks).
+    template <class Set>
+    static std::vector<uint8_t> flags(const Set& set, size_t n) {
+        std::vector<uint8_t> f(n, 0);
+        for (auto i : set)
+            if (size_t(i) < n) f[size_t(i)] = 1;
+        return f;
+    }
     void note_move(uint64_t bytes) { bytes_moved_ += bytes; }
     void note_compaction() { ++compactions_; }
     std::byte* storage() { return storage_.data(); }

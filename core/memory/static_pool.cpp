@@ -56,11 +56,13 @@ private:
     }
 
     std::string check_physical() const override {
+        const auto free_page = flags(free_pages_, size_t(layout_.max_kv_pages));
+        const auto free_state = flags(free_states_, size_t(n_states_));
         for (uint32_t p = 0; p < layout_.max_kv_pages; ++p)
-            if ((page_owner(p) == kNoOwner) != (free_pages_.count(p) == 1))
+            if ((page_owner(p) == kNoOwner) != bool(free_page[p]))
                 return "static pool: page " + std::to_string(p) + " both owned and free, or neither";
         for (uint32_t s = 0; s < n_states_; ++s)
-            if ((state_owner(s) == kNoOwner) != (free_states_.count(s) == 1))
+            if ((state_owner(s) == kNoOwner) != bool(free_state[s]))
                 return "static pool: state slot " + std::to_string(s) + " both owned and free, or neither";
         return {};
     }

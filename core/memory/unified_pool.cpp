@@ -164,9 +164,12 @@ private:
         if (kv_top_ * E_ + st_top_ * S_ > layout_.budget_bytes) return "unified pool: regions overlap";
         if (kv_top_ > 0 && env_page_[kv_top_ - 1] == kNoRef) return "unified pool: KV region ends in a hole";
         if (st_top_ > 0 && slot_state_[st_top_ - 1] == kNoRef) return "unified pool: state region ends in a hole";
+        const auto kv_hole = flags(kv_holes_, env_page_.size()), st_hole = flags(st_holes_, slot_state_.size());
+        const auto free_page = flags(free_page_ids_, page_env_.size());
+        const auto free_state = flags(free_state_ids_, state_slot_.size());
         for (uint64_t e = 0; e < env_page_.size(); ++e) {
             const PageRef p = env_page_[e];
-            const bool hole = kv_holes_.count(uint32_t(e)) == 1;
+            const bool hole = kv_hole[e];
             if (e >= kv_top_ ? (p != kNoRef || hole) : ((p == kNoRef) != hole))
                 return "unified pool: envelope " + std::to_string(e) + " inconsistent";
             if (p != kNoRef && (page_env_[p] != e || page_owner(p) == kNoOwner))
@@ -174,12 +177,12 @@ private:
         }
         for (uint32_t p = 0; p < page_env_.size(); ++p) {
             const bool owned = page_owner(p) != kNoOwner;
-            if (owned == (free_page_ids_.count(p) == 1)) return "unified pool: page id " + std::to_string(p) + " state";
+            if (owned == bool(free_page[p])) return "unified pool: page id " + std::to_string(p) + " state";
             if (owned != (page_env_[p] != kNoRef)) return "unified pool: page " + std::to_string(p) + " unplaced";
         }
         for (uint64_t j = 0; j < slot_state_.size(); ++j) {
             const StateRef s = slot_state_[j];
-            const bool hole = st_holes_.count(uint32_t(j)) == 1;
+            const bool hole = st_hole[j];
             if (j >= st_top_ ? (s != kNoRef || hole) : ((s == kNoRef) != hole))
                 return "unified pool: state slot " + std::to_string(j) + " inconsistent";
             if (s != kNoRef && (state_slot_[s] != j || state_owner(s) == kNoOwner))
@@ -187,7 +190,7 @@ private:
         }
         for (uint32_t s = 0; s < state_slot_.size(); ++s) {
             const bool owned = state_owner(s) != kNoOwner;
-            if (owned == (free_state_ids_.count(s) == 1)) return "unified pool: state id " + std::to_string(s) + " state";
+            if (owned == bool(free_state[s])) return "unified pool: state id " + std::to_string(s) + " state";
             if (owned != (state_slot_[s] != kNoRef)) return "unified pool: state " + std::to_string(s) + " unplaced";
         }
         return {};

@@ -1,0 +1,161 @@
+// Module 3 `pool`: the report at defaults, determinism, the two "where it does not pay" effects,
+// other presets, and refused parameter combinations.
+#include <doctest/doctest.h>
+
+#include "core/experiments/registry.h"
+#include "core/memory/pool_sim.h"
+
+using namespace k3;
+
+namespace {
+
+Report run_pool(std::vector<std::pair<std::string, std::string>> kv = {}) {
+    const Experiment& e = *find_experiment("pool");
+    auto pp = parse_params(e.params, kv, RangePolicy::strict);
+    REQUIRE(pp.ok());
+    REQUIRE(e.check(pp.params).empty());
+    return run_to_end(e, pp.params);
+}
+
+double scalar(const Report& r, const std::string& key) {
+    const Scalar* s = r.find_scalar(key);
+    REQUIRE_MESSAGE(s, key);
+    return s->value;
+}
+
+const Table* table(const Report& r, const std::string& prefix) {
+    for (const auto& t : r.tables)
+        if (t.name.rfind(prefix, 0) == 0) return &t;
+    return nullptr;
+}
+
+double cell(const Table& t, size_t row, const std::string& column) {
+    for (size_t c = 0; c < t.columns.size(); ++c)
+        if (t.columns[c] == column) return std::get<double>(t.rows[row][c]);
+    FAIL("no column " << column);
+    return 0;
+}
+
+}  // namespace
+
+TEST_CASE("pool module: defaults") {
+    const Report r = run_pool();
+    for (const auto& c : r.checks) CHECK_MESSAGE(c.passed, c.name << ": " << c.detail);
+    CHECK(r.checks.size() >= 15);
+    // Kimi-Linear under vLLM: 1885 tokens of MLA per layer hold one KDA layer's state -> 1888.
+    CHECK(scalar(r, "vllm_block_tokens") == 1888);
+    CHECK(scalar(r, "min_cacheable_prompt_vllm") == 1889);
+    CHECK(scalar(r, "min_cacheable_prompt_static") == 65);
+    CHECK(scalar(r, "min_cacheable_prompt_unified") == 65);
+    CHECK(scalar(r, "vllm_padding_layers") == 1);
+    // SGLang's split at r = 0.9: 2 GiB * 0.9 / 1.9 = 1.02 GB -> 23 slots of 41.4 MiB.
+    CHECK(scalar(r, "static_state_slots") == 23);
+    // Same bytes: the shared designs admit more at once than the static split.
+    CHECK(scalar(r, "mean_running_unified") > scalar(r, "mean_running_static"));
+    CHECK(scalar(r, "mean_running_vllm") > scalar(r, "mean_running_static"));
+    CHECK(scalar(r, "utilisation_unified") > scalar(r, "utilisation_static"));
+    // vLLM pays padding and unfilled block slots; the others have no structural padding.
+    CHECK(scalar(r, "padding_vllm") > 0);
+    CHECK(scalar(r, "padding_static") == 0);
+    CHECK(scalar(r, "padding_unified") == 0);
+    CHECK(scalar(r, "unfilled_vllm") > 5 * scalar(r, "unfilled_unified"));
+    // The static split refuses requests while its free bytes would have held them.
+    CHECK(scalar(r, "refused_with_room_static") > 10 * (scalar(r, "refused_with_room_unified") + 1));
+    // One pool map per design, downsampled to at most a few thousand cells, with owner labels.
+    REQUIRE(r.grids.size() == 3);
+    for (const CellGrid& g : r.grids) {
+        CHECK(g.cells.size() <= 4096);
+        CHECK(g.cells.size() == g.cell_labels.size());
+        CHECK(g.categories.front() == "free");
+        int labelled = 0;
+        for (const auto& l : g.cell_labels) labelled += l.rfind("request ", 0) == 0;
+        CHECK(labelled > 0);
+    }
+    // Series: running requests and bytes by type for each design, in simulated steps.
+    int bytes_series = 0;
+    for (const Series& s : r.series) {
+        CHECK(s.x.size() == s.y.size());
+        CHECK(s.x.size() <= 2 * PoolSimResult::kMaxSamples);
+        bytes_series += s.y_unit == "B";
+    }
+    CHECK(bytes_series == 18);
+}
+
+TEST_CASE("pool module: deterministic for a seed") {
+    auto without_timing = [](Report r) {
+        r.timing = {};
+        return report_json(r);
+    };
+    const std::vector<std::pair<std::string, std::string>> kv = {{"requests", "120"}, {"seed", "7"}};
+    CHECK(without_timing(run_pool(kv)) == without_timing(run_pool(kv)));
+    CHECK(without_timing(run_pool(kv)) != without_timing(run_pool({{"requests", "120"}, {"seed", "8"}})));
+}
+
+TEST_CASE("pool module: slicing the run does not change the report") {
+    const Experiment& e = *find_experiment("pool");
+    auto pp = parse_params(e.params, {{"requests", "150"}}, RangePolicy::strict);
+    REQUIRE(pp.ok());
+    Report whole = run_to_end(e, pp.params);
+    auto run = e.start(pp.params);
+    int slices = 0;
+    while (run->step(0.001) < 1.0) ++slices;
+    CHECK(slices > 3);  // it really ran in pieces
+    Report sliced = run->report();
+    whole.timing = {};
+    sliced.timing = {};
+    CHECK(report_json(whole) == report_json(sliced));
+}
+
+TEST_CASE("pool module: a static split wastes memory when the mix shifts") {
+    const Report r = run_pool({{"shift_factor", "16"}});
+    const Table* t = table(r, "Before and after the mix shift");
+    REQUIRE(t);
+    // Rows: static before/after, vLLM before/after, unified before/after.
+    // Before (short prompts) the static split runs out of state slots; after, of KV pages.
+    CHECK(cell(*t, 0, "refused: no state id") > 0);
+    CHECK(cell(*t, 0, "refused: no KV page") == 0);
+    CHECK(cell(*t, 1, "refused: no KV page") > 0);
+    // In both phases it admits fewer than the unified pool, which follows the mix.
+    CHECK(cell(*t, 0, "mean running") < cell(*t, 4, "mean running"));
+    CHECK(cell(*t, 1, "mean running") < cell(*t, 5, "mean running"));
+    CHECK(cell(*t, 0, "free") > 2 * cell(*t, 4, "free"));
+    // No shift, no phase table.
+    CHECK(table(run_pool({{"shift_factor", "1"}, {"requests", "60"}}), "Before and after") == nullptr);
+}
+
+TEST_CASE("pool module: prefixes shorter than vLLM's block are never reused") {
+    // Every shared prefix is 1,500 tokens: 23 grid units of 64 for SGLang, less than one 1,888 block.
+    const Report r = run_pool({{"prefix_min", "1500"}, {"prefix_max", "1500"}, {"prefix_share", "0.8"}});
+    CHECK(scalar(r, "prefix_hit_tokens_vllm") == 0);
+    CHECK(scalar(r, "prefix_hit_tokens_unified") > 0.5);
+    const Table* t = table(r, "Prefix cache by shared-prefix length");
+    REQUIRE(t);
+    CHECK(cell(*t, 0, "cacheable: vLLM") == 0);
+    CHECK(cell(*t, 0, "cacheable: unified") == 1472);
+    CHECK(cell(*t, 0, "hits: vLLM") == 0);
+}
+
+TEST_CASE("pool module: other presets") {
+    const Report q = run_pool({{"preset", "qwen3-next-80b"}, {"requests", "100"}});
+    for (const auto& c : q.checks) CHECK_MESSAGE(c.passed, c.name << ": " << c.detail);
+    CHECK(scalar(q, "vllm_block_tokens") == 1056);
+    const Report t = run_pool({{"preset", "tiny"}, {"budget_mib", "64"}, {"requests", "100"}});
+    for (const auto& c : t.checks) CHECK_MESSAGE(c.passed, c.name << ": " << c.detail);
+    CHECK(scalar(t, "vllm_block_tokens") == 128);
+}
+
+TEST_CASE("pool module: refused parameter combinations") {
+    const Experiment& e = *find_experiment("pool");
+    auto refused = [&](std::vector<std::pair<std::string, std::string>> kv, const std::string& key) {
+        auto pp = parse_params(e.params, kv, RangePolicy::strict);
+        REQUIRE(pp.ok());
+        bool found = false;
+        for (const auto& i : e.check(pp.params)) found |= i.level == ParamIssue::error && i.key == key;
+        CHECK_MESSAGE(found, key);
+    };
+    refused({{"prefix_min", "5000"}, {"prefix_max", "100"}}, "prefix_min");
+    refused({{"budget_mib", "16"}}, "budget_mib");
+    refused({{"requests", "5000"}, {"output_tokens", "16384"}}, "output_tokens");
+    refused({{"requests", "5000"}, {"arrival_rate", "0.001"}}, "arrival_rate");
+    refused({{"preset", "tiny"}, {"page_tokens", "1"}, {"budget_mib", "65536"}}, "page_tokens");
+}
