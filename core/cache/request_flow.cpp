@@ -1,0 +1,34 @@
+#include "core/cache/request_flow.h"
+
+#include <algorithm>
+
+namespace k3 {
+
+Admission admit_request(RadixCache& cache, const CheckpointPolicy& policy, const TokenSeq& q,
+                        uint64_t prompt_len, uint64_t cache_len) {
+    Admission a;
+    a.prompt_len = std::min(prompt_len, q.size());
+    const uint64_t P = cache.config().page_size;
+    a.cache_len = std::min(std::max(cache_len, a.prompt_len), q.size()) / P * P;
+    a.lease = cache.acquire(q, a.prompt_len);
+    a.kv_hit = a.lease.match.kv_len;
+    a.state_hit = a.lease.match.state_len;
+    a.recompute = a.prompt_len - a.state_hit;
+    a.plan = plan_checkpoints(policy, cache.config().page_size, a.cache_len, a.state_hit, a.kv_hit);
+    return a;
+}
+
+Completion complete_request(RadixCache& cache, const CheckpointPolicy& policy, Admission& a,
+                            const TokenSeqPtr& q, uint64_t state_bytes) {
+    std::vector<NewCheckpoint> cps;
+    cps.reserve(a.plan.size());
+    for (const PlannedCheckpoint& p : a.plan) cps.push_back({p.pos, StateRef{0, state_bytes}, p.kind});
+    Completion c;
+    c.insert = cache.insert(q, a.cache_len, std::move(cps));
+    c.retention_dropped = apply_retention(policy, cache, *q, a.cache_len);
+    cache.release(a.lease);
+    cache.enforce_capacity();
+    return c;
+}
+
+}  // namespace k3

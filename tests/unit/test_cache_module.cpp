@@ -1,0 +1,109 @@
+// Module 5 `checkpoints`: defaults, the Mooncake acceptance figures, validation and bad traces.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "core/experiments/registry.h"
+
+using namespace k3;
+
+namespace {
+Report run(std::vector<std::pair<std::string, std::string>> kv) {
+    const Experiment& e = *find_experiment("checkpoints");
+    auto pp = parse_params(e.params, kv, RangePolicy::strict);
+    REQUIRE(pp.ok());
+    REQUIRE(e.check(pp.params).empty());
+    return run_to_end(e, pp.params);
+}
+double scalar(const Report& r, const char* k) {
+    const Scalar* s = r.find_scalar(k);
+    REQUIRE_MESSAGE(s != nullptr, k);
+    return s->value;
+}
+const Check* check_named(const Report& r, const std::string& prefix) {
+    for (const Check& c : r.checks)
+        if (c.name.rfind(prefix, 0) == 0) return &c;
+    return nullptr;
+}
+}  // namespace
+
+TEST_CASE("checkpoints module: defaults run, every check passes, same report twice") {
+    const Experiment* e = find_experiment("checkpoints");
+    REQUIRE(e != nullptr);
+    CHECK(e->number == 5);
+    CHECK(e->component == "prefix caching");
+    const Report a = run({});
+    for (const Check& c : a.checks) CHECK_MESSAGE(c.passed, c.name << ": " << c.detail);
+    CHECK(a.checks.size() >= 7);
+    CHECK(scalar(a, "token_hit_state") <= scalar(a, "token_hit_kv"));
+    CHECK(scalar(a, "token_hit_kv") > 0.5);
+    CHECK(scalar(a, "recomputed_tokens") > 0);
+    const Report b = run({});
+    Report a2 = a, b2 = b;
+    a2.timing = {};
+    b2.timing = {};
+    CHECK(report_json(a2) == report_json(b2));
+}
+
+TEST_CASE("checkpoints module: Mooncake trace, unbounded, interval 512") {
+    for (const char* policy : {"interval", "interval_end"}) {
+        const Report r =
+            run({{"trace", "mooncake"}, {"interval", "512"}, {"policy", policy}, {"sweeps", "0"}});
+        for (const Check& c : r.checks) CHECK_MESSAGE(c.passed, c.name << ": " << c.detail);
+        CHECK(std::round(scalar(r, "token_hit_kv") * 10000) == 3736);
+        CHECK(std::round(scalar(r, "token_hit_state") * 10000) ==
+              (std::string(policy) == "interval" ? 3734 : 3736));
+        CHECK(check_named(r, "Mooncake conversation trace") != nullptr);
+        CHECK(check_named(r, "KV-visible hit equals an independent count") != nullptr);
+        CHECK(check_named(r, "State-usable hit equals an independent count") != nullptr);
+    }
+}
+
+TEST_CASE("checkpoints module: bounded capacity, every policy") {
+    for (const char* policy : {"end", "branch", "cap", "segmented", "spread"}) {
+        CAPTURE(policy);
+        const Report r = run({{"policy", policy},
+                              {"state_capacity", "200"},
+                              {"kv_capacity_tokens", "400000"},
+                              {"lru_refresh", "path"},
+                              {"sweeps", "0"},
+                              {"sessions", "48"},
+                              {"page_size", "16"}});
+        for (const Check& c : r.checks) CHECK_MESSAGE(c.passed, c.name << ": " << c.detail);
+        CHECK(check_named(r, "Capacities hold after every request") != nullptr);
+        CHECK(scalar(r, "states_held") <= 200);
+        CHECK(scalar(r, "kv_tokens_held") <= 400000);
+    }
+}
+
+TEST_CASE("checkpoints module: bad parameters and bad traces are refused with a reason") {
+    const Experiment& e = *find_experiment("checkpoints");
+    auto pp = parse_params(e.params, {{"interval", "500"}}, RangePolicy::strict);
+    REQUIRE(pp.ok());
+    auto issues = e.check(pp.params);
+    REQUIRE(!issues.empty());
+    CHECK(issues[0].key == "interval");
+    CHECK(issues[0].message.find("multiple of the kernel chunk") != std::string::npos);
+
+    pp = parse_params(e.params, {{"trace", "/nonexistent/x.jsonl"}}, RangePolicy::strict);
+    issues = e.check(pp.params);
+    REQUIRE(!issues.empty());
+    CHECK(issues[0].key == "trace");
+
+    // A malformed file: the run reports the line that is wrong instead of replaying.
+    const std::string path = "k3_test_bad_trace.jsonl";
+    if (std::FILE* f = std::fopen(path.c_str(), "wb")) {
+        std::fputs(
+            "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 5, \"hash_ids\": [7]}\n"
+            "{\"timestamp\": 1, \"input_length\": 10, \"output_length\": 5, \"hash_ids\": [7, 8]}\n",
+            f);
+        std::fclose(f);
+        const Report r = run({{"trace", path}});
+        const Check* c = check_named(r, "Workload loaded");
+        REQUIRE(c != nullptr);
+        CHECK_FALSE(c->passed);
+        CHECK(c->detail.find("line 2") != std::string::npos);
+        std::remove(path.c_str());
+    }
+}
