@@ -185,6 +185,8 @@ public:
     uint64_t bytes_moved() const { return bytes_moved_; }
 
     // ---- storage (pools made with backing storage; nullptr otherwise or for a bad handle) ----
+    // The storage starts 16-byte aligned; every slice lies at a sum of per-layer sizes from there.
+    // Pointers are valid until the next allocating call or compact() (the unified pool moves bytes).
     bool has_storage() const { return !storage_.empty(); }
     // Page `p`, attention layer `layer` (0-based among attention layers): page_tokens rows of
     // kv_bytes_per_token_per_layer bytes, token-major.
