@@ -18,13 +18,14 @@ static bool slider(const ParamSpec& s, Params& p, bool& active) {
     const double lo = s.min, hi = s.max;
     ImGuiSliderFlags flags = ImGuiSliderFlags_AlwaysClamp;
     if (s.log_scale) flags |= ImGuiSliderFlags_Logarithmic;
+    // The slider shows our own text (no printf specifiers), formatted for the unit.
     std::string fmt;
-    if (s.kind == ParamKind::integer) {
-        fmt = format_grouped(v);
-    } else {
-        fmt = format_sig(v, 4);
-    }
-    if (!s.unit.empty()) fmt += " " + s.unit;
+    if (s.unit == "fraction")
+        fmt = format_sig(v * 100, 3) + " %";
+    else if (s.unit == "B")
+        fmt = format_bytes(v);
+    else
+        fmt = (s.kind == ParamKind::integer ? format_grouped(v) : format_sig(v, 4)) + (s.unit.empty() ? "" : " " + s.unit);
     // '%' must be escaped in ImGui's format string.
     std::string esc;
     for (char c : fmt) esc += c == '%' ? std::string("%%") : std::string(1, c);

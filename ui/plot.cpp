@@ -72,7 +72,7 @@ std::vector<double> nice_ticks(double lo, double hi, int target, bool log_scale,
         const int start = step % 10 == 0 ? int(std::ceil(e0 / 10.0)) * 10 : e0;
         for (int e = start; e <= e1; e += step) t.push_back(std::ldexp(1.0, e));
         if (t.size() >= 2) return t;
-        return nice_ticks(lo, hi, target, true, false);
+        return nice_ticks(lo, hi, target, false, true);
     }
     if (log_scale) {
         const int d0 = int(std::floor(std::log10(lo))), d1 = int(std::ceil(std::log10(hi)));
@@ -92,7 +92,15 @@ std::vector<double> nice_ticks(double lo, double hi, int target, bool log_scale,
         }
         return t;
     }
-    const double step = nice_step((hi - lo) / target);
+    double step = nice_step((hi - lo) / target);
+    if (binary) {
+        // Linear bytes: nice steps in the binary unit that fits the range (128 MiB, 512 MiB, 1 GiB...).
+        double unit = 1;
+        while (unit * 1024 <= (hi - lo) / target * 4 && unit < 1125899906842624.0) unit *= 1024;
+        step = nice_step((hi - lo) / target / unit) * unit;
+        const double p2 = std::ldexp(1.0, int(std::round(std::log2(step / unit)))) * unit;
+        if (p2 >= step * 0.6 && p2 <= step * 1.6) step = p2;  // prefer powers of two: 256 MiB over 200 MiB
+    }
     for (double v = std::ceil(lo / step) * step; v <= hi + step * 1e-9; v += step)
         t.push_back(std::fabs(v) < step * 1e-9 ? 0.0 : v);
     return t;

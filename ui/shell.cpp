@@ -24,7 +24,7 @@ void App::draw() {
                      ImGuiWindowFlags_NoBringToFrontOnFocus | ImGuiWindowFlags_NoScrollbar);
     ImGui::PopStyleVar();
 
-    const float side_w = std::min(t.px(250), vp->WorkSize.x * 0.28f);
+    const float side_w = std::min(t.px(270), vp->WorkSize.x * 0.28f);
     draw_sidebar(side_w);
     ImGui::SameLine(0, 0);
 
@@ -105,12 +105,19 @@ void App::draw_sidebar(float width) {
         const bool sel = exp_ == e;
         ImGui::PushID(e ? e->id.c_str() : "overview");
         if (sel) ImGui::PushStyleColor(ImGuiCol_Header, with_alpha(t.accent, 0.22f));
-        if (ImGui::Selectable(label.c_str(), sel, 0, ImVec2(0, t.px(24))) && !sel) {
+        // Long titles are cut with an ellipsis; the tooltip has the whole title and the purpose.
+        std::string shown = label;
+        const float room = ImGui::GetContentRegionAvail().x - t.px(6);
+        if (ImGui::CalcTextSize(shown.c_str()).x > room) {
+            while (!shown.empty() && ImGui::CalcTextSize((shown + "...").c_str()).x > room) shown.pop_back();
+            shown += "...";
+        }
+        if (ImGui::Selectable(shown.c_str(), sel, 0, ImVec2(0, t.px(24))) && !sel) {
             link_issues_.clear();
             select(e);
         }
         if (sel) ImGui::PopStyleColor();
-        if (e && ImGui::IsItemHovered(ImGuiHoveredFlags_DelayNormal)) tooltip_wrapped(e->purpose);
+        if (e && ImGui::IsItemHovered(ImGuiHoveredFlags_DelayNormal)) tooltip_wrapped(e->title + "\n\n" + e->purpose);
         ImGui::PopID();
     };
     item(nullptr, "Overview");

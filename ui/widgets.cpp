@@ -38,7 +38,7 @@ void headline_card(const Scalar& s, float width) {
     const Theme& t = theme();
     const Fonts& f = fonts();
     ImGui::PushID(s.key.c_str());
-    const float h = t.px(84);
+    const float h = t.px(88);
     const ImVec2 p0 = ImGui::GetCursorScreenPos();
     ImGui::InvisibleButton("card", ImVec2(width, h));
     if (ImGui::IsItemHovered()) {
@@ -55,7 +55,16 @@ void headline_card(const Scalar& s, float width) {
     const float pad = t.px(12);
     ImGui::PushFont(f.small);
     dl->PushClipRect(p0, ImVec2(p0.x + width - t.px(4), p0.y + h), true);
-    dl->AddText(ImVec2(p0.x + pad, p0.y + t.px(9)), t.text_dim, s.label.c_str());
+    // The label wraps onto at most two lines; a longer one is cut with an ellipsis (full text in the tooltip).
+    const float wrap = width - 2 * pad;
+    std::string label = s.label;
+    if (ImGui::CalcTextSize(label.c_str(), nullptr, false, wrap).y > ImGui::GetTextLineHeight() * 2.5f) {
+        while (!label.empty() && ImGui::CalcTextSize((label + "...").c_str(), nullptr, false, wrap).y >
+                                     ImGui::GetTextLineHeight() * 2.5f)
+            label.pop_back();
+        label += "...";
+    }
+    dl->AddText(nullptr, 0, ImVec2(p0.x + pad, p0.y + t.px(8)), t.text_dim, label.c_str(), nullptr, wrap);
     ImGui::PopFont();
     std::string value = format_with_unit(s.value, s.unit);
     std::string unit;

@@ -125,17 +125,11 @@ std::string format_with_unit(double v, std::string_view unit) {
     if (unit == "B") return format_bytes(v);
     if (unit == "fraction") return format_sig(v * 100.0, 4) + " %";
     const bool plain = unit == "count" || unit == "ratio" || unit.empty();
-    if (plain || unit == "tokens" || unit == "requests" || unit == "sequences") {
-        const std::string sfx = plain ? "" : " " + std::string(unit);
-        if (std::fabs(v) < 1e15 && v == std::floor(v)) return format_grouped(v) + sfx;
-        return format_sig(v, 4) + sfx;
-    }
-    std::string s = format_si(v, 4);
-    if (!unit.empty()) {
-        s += ' ';
-        s += unit;
-    }
-    return s;
+    const std::string sfx = plain ? "" : " " + std::string(unit);
+    // Whole numbers (counts, tokens, events) read best in full up to ten million.
+    if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 1e7) return format_grouped(v) + sfx;
+    if (std::fabs(v) < 1e4) return format_sig(v, 4) + sfx;
+    return format_si(v, 4) + sfx;
 }
 
 static std::string_view trim(std::string_view s) {

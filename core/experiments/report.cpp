@@ -148,6 +148,11 @@ std::string report_json(const Report& r, bool pretty) {
             w.end_array();
             std::vector<double> cells(g.cells.begin(), g.cells.end());
             w.key("cells").numbers(cells);
+            if (!g.cell_labels.empty()) {
+                w.key("cell_labels").begin_array();
+                for (const auto& l : g.cell_labels) w.value(l);
+                w.end_array();
+            }
             w.end_object();
         }
         w.end_array();
