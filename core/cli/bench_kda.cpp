@@ -1,0 +1,138 @@
+// `k3cli bench kda`: head-tokens/s of the scalar and SIMD recurrent and chunked KDA kernels, K = V = 128,
+// H in {4, 16}: decode (one recurrent step per token over a long run, the state carried on) and prefill
+// (T = 4096 tokens: chunked with C = 16, 32, 64, and token by token for comparison). Variants are
+// measured in interleaved rounds and the median of the rounds is reported, so that ratios come from
+// one run on one machine state; the ratios the targets of DESIGN.md §6 talk about are appended.
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "core/base/clock.h"
+#include "core/cli/bench.h"
+#include "core/kda/chunked.h"
+#include "core/kda/inputs.h"
+#include "core/kda/recurrent.h"
+
+namespace k3::cli {
+
+namespace {
+
+using namespace k3::kda;
+
+struct Layer {
+    Shape s;
+    TokenData x;
+    FloatBuf S0, S, o;
+};
+
+struct Variant {
+    std::string name;  // "decode/recurrent/simd", "prefill/chunked/scalar", ...
+    int H = 0, T = 0, C = 0;
+    std::function<double()> run;  // one measured call; returns the head-tokens it processed
+    std::vector<double> rates;    // head-tokens/s, one per round
+};
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+void bench_kda(BenchContext& ctx) {
+    ctx.arch = simd_arch();
+    const bool quick = ctx.quick;
+    const int Tpre = quick ? 256 : 4096;
+    const int rounds = quick ? 1 : 3;
+    const double decode_ms = quick ? 15 : 300;  // per decode measurement
+    std::vector<Impl> impls = {Impl::scalar};
+    if (simd_enabled()) impls.push_back(Impl::simd);
+    auto impl_name = [](Impl i) { return i == Impl::simd ? "simd" : "scalar"; };
+    const float scale = default_scale(128);
+
+    std::map<int, Layer> layers;
+    for (int H : {4, 16}) {
+        Layer& L = layers[H];
+        L.s = Shape{H, H, 128, 128};
+        L.x = random_tokens(L.s, Tpre, 1000 + uint64_t(H));
+        L.S0 = random_state(L.s, 2000 + uint64_t(H), 0.1f);
+        L.S = L.S0;
+        L.o.assign(size_t(Tpre) * L.s.v_row(), 0.0f);
+    }
+
+    std::vector<Variant> vars;
+    for (int H : {4, 16}) {
+        Layer* L = &layers[H];
+        for (Impl impl : impls) {
+            // Decode: steps over a cycle of 64 distinct tokens until the time is up; the state carries on.
+            vars.push_back({std::string("decode/recurrent/") + impl_name(impl), H, 1, 0, [L, impl, scale, decode_ms] {
+                                const Deadline dl(decode_ms);
+                                long n = 0;
+                                do {
+                                    for (int r = 0; r < 8; ++r, ++n) {
+                                        const Tokens t = L->x.view().slice(L->s, int(n % 64), 1);
+                                        recurrent_step(L->s, L->S.data(), t.q, t.k, t.v, t.g, t.beta, scale,
+                                                       L->o.data(), impl);
+                                    }
+                                } while (!dl.passed());
+                                return double(n) * L->s.HV;
+                            }});
+            // Prefill of Tpre tokens from the same start state: chunked, and token by token.
+            for (int C : impl == Impl::simd ? std::vector<int>{16, 32, 64} : std::vector<int>{64})
+                vars.push_back({std::string("prefill/chunked/") + impl_name(impl), H, Tpre, C, [L, impl, scale, C] {
+                                    std::memcpy(L->S.data(), L->S0.data(), L->S0.size() * 4);
+                                    chunked(L->s, L->S.data(), L->x.view(), scale, C, L->o.data(), impl);
+                                    return double(L->x.T) * L->s.HV;
+                                }});
+            vars.push_back({std::string("prefill/recurrent/") + impl_name(impl), H, Tpre, 1, [L, impl, scale] {
+                                std::memcpy(L->S.data(), L->S0.data(), L->S0.size() * 4);
+                                recurrent(L->s, L->S.data(), L->x.view(), scale, L->o.data(), impl);
+                                return double(L->x.T) * L->s.HV;
+                            }});
+        }
+    }
+    for (auto& v : vars) v.run();  // warm-up: page in buffers, settle the clock
+    for (int round = 0; round < rounds; ++round)
+        for (auto& v : vars) {
+            const Stopwatch sw;
+            const double ht = v.run();
+            v.rates.push_back(ht / (sw.ms() * 1e-3));
+        }
+
+    auto find = [&](const std::string& name, int H, int C) -> double {
+        for (const auto& v : vars)
+            if (v.name == name && v.H == H && v.C == C) return median(v.rates);
+        return 0;
+    };
+    for (const auto& v : vars) {
+        BenchResult r{v.name, {{"H", v.H}, {"K", 128}, {"V", 128}}, {}, median(v.rates), "head-tokens/s"};
+        if (v.T > 1) r.params.push_back({"T", v.T});
+        if (v.name.rfind("prefill/chunked", 0) == 0) r.params.push_back({"C", v.C});
+        r.params.push_back({"rounds", rounds});
+        ctx.add(r);
+    }
+    for (int H : {4, 16}) {
+        const std::string best = simd_enabled() ? "simd" : "scalar";
+        auto ratio = [&](const std::string& name, double num, double den) {
+            ctx.add({name, {{"H", H}, {"K", 128}, {"V", 128}}, {}, den > 0 ? num / den : 0, "ratio"});
+        };
+        if (simd_enabled()) {
+            ratio("ratio/decode_simd_over_scalar", find("decode/recurrent/simd", H, 0),
+                  find("decode/recurrent/scalar", H, 0));
+            ratio("ratio/prefill_chunked64_simd_over_scalar", find("prefill/chunked/simd", H, 64),
+                  find("prefill/chunked/scalar", H, 64));
+        }
+        double best_chunked = 0;
+        for (int C : {16, 32, 64}) best_chunked = std::max(best_chunked, find("prefill/chunked/" + best, H, C));
+        ratio("ratio/prefill_chunked_best_over_decode", best_chunked, find("decode/recurrent/" + best, H, 0));
+        ratio("ratio/prefill_chunked64_over_decode", find("prefill/chunked/" + best, H, 64),
+              find("decode/recurrent/" + best, H, 0));
+    }
+}
+
+}  // namespace
+
+K3_REGISTER_BENCH("kda", "KDA kernels: scalar vs SIMD, decode and prefill, head-tokens/s", bench_kda);
+
+}  // namespace k3::cli

@@ -1,0 +1,151 @@
+// The chunked (WY) algorithm of reference/kda.md §3.2 written once over a set of primitives `Ops`
+// (ScalarOps in chunk_ops.h, SimdOps in chunk_ops_simd.cpp). Internal to core/kda: the public entry
+// points are in chunked.h and affine.h.
+//
+// Per (value head, chunk of n <= C tokens), with E(r,s) = Diag(exp(G_r - G_s)) formed as running
+// products of the decays (never the exponential of a positive number, whatever the gates):
+//   phase A (independent of S):
+//     L[r][s]   = b_r k_r^T E(r,s) k_s        s < r          Aqk[r][s] = q_r^T E(r,s) k_s   s <= r
+//     W = (I + L)^{-1} Diag(b) (K ⊙ exp G)  and  U = (I + L)^{-1} Diag(b) V    (forward substitution)
+//     Qg = Q ⊙ exp G,  KdT[i][s] = k_s[i] exp(G_last[i] - G_s[i]),  dlast = exp G_last
+//   phase B (the state pass, column by column of S):
+//     D = U - W S;   O = Qg S + Aqk D;   S = Diag(dlast) S + KdT D
+// Phase B only couples rows of S, never columns, so it can run on any block of columns of a state,
+// and on the augmented state [M | B] of an affine segment map (affine.h) with U = [0 | U].
+#pragma once
+
+#include <algorithm>
+
+#include "core/kda/layout.h"
+
+namespace k3::kda {
+
+template <class Ops>
+class ChunkDriver {
+public:
+    ChunkDriver(const Shape& s, int C) : s_(s), C_(std::max(1, std::min(C, kMaxChunk))) {
+        ldn_ = (C_ + 15) / 16 * 16;
+        const int K = s.K, V = s.V, KV = std::max(K, V);
+        size_t off = 0;
+        auto take = [&](size_t n) {
+            const size_t o = off;
+            off += (n + 15) / 16 * 16;  // keep every array 64-byte aligned
+            return o;
+        };
+        const size_t c = size_t(C_), ln = size_t(ldn_);
+        const size_t oKc = take(c * K), oQc = take(c * K), oVc = take(c * V), oAl = take(c * K), ob = take(c),
+                     oEg = take(size_t(K)), oL = take(c * ln), oA = take(c * ln), oKd = take(size_t(K) * ln),
+                     oW = take(2 * c * K), oU = take(c * V), oKg = take(c * K),
+                     oP = take(2 * c * KV), oD = take(c * KV);
+        buf_.assign(off, 0.0f);
+        float* p = buf_.data();
+        Kc_ = p + oKc, Qc_ = p + oQc, Vc_ = p + oVc, alpha_ = p + oAl, b_ = p + ob, eg_ = p + oEg;
+        L_ = p + oL, Aqk_ = p + oA, KdT_ = p + oKd, W_ = p + oW, U_ = p + oU, KG_ = p + oKg;
+        P_ = p + oP, D_ = p + oD;
+    }
+
+    int chunk() const { return C_; }
+
+    // Prefill: S [HV][K][V] in place, o [T][HV][V] or null.
+    void prefill(float* S, const Tokens& x, float scale, float* o) {
+        // Chunk-major: the chunk's input rows are read contiguously and reused by every head; a head's
+        // state is read and written once per chunk.
+        for (int t0 = 0; t0 < x.T; t0 += C_) {
+            const int n = std::min(C_, x.T - t0);
+            for (int h = 0; h < s_.HV; ++h) {
+                phase_a(x, h, t0, n, scale);
+                state_pass(n, S + size_t(h) * s_.head_state(), s_.V, s_.V, U_, s_.V,
+                           o ? o + size_t(t0) * s_.v_row() + size_t(h) * s_.V : nullptr, int(s_.v_row()));
+            }
+        }
+    }
+
+    // Affine segment map: M [HV][K][K] and B [HV][K][V] (overwritten), outputs from a zero start o0
+    // [T][HV][V] and output sensitivities eo [T][HV][K] (O = o0 + eo S_in per head), both optional.
+    void segment(const Tokens& x, float scale, float* M, float* B, float* o0, float* eo) {
+        const int K = s_.K, V = s_.V;
+        for (int h = 0; h < s_.HV; ++h) {
+            float* Mh = M + size_t(h) * K * K;
+            float* Bh = B + size_t(h) * s_.head_state();
+            for (int i = 0; i < K; ++i)
+                for (int c = 0; c < K; ++c) Mh[size_t(i) * K + c] = i == c ? 1.0f : 0.0f;
+            for (size_t e = 0; e < s_.head_state(); ++e) Bh[e] = 0.0f;
+            for (int t0 = 0; t0 < x.T; t0 += C_) {
+                const int n = std::min(C_, x.T - t0);
+                phase_a(x, h, t0, n, scale);
+                state_pass(n, Mh, K, K, nullptr, 0, eo ? eo + size_t(t0) * s_.g_row() + size_t(h) * K : nullptr,
+                           int(s_.g_row()));
+                state_pass(n, Bh, V, V, U_, V, o0 ? o0 + size_t(t0) * s_.v_row() + size_t(h) * V : nullptr,
+                           int(s_.v_row()));
+            }
+        }
+    }
+
+private:
+    // Gathers tokens [t0, t0 + n) of value head h and computes everything that does not depend on S.
+    void phase_a(const Tokens& x, int h, int t0, int n, float scale) {
+        const int K = s_.K, V = s_.V, hk = h / s_.group();
+        for (int r = 0; r < n; ++r) {
+            const size_t t = size_t(t0 + r);
+            const float* q = x.q + t * s_.qk_row() + size_t(hk) * K;
+            const float* k = x.k + t * s_.qk_row() + size_t(hk) * K;
+            const float* v = x.v + t * s_.v_row() + size_t(h) * V;
+            float* kc = Kc_ + size_t(r) * K;
+            float* qc = Qc_ + size_t(r) * K;
+            float* vc = Vc_ + size_t(r) * V;
+            for (int i = 0; i < K; ++i) kc[i] = k[i], qc[i] = scale * q[i];
+            for (int j = 0; j < V; ++j) vc[j] = v[j];
+            Ops::exp_rows(x.g + t * s_.g_row() + size_t(h) * K, alpha_ + size_t(r) * K, K);
+            b_[r] = x.beta[t * size_t(s_.HV) + size_t(h)];
+        }
+        // exp(G_r) = alpha_0 ... alpha_r as a running product; Qg = Q ⊙ exp G, KG = K ⊙ exp G.
+        Qg_ = W_ + size_t(n) * K;
+        for (int i = 0; i < K; ++i) eg_[i] = alpha_[i];
+        for (int r = 0; r < n; ++r) {
+            const float* al = alpha_ + size_t(r) * K;
+            if (r)
+                for (int i = 0; i < K; ++i) eg_[i] = eg_[i] * al[i];
+            const float* qc = Qc_ + size_t(r) * K;
+            const float* kc = Kc_ + size_t(r) * K;
+            float* qg = Qg_ + size_t(r) * K;
+            float* kg = KG_ + size_t(r) * K;
+            for (int i = 0; i < K; ++i) qg[i] = qc[i] * eg_[i], kg[i] = kc[i] * eg_[i];
+        }
+        Ops::build_pairs(n, K, Kc_, Qc_, alpha_, b_, L_, Aqk_, KdT_, ldn_);
+        Ops::forward_subst(W_, K, L_, ldn_, b_, KG_, K, n, K);
+        Ops::forward_subst(U_, V, L_, ldn_, b_, Vc_, V, n, V);
+    }
+
+    // Phase B on a block of `cols` columns of a state, Sb [K][cols] (ld lds), with the chunk's U block
+    // [n][cols] (ld ldu; null = zeros) and outputs O [n][cols] (ld ldo; null = not wanted).
+    void state_pass(int n, float* Sb, int lds, int cols, const float* U, int ldu, float* O, int ldo) {
+        const int K = s_.K;
+        const int ldp = std::max(s_.K, s_.V);
+        Ops::mm(P_, ldp, W_, K, Sb, lds, O ? 2 * n : n, K, cols);  // [P; O] = [W; Qg] S, one pass over S
+        for (int r = 0; r < n; ++r) {
+            const float* p = P_ + size_t(r) * ldp;
+            float* d = D_ + size_t(r) * ldp;
+            if (U)
+                for (int j = 0; j < cols; ++j) d[j] = U[size_t(r) * ldu + j] - p[j];
+            else
+                for (int j = 0; j < cols; ++j) d[j] = 0.0f - p[j];
+        }
+        if (O) {
+            for (int r = 0; r < n; ++r) {  // O = Qg S + Aqk D
+                const float* p = P_ + size_t(n + r) * ldp;
+                float* o = O + size_t(r) * ldo;
+                for (int j = 0; j < cols; ++j) o[j] = p[j];
+            }
+            Ops::mm_lower_add(O, ldo, Aqk_, ldn_, D_, ldp, n, cols);
+        }
+        Ops::mm_scale_add(Sb, lds, eg_, KdT_, ldn_, D_, ldp, K, n, cols);  // S = Diag(dlast) S + KdT D
+    }
+
+    Shape s_;
+    int C_, ldn_;
+    FloatBuf buf_;
+    float *Kc_, *Qc_, *Vc_, *alpha_, *b_, *eg_, *L_, *Aqk_, *KdT_, *W_, *U_, *KG_, *P_, *D_;
+    float* Qg_ = nullptr;  // = W_ + n K: [W; Qg] is one matrix of 2n rows
+};
+
+}  // namespace k3::kda

@@ -1,0 +1,43 @@
+// The chunked kernel and the segment map over the scalar primitives.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-tree-vectorize")
+#endif
+#include "core/kda/affine.h"
+#include "core/kda/affine_ops.h"
+#include "core/kda/chunk_driver.h"
+#include "core/kda/chunk_ops.h"
+#include "core/kda/chunked.h"
+
+namespace k3::kda {
+
+void chunked_scalar(const Shape& s, float* S, const Tokens& x, float scale, int C, float* o) {
+    if (x.T <= 0) return;
+    ChunkDriver<ScalarOps>(s, C).prefill(S, x, scale, o);
+}
+
+void segment_map_scalar(const Shape& s, const Tokens& x, float scale, int C, float* M, float* B, float* o0,
+                        float* eo) {
+    ChunkDriver<ScalarOps>(s, C).segment(x, scale, M, B, o0, eo);
+}
+
+void affine_compose_scalar(const Shape& s, const float* M2, const float* B2, const float* M1, const float* B1,
+                           float* M, float* B) {
+    AffineOps<ScalarOps>::compose(s, M2, B2, M1, B1, M, B);
+}
+
+void affine_apply_scalar(const Shape& s, const float* M, const float* B, const float* S_in, float* S_out) {
+    AffineOps<ScalarOps>::apply(s, M, B, S_in, S_out);
+}
+
+void affine_outputs_scalar(const Shape& s, int T, const float* o0, const float* eo, const float* S_in, float* o) {
+    AffineOps<ScalarOps>::outputs(s, T, o0, eo, S_in, o);
+}
+
+void chunked(const Shape& s, float* S, const Tokens& x, float scale, int C, float* o, Impl impl) {
+#if K3_SIMD
+    if (impl == Impl::simd) return chunked_simd(s, S, x, scale, C, o);
+#endif
+    chunked_scalar(s, S, x, scale, C, o);
+}
+
+}  // namespace k3::kda

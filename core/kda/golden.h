@@ -1,0 +1,53 @@
+// Reader of KDA golden-vector folders (the format of ../shared/golden/kda/README.md, copied to
+// tests/data/golden/kda): meta.txt with "name value" lines (B, T, H, HV, K, V, scale, initial_state,
+// seed) and little-endian float32 files q, k [B][T][H][K], v [B][T][HV][V], g [B][T][HV][K],
+// beta [B][T][HV], h0 (optional) and ht [B][HV][K][V], o [B][T][HV][V].
+// Everything read is bounds-checked: a wrong size, a missing file, a bad meta line or a non-finite
+// value is reported with the file (and line or element) it concerns; nothing throws.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/kda/layout.h"
+
+namespace k3::kda {
+
+struct GoldenCase {
+    std::string dir;
+    int B = 0, T = 0;
+    Shape shape;
+    float scale = 0;
+    bool has_h0 = false;
+    std::vector<float> q, k, v, g, beta, h0, o, ht;
+
+    // Batch b as a token view and its slices of h0 / o / ht.
+    Tokens tokens(int b) const;
+    const float* h0_of(int b) const { return has_h0 ? h0.data() + size_t(b) * shape.state_floats() : nullptr; }
+    const float* o_of(int b) const { return o.data() + size_t(b) * size_t(T) * shape.v_row(); }
+    const float* ht_of(int b) const { return ht.data() + size_t(b) * shape.state_floats(); }
+};
+
+// Largest case accepted (bytes of all arrays together), so that a corrupt meta.txt cannot make the
+// reader allocate without bound.
+inline constexpr double kGoldenMaxBytes = 1024.0 * 1024.0 * 1024.0;
+
+// Returns an empty string on success, else the error ("q.f32: 1024 bytes, expected 2048 (B*T*H*K = 512
+// floats)").
+std::string read_golden(const std::string& dir, GoldenCase& out);
+
+// Error of `got` against `want`: max |diff|, relative RMS ||want - got|| / ||want|| and max |want| (for
+// the tolerance 1e-4 * max(1, max|want|) of the golden README). Accumulated in double; `add` merges
+// the statistics of several arrays (outputs and final state, say) as if they were one.
+struct ErrorStats {
+    double max_abs = 0, max_ref = 0, ss_diff = 0, ss_ref = 0;
+    size_t count = 0, non_finite = 0;
+    double rel_rms() const;
+    double tolerance() const { return 1e-4 * (max_ref > 1 ? max_ref : 1.0); }
+    bool within() const { return non_finite == 0 && max_abs <= tolerance(); }
+    ErrorStats& add(const ErrorStats& o);
+};
+ErrorStats compare(const float* got, const float* want, size_t n);
+ErrorStats compare(const float* got, const double* want, size_t n);
+
+}  // namespace k3::kda

@@ -1,0 +1,31 @@
+// fp32 recurrent KDA (decode step and token-by-token sequences), reference/kda.md §2.
+// Shapes and layouts: layout.h. Every function has a plain scalar version and an xsimd version that
+// give the same bits; `Impl::simd` falls back to the scalar one when the build has no SIMD.
+#pragma once
+
+#include "core/kda/layout.h"
+
+namespace k3::kda {
+
+// One token, all value heads of a layer, in place on S.
+//   S [HV][K][V] (in/out); q, k [H][K]; v [HV][V]; g [HV][K]; beta [HV]; o [HV][V] (out, may be null)
+// Per head, in this order (FLA naive_recurrent_kda): S = Diag(exp g) S; p = S^T k; u = beta (v - p);
+// S += k u^T; o = S^T (scale q). Cost 4 K V multiply-adds + K exp per head.
+void recurrent_step(const Shape& s, float* S, const float* q, const float* k, const float* v, const float* g,
+                    const float* beta, float scale, float* o, Impl impl = Impl::simd);
+
+// T tokens in a row: x.q [T][H][K] ... o [T][HV][V] (may be null). Same bits as T calls of
+// recurrent_step (it runs head by head so that a head's state stays in cache).
+void recurrent(const Shape& s, float* S, const Tokens& x, float scale, float* o, Impl impl = Impl::simd);
+
+// The two implementations, callable directly (tests, benchmarks).
+void recurrent_step_scalar(const Shape& s, float* S, const float* q, const float* k, const float* v,
+                           const float* g, const float* beta, float scale, float* o);
+void recurrent_scalar(const Shape& s, float* S, const Tokens& x, float scale, float* o);
+#if K3_SIMD
+void recurrent_step_simd(const Shape& s, float* S, const float* q, const float* k, const float* v,
+                         const float* g, const float* beta, float scale, float* o);
+void recurrent_simd(const Shape& s, float* S, const Tokens& x, float scale, float* o);
+#endif
+
+}  // namespace k3::kda

@@ -1,0 +1,158 @@
+// xsimd fp32 recurrent KDA. Same bits as recurrent_scalar.cpp, faster because of memory traffic and
+// operation count. The five steps only couple rows, never columns (p, u and o of column j depend on
+// column j of S alone), so a head's state is processed in column blocks of NB vectors (K x 64 floats =
+// 32 KiB on AVX-512, which stays in L1) with two passes over each block:
+//   pass 1 (decay + predict):        S_i = a_i * S_i (stored);  p += k_i * S_i
+//   pass 2 (write + read):           S_i = S_i + k_i * u;       o += (scale q_i) * S_i
+// 7 vector operations per state element and token, the minimum for this order of operations; every
+// lane sums over i in ascending order, as the scalar loops. Sequences run a block of tokens through
+// one column block before moving to the next, so the block stays in L1 across tokens as well.
+#include "core/kda/recurrent.h"
+
+#if K3_SIMD
+#include <algorithm>
+
+#include "core/base/fmath.h"
+#include "core/kda/simd.h"
+#include "core/kda/vexp.h"
+
+namespace k3::kda {
+
+namespace {
+
+using namespace simd;
+
+struct HeadIn {
+    const float* a;   // [K] exp(g)
+    const float* k;   // [K]
+    const float* qs;  // [K] scale * q
+    const float* v;   // [V]
+    float b;
+};
+
+// Columns [j0, j0 + NB*W) of one head. Sh [K][V].
+// Columns [j0, j0 + NB*W) of one head; Sb points at column j0 of row 0, rows lds floats apart.
+template <int NB>
+inline void block(float* Sb, int lds, int K, int j0, const HeadIn& in, float* o) {
+    vf p[NB];
+    for (int n = 0; n < NB; ++n) p[n] = vf(0.0f);
+    for (int i = 0; i < K; ++i) {
+        float* row = Sb + size_t(i) * lds;
+        const vf ai(in.a[i]), ki(in.k[i]);
+        for (int n = 0; n < NB; ++n) {
+            const vf d = ai * load(row + n * W);
+            store(row + n * W, d);
+            p[n] = p[n] + ki * d;
+        }
+    }
+    vf u[NB], acc[NB];
+    const vf b(in.b);
+    for (int n = 0; n < NB; ++n) {
+        u[n] = b * (load(in.v + j0 + n * W) - p[n]);
+        acc[n] = vf(0.0f);
+    }
+    for (int i = 0; i < K; ++i) {
+        float* row = Sb + size_t(i) * lds;
+        const vf ki(in.k[i]), qi(in.qs[i]);
+        for (int n = 0; n < NB; ++n) {
+            const vf s = load(row + n * W) + ki * u[n];
+            store(row + n * W, s);
+            acc[n] = acc[n] + qi * s;
+        }
+    }
+    if (o)
+        for (int n = 0; n < NB; ++n) store(o + j0 + n * W, acc[n]);
+}
+
+// Leftover columns [j0, V) one at a time, same order of operations.
+inline void tail(float* Sh, int K, int V, int j0, const HeadIn& in, float* o) {
+    for (int j = j0; j < V; ++j) {
+        float p = 0.0f;
+        for (int i = 0; i < K; ++i) p = p + in.k[i] * (in.a[i] * Sh[size_t(i) * V + j]);
+        const float u = in.b * (in.v[j] - p);
+        float acc = 0.0f;
+        for (int i = 0; i < K; ++i) {
+            float& x = Sh[size_t(i) * V + j];
+            x = in.a[i] * x + in.k[i] * u;
+            acc = acc + in.qs[i] * x;
+        }
+        if (o) o[j] = acc;
+    }
+}
+
+constexpr int kBlock = 4;  // vectors per column block
+constexpr int kTokenBlock = 32;  // tokens per pass over a column block in recurrent_simd
+
+// a = exp(g), qs = scale * q for one (token, head).
+inline void prep(const float* gh, const float* qh, float scale, int K, float* a, float* qs) {
+    int i = 0;
+    for (; i + W <= K; i += W) {
+        store(a + i, exp_v(load(gh + i)));
+        store(qs + i, vf(scale) * load(qh + i));
+    }
+    for (; i < K; ++i) a[i] = exp_f32(gh[i]), qs[i] = scale * qh[i];
+}
+
+// Tokens in[0..n) one after the other on one head, column block by column block. With several
+// tokens the block is first copied to a contiguous buffer: rows of a [K][V] state are V floats (512 B
+// for V = 128) apart, which maps a column block onto a few L1 sets only (64 sets of 12 ways: a 32 KiB block at a
+// 512 B stride would need 16 ways), while the packed copy fits L1 and stays there for all n tokens.
+inline void run_head(float* Sh, int K, int V, const HeadIn* in, float* const* out, int n, float* pack) {
+    int j = 0;
+    for (; j + kBlock * W <= V; j += kBlock * W) {
+        constexpr int bw = kBlock * W;
+        if (n == 1) {
+            block<kBlock>(Sh + j, V, K, j, in[0], out[0]);
+            continue;
+        }
+        for (int i = 0; i < K; ++i)
+            for (int c = 0; c < bw; c += W) store(pack + size_t(i) * bw + c, load(Sh + size_t(i) * V + j + c));
+        for (int t = 0; t < n; ++t) block<kBlock>(pack, bw, K, j, in[t], out[t]);
+        for (int i = 0; i < K; ++i)
+            for (int c = 0; c < bw; c += W) store(Sh + size_t(i) * V + j + c, load(pack + size_t(i) * bw + c));
+    }
+    for (; j + W <= V; j += W)
+        for (int t = 0; t < n; ++t) block<1>(Sh + j, V, K, j, in[t], out[t]);
+    if (j < V)
+        for (int t = 0; t < n; ++t) tail(Sh, K, V, j, in[t], out[t]);
+}
+
+}  // namespace
+
+void recurrent_step_simd(const Shape& s, float* S, const float* q, const float* k, const float* v, const float* g,
+                         const float* beta, float scale, float* o) {
+    const int K = s.K, V = s.V, grp = s.group();
+    alignas(64) float a[kMaxHeadDim], qs[kMaxHeadDim];
+    for (int h = 0; h < s.HV; ++h) {
+        prep(g + size_t(h) * K, q + size_t(h / grp) * K, scale, K, a, qs);
+        const HeadIn in{a, k + size_t(h / grp) * K, qs, v + size_t(h) * V, beta[h]};
+        float* out = o ? o + size_t(h) * V : nullptr;
+        run_head(S + size_t(h) * s.head_state(), K, V, &in, &out, 1, nullptr);
+    }
+}
+
+void recurrent_simd(const Shape& s, float* S, const Tokens& x, float scale, float* o) {
+    const int K = s.K, V = s.V, grp = s.group();
+    FloatBuf a(size_t(kTokenBlock) * K), qs(size_t(kTokenBlock) * K), pack(size_t(K) * kBlock * W);
+    HeadIn in[kTokenBlock];
+    float* out[kTokenBlock];
+    for (int t0 = 0; t0 < x.T; t0 += kTokenBlock) {
+        const int n = std::min(kTokenBlock, x.T - t0);
+        for (int h = 0; h < s.HV; ++h) {
+            for (int t = 0; t < n; ++t) {
+                const size_t tt = size_t(t0 + t);
+                float* at = a.data() + size_t(t) * K;
+                float* qt = qs.data() + size_t(t) * K;
+                prep(x.g + tt * s.g_row() + size_t(h) * K, x.q + tt * s.qk_row() + size_t(h / grp) * K, scale, K, at,
+                     qt);
+                in[t] = {at, x.k + tt * s.qk_row() + size_t(h / grp) * K, qt, x.v + tt * s.v_row() + size_t(h) * V,
+                         x.beta[tt * size_t(s.HV) + size_t(h)]};
+                out[t] = o ? o + tt * s.v_row() + size_t(h) * V : nullptr;
+            }
+            run_head(S + size_t(h) * s.head_state(), K, V, in, out, n, pack.data());
+        }
+    }
+}
+
+}  // namespace k3::kda
+#endif

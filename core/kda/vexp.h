@@ -1,0 +1,41 @@
+// exp over a SIMD vector, bit for bit the scalar exp_f32 of core/base/fmath.h in every lane
+// (tests/unit/test_kda_simd.cpp checks this over edge cases and millions of arguments).
+// Same Cody-Waite reduction, same polynomial, same two-step scaling of the subnormal range; the
+// special cases (NaN, overflow, underflow) are blended in at the end. Internal to core/kda.
+#pragma once
+
+#include "core/kda/simd.h"
+
+#if K3_SIMD
+#include <limits>
+
+namespace k3::kda::simd {
+
+inline vf exp_v(vf x) {
+    const vf hi(88.72283935546875f), lo(-103.972084045410f);
+    const vf xc = xsimd::min(xsimd::max(x, lo), hi);  // keep the arithmetic finite; blended below
+    const vf n = xsimd::floor(xc * vf(1.44269504088896341f) + vf(0.5f));
+    const vf r = (xc - n * vf(0.693145751953125f)) - n * vf(1.428606765330187045e-06f);
+    vf p(1.0f / 5040.0f);
+    p = p * r + vf(1.0f / 720.0f);
+    p = p * r + vf(1.0f / 120.0f);
+    p = p * r + vf(1.0f / 24.0f);
+    p = p * r + vf(1.0f / 6.0f);
+    p = p * r + vf(0.5f);
+    p = p * r + vf(1.0f);
+    p = p * r + vf(1.0f);
+    const vi ni = xsimd::to_int(n);  // exact: n is an integer in [-150, 128]
+    const auto lo_i = ni < vi(-125), hi_i = ni > vi(127);
+    // exp_f32: p * 2^n, or (p * 2^(n+60)) * 2^-60 below the normal range, or (p * 2^(n-1)) * 2 above.
+    const vi e1 = xsimd::select(lo_i, ni + vi(60), xsimd::select(hi_i, ni - vi(1), ni));
+    const vf f2 = xsimd::select(xsimd::batch_bool_cast<float>(lo_i), vf(0x1p-60f),
+                                xsimd::select(xsimd::batch_bool_cast<float>(hi_i), vf(2.0f), vf(1.0f)));
+    const vf scale = xsimd::bitwise_cast<float>((e1 + vi(127)) << 23);
+    vf res = (p * scale) * f2;
+    res = xsimd::select(x > hi, vf(std::numeric_limits<float>::infinity()), res);
+    res = xsimd::select(x < lo, vf(0.0f), res);
+    return xsimd::select(x != x, x, res);
+}
+
+}  // namespace k3::kda::simd
+#endif
