@@ -10,6 +10,7 @@
 #include "core/base/numfmt.h"
 #include "core/base/rng.h"
 #include "core/cache/state_codec.h"
+#include "core/cache/tree_view.h"
 #include "core/experiments/registry.h"
 #include "core/fleet/trace_reference.h"
 #include "core/fleet/workload_replay.h"
@@ -268,6 +269,7 @@ class CheckpointsRun : public StagedRun {
         uint64_t nodes = 0, leaves = 0, with_state = 0, tomb = 0, plain = 0, max_depth = 0, max_fan = 0,
                  forks = 0;
     } tree_;
+    CompressedTree view_;
     std::string audit_;
     bool cleared_to_zero_ = false;
     std::string zero_detail_;
@@ -355,7 +357,9 @@ void CheckpointsRun::finish_main() {
     main_t_ = main_->totals();
     main_s_ = c.stats();
     audit_ = c.audit();
-    for (const NodeView& n : c.nodes()) {
+    const std::vector<NodeView> all = c.nodes();
+    view_ = compress_tree(all, 400);
+    for (const NodeView& n : all) {
         tree_.max_fan = std::max<uint64_t>(tree_.max_fan, n.children);
         if (n.id == kRoot) continue;
         ++tree_.nodes;
@@ -661,6 +665,37 @@ void CheckpointsRun::report_all() {
         row("KV tokens evicted", double(s.kv_tokens_evicted), "tokens");
         row("nodes removed", double(s.nodes_removed));
         r.tables.push_back(tt);
+    }
+    // The tree itself: single-child chains merged, checkpoints as markers, heaviest subtrees first.
+    {
+        Tree tv;
+        tv.name = "Radix tree at the end of the headline run";
+        tv.x_label = "token position";
+        tv.categories = {"holds checkpoints", "KV only, a state was evicted", "KV only"};
+        tv.marker_label = "state checkpoint";
+        for (const CompressedNode& n : view_.nodes) {
+            TreeNode tn;
+            tn.parent = n.parent;
+            tn.start = double(n.start);
+            tn.end = double(n.end);
+            tn.category = !n.checkpoints.empty() ? 0 : n.tombstones > 0 ? 1 : 2;
+            for (uint64_t m : n.checkpoints) tn.markers.push_back(double(m));
+            tn.label = n.parent < 0
+                           ? "root: " + format_grouped(double(n.subtree_tokens)) + " KV tokens cached"
+                           : "tokens " + format_grouped(double(n.start)) + " to " +
+                                 format_grouped(double(n.end)) + ": " +
+                                 format_grouped(double(n.checkpoints.size())) + " checkpoints, " +
+                                 format_grouped(double(n.tombstones)) + " tombstones, " +
+                                 format_grouped(double(n.merged)) + " tree nodes, " +
+                                 format_grouped(double(n.children)) + " branches below, " +
+                                 format_grouped(double(n.subtree_tokens)) + " KV tokens in the subtree";
+            tv.nodes.push_back(std::move(tn));
+        }
+        r.trees.push_back(std::move(tv));
+        if (view_.total > view_.nodes.size())
+            r.notes.push_back("The tree view merges single-child chains and shows the " +
+                              format_grouped(double(view_.nodes.size())) + " heaviest of " +
+                              format_grouped(double(view_.total)) + " spans.");
     }
     const uint64_t partial = t.requests - t.full_hits - t.no_state_hit;
     r.tables.push_back(Table{"Requests by outcome",

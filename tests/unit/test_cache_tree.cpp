@@ -8,6 +8,7 @@
 
 #include "core/base/rng.h"
 #include "core/cache/radix_cache.h"
+#include "core/cache/tree_view.h"
 
 using namespace k3;
 
@@ -369,4 +370,40 @@ TEST_CASE("token sequences: stream runs and literal tokens compare exactly") {
     const auto s = TokenSeq::Builder().stream(9, 0, 10).stream(9, 10, 5).build();
     CHECK(s->pieces().size() == 1);
     CHECK(s->size() == 15);
+}
+
+TEST_CASE("tree view: single-child chains merge, checkpoints become markers, heaviest subtrees first") {
+    RadixCache c({1, 0, 0, LruRefresh::node});
+    const auto a = seq_of({{1, 512}, {2, 512}, {3, 512}});
+    const auto b = seq_of({{1, 512}, {4, 100}});
+    const auto d = seq_of({{9, 50}});
+    c.insert(a, a->size(), {cp(512), cp(1024), cp(1536)});
+    c.insert(b, b->size(), {cp(612)});
+    c.insert(d, d->size(), {});
+    // Evict the shallow state: a tombstone inside a merged span.
+    const auto ps = c.path_states(*a, a->size());
+    REQUIRE(ps.size() == 3);
+    CHECK(c.drop_state(ps[0].node));
+    const CompressedTree t = compress_tree(c.nodes(), 100);
+    // root, [0,512) (fork), [512,1536) chain of two nodes, [512,612), [0,50)
+    REQUIRE(t.nodes.size() == 5);
+    CHECK(t.total == 5);
+    CHECK(t.nodes[0].parent == -1);
+    CHECK(t.nodes[0].subtree_tokens == 1536 + 100 + 50);
+    CHECK(t.nodes[1].start == 0);
+    CHECK(t.nodes[1].end == 512);
+    CHECK(t.nodes[1].tombstones == 1);
+    CHECK(t.nodes[1].checkpoints.empty());
+    CHECK(t.nodes[1].children == 2);
+    CHECK(t.nodes[2].start == 512);
+    CHECK(t.nodes[2].end == 1536);
+    CHECK(t.nodes[2].merged == 2);
+    CHECK(t.nodes[2].checkpoints == std::vector<uint64_t>{1024, 1536});
+    CHECK(t.nodes[2].parent == 1);
+    // A cut keeps parents before children and the heaviest subtrees.
+    const CompressedTree cut = compress_tree(c.nodes(), 3);
+    REQUIRE(cut.nodes.size() == 3);
+    CHECK(cut.total == 5);
+    CHECK(cut.nodes[1].end == 512);
+    CHECK(cut.nodes[2].end == 1536);
 }
