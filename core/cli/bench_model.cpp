@@ -1,0 +1,159 @@
+// `k3cli bench model`: tokens/s of the runnable model (core/model): prefill (chunked KDA kernel, C = 64)
+// and greedy decode (recurrent KDA step) of the `tiny` and `small` presets, plus `tiny` with the
+// scalar kernels for comparison. Each measurement restores the same saved sequence first, so every
+// repetition does identical work; variants run in interleaved rounds and the median is reported, so
+// ratios come from one run on one machine state.
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/base/clock.h"
+#include "core/base/rng.h"
+#include "core/cli/bench.h"
+#include "core/kda/layout.h"
+#include "core/model/model.h"
+#include "core/model/sampler.h"
+
+namespace k3::cli {
+
+namespace {
+
+using namespace k3::model;
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+struct Setup {
+    std::string preset, impl;
+    std::unique_ptr<Model> model;
+    std::unique_ptr<PagePool> pool;
+    std::unique_ptr<Sequence> seq;
+    std::vector<int32_t> prompt;
+    std::vector<SequenceSnapshot> at;  // saved sequences to decode from, one per decode context
+    double create_ms = 0;
+};
+
+struct Variant {
+    Setup* s;
+    std::string name;
+    int tokens = 0, context = 0;
+    std::function<double()> run;  // one measured call; returns tokens processed
+    std::vector<double> rates;
+};
+
+void bench_model(BenchContext& ctx) {
+    ctx.arch = kda::simd_arch();
+    const bool quick = ctx.quick;
+    const int prefill_T = quick ? 64 : 512, decode_n = quick ? 8 : 64, rounds = quick ? 1 : 5;
+    const std::vector<int> contexts = quick ? std::vector<int>{64} : std::vector<int>{64, 1024};
+
+    std::vector<std::unique_ptr<Setup>> setups;
+    auto add_setup = [&](const char* preset, Impl impl) {
+        auto s = std::make_unique<Setup>();
+        s->preset = preset;
+        s->impl = impl == Impl::simd ? "simd" : "scalar";
+        ModelOptions o;
+        o.impl = impl;
+        const Stopwatch sw;
+        ModelResult m = Model::create(*model_preset(preset), 1, o);
+        s->create_ms = sw.ms();
+        if (!m.model) return;
+        s->model = std::move(m.model);
+        const int max_ctx = std::max(prefill_T, contexts.back() + decode_n);
+        PoolResult p = make_model_pool(*s->model, 1, uint64_t(max_ctx), 16);
+        if (!p.pool) return;
+        s->pool = std::move(p.pool);
+        s->seq = s->model->new_sequence(*s->pool, 1).seq;
+        Rng r(7);
+        for (int i = 0; i < max_ctx; ++i) s->prompt.push_back(int32_t(r.below(uint64_t(s->model->vocab()))));
+        const SequenceSnapshot empty = s->model->save(*s->seq);
+        for (int c : contexts) {
+            (void)s->model->restore(*s->seq, empty);
+            (void)s->model->prefill(*s->seq, std::span<const int32_t>(s->prompt.data(), size_t(c)));
+            s->at.push_back(s->model->save(*s->seq));
+        }
+        s->at.push_back(empty);  // last: the empty sequence, for prefill
+        setups.push_back(std::move(s));
+    };
+    add_setup("tiny", Impl::simd);
+    if (kda::simd_enabled()) add_setup("tiny", Impl::scalar);
+    add_setup("small", Impl::simd);
+
+    std::vector<Variant> vars;
+    for (auto& sp : setups) {
+        Setup* s = sp.get();
+        vars.push_back({s, "prefill", prefill_T, 0, [s, prefill_T] {
+                            (void)s->model->restore(*s->seq, s->at.back());
+                            const Stopwatch sw;
+                            (void)s->model->prefill(
+                                *s->seq, std::span<const int32_t>(s->prompt.data(), size_t(prefill_T)));
+                            return double(prefill_T) / (sw.ms() * 1e-3);
+                        }});
+        for (size_t c = 0; c < contexts.size(); ++c) {
+            if (s->impl == "scalar" && c > 0) continue;
+            vars.push_back({s, "decode", decode_n, contexts[c], [s, c, decode_n] {
+                                (void)s->model->restore(*s->seq, s->at[c]);
+                                std::vector<float> logits;
+                                int32_t tok = s->prompt[size_t(s->seq->position())];
+                                const Stopwatch sw;
+                                for (int i = 0; i < decode_n; ++i) {
+                                    (void)s->model->decode(*s->seq, tok, &logits);
+                                    tok = argmax(logits.data(), s->model->vocab());
+                                }
+                                return double(decode_n) / (sw.ms() * 1e-3);
+                            }});
+        }
+    }
+    for (auto& v : vars) v.run();  // warm-up
+    for (int round = 0; round < rounds; ++round)
+        for (auto& v : vars) v.rates.push_back(v.run());
+
+    for (const auto& v : vars) {
+        BenchResult r{v.name + "/" + v.s->preset + "/" + v.s->impl, {}, {}, median(v.rates), "tokens/s"};
+        if (v.name == "prefill")
+            r.params.push_back({"T", v.tokens}), r.params.push_back({"C", v.s->model->options().chunk});
+        else
+            r.params.push_back({"context", v.context}), r.params.push_back({"steps", v.tokens});
+        r.params.push_back({"parameters", double(v.s->model->weights().parameters())});
+        r.params.push_back({"rounds", rounds});
+        ctx.add(r);
+    }
+    for (const auto& s : setups)
+        ctx.add({"create_ms/" + s->preset + "/" + s->impl,
+                 {{"parameters", double(s->model->weights().parameters())}},
+                 {},
+                 s->create_ms,
+                 "ms"});
+    auto find = [&](const std::string& name, const std::string& preset, const std::string& impl,
+                    int context) {
+        for (const auto& v : vars)
+            if (v.name == name && v.s->preset == preset && v.s->impl == impl && v.context == context)
+                return median(v.rates);
+        return 0.0;
+    };
+    auto ratio = [&](const std::string& name, double num, double den) {
+        ctx.add({name, {}, {}, den > 0 ? num / den : 0, "ratio"});
+    };
+    const std::string best = kda::simd_enabled() ? "simd" : "scalar";
+    ratio("ratio/tiny_prefill_over_decode", find("prefill", "tiny", best, 0),
+          find("decode", "tiny", best, 64));
+    ratio("ratio/tiny_over_small_decode", find("decode", "tiny", best, 64),
+          find("decode", "small", best, 64));
+    if (kda::simd_enabled()) {
+        ratio("ratio/tiny_decode_simd_over_scalar", find("decode", "tiny", "simd", 64),
+              find("decode", "tiny", "scalar", 64));
+        ratio("ratio/tiny_prefill_simd_over_scalar", find("prefill", "tiny", "simd", 0),
+              find("prefill", "tiny", "scalar", 0));
+    }
+}
+
+}  // namespace
+
+K3_REGISTER_BENCH("model", "runnable model: prefill and decode tokens/s of tiny and small", bench_model);
+
+}  // namespace k3::cli

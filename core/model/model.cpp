@@ -1,0 +1,318 @@
+#include "core/model/model.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/kda/layout.h"
+#include "core/model/accounting.h"
+#include "core/model/matmul.h"
+#include "core/model/norm.h"
+
+namespace k3::model {
+
+namespace {
+
+uint64_t fnv(uint64_t h, uint64_t x) {
+    for (int i = 0; i < 8; ++i) h = (h ^ ((x >> (8 * i)) & 0xff)) * 1099511628211ull;
+    return h;
+}
+
+uint64_t config_fingerprint(const ModelConfig& c, uint64_t seed) {
+    uint64_t h = 1469598103934665603ull;
+    for (char ch : c.id) h = fnv(h, uint64_t(uint8_t(ch)));
+    for (LayerKind k : c.layers) h = fnv(h, uint64_t(k));
+    for (int v : {c.d_model, c.lin_heads, c.lin_v_heads, c.head_k, c.head_v, c.conv_width, c.attn_heads,
+                  c.mla_latent, c.mla_rope, c.mla_nope_dim, c.mla_v_dim, c.vocab, c.mlp_hidden, c.gate_rank})
+        h = fnv(h, uint64_t(int64_t(v)));
+    h = fnv(h, uint64_t(c.state_dtype) | uint64_t(c.conv_dtype) << 8 | uint64_t(c.kv_dtype) << 16);
+    return fnv(h, seed);
+}
+
+bool aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % alignof(float) == 0; }
+
+}  // namespace
+
+std::string check_runnable(const ModelConfig& c) {
+    const std::string n = "model '" + c.id + "': ";
+    if (!c.runnable) return n + "not a runnable preset (accounting only)";
+    if (c.n_linear() < 1 || c.n_attention() < 1) return n + "needs at least one KDA and one attention layer";
+    if (c.d_model < 1 || c.vocab < 1 || c.mlp_hidden < 1 || c.gate_rank < 1)
+        return n + "d_model, vocab, mlp_hidden and gate_rank must be positive";
+    if (c.d_model > 8192 || c.vocab > (1 << 20) || c.mlp_hidden > 65536 || c.gate_rank > 8192)
+        return n + "dimensions beyond the runnable limits";
+    if (std::string e = kda::Shape{c.lin_heads, c.lin_v_heads, c.head_k, c.head_v}.problem(); !e.empty())
+        return n + "KDA heads: " + e;
+    if (c.conv_width < 1 || c.conv_width > 16) return n + "conv_width must be in [1, 16]";
+    if (c.attn_kind != AttnKind::mla) return n + "the runnable attention layers are MLA";
+    if (c.attn_heads < 1 || c.attn_heads > kMaxMlaHeads)
+        return n + "attention heads must be in [1, " + std::to_string(kMaxMlaHeads) + "]";
+    if (c.mla_latent < 1 || c.mla_rope < 0 || c.mla_nope_dim < 1 || c.mla_v_dim < 1)
+        return n + "MLA dims must be positive";
+    if (c.state_dtype != DType::fp32 || c.conv_dtype != DType::fp32 || c.kv_dtype != DType::fp32)
+        return n + "the runnable model keeps state, conv windows and KV in fp32";
+    return {};
+}
+
+ModelResult Model::create(const ModelConfig& c, uint64_t seed, const ModelOptions& o) {
+    if (std::string e = check_runnable(c); !e.empty()) return {nullptr, e};
+    if (o.chunk < 1 || o.chunk > kda::kMaxChunk)
+        return {nullptr, "chunk (" + std::to_string(o.chunk) + ") must be in [1, " +
+                             std::to_string(kda::kMaxChunk) + "]"};
+    if (o.prefill_slice < 1) return {nullptr, "prefill_slice must be at least 1"};
+    if (o.max_context < 1) return {nullptr, "max_context must be at least 1"};
+    std::unique_ptr<Model> m(new Model());
+    m->config_ = c;
+    m->options_ = o;
+    m->options_.prefill_slice = (o.prefill_slice + o.chunk - 1) / o.chunk * o.chunk;
+    m->seed_ = seed;
+    m->fingerprint_ = config_fingerprint(c, seed);
+    m->kda_ = kda_dims(c);
+    m->mla_ = mla_dims(c);
+    // The pool is sized by the accounting; the layers address the bytes by their own dims. They must agree.
+    const MemoryAccount acc = account_memory(c);
+    m->pool_model_ = PoolModel::from(acc);
+    const uint64_t state_layer = m->kda_.layer_floats() * sizeof(float);
+    const uint64_t kv_row = uint64_t(m->mla_.cache_row()) * sizeof(float);
+    if (acc.state_bytes_per_layer != state_layer ||
+        acc.recurrent_bytes_per_layer != m->kda_.state_floats() * 4 ||
+        acc.kv_bytes_per_token_per_layer != kv_row)
+        return {nullptr, "model '" + c.id + "': accounting (" + std::to_string(acc.state_bytes_per_layer) +
+                             " B state, " + std::to_string(acc.kv_bytes_per_token_per_layer) +
+                             " B KV per token and layer) disagrees with the layers (" +
+                             std::to_string(state_layer) + ", " + std::to_string(kv_row) + ")"};
+    int nl = 0, na = 0;
+    for (LayerKind k : c.layers) {
+        m->linear_index_.push_back(k == LayerKind::linear ? nl++ : -1);
+        m->attention_index_.push_back(k == LayerKind::attention ? na++ : -1);
+    }
+    m->weights_ = make_weights(c, seed);
+    return {std::move(m), {}};
+}
+
+// ---- sequences ---------------------------------------------------------------------------------
+
+Sequence::~Sequence() {
+    if (pool_) pool_->release(owner_);
+}
+
+SequenceResult Model::new_sequence(PagePool& pool, OwnerId owner) const {
+    const PoolModel& pm = pool.model();
+    if (!pool.has_storage()) return {nullptr, "the pool has no backing storage (PoolOptions::backing)"};
+    if (pm.linear_layers != pool_model_.linear_layers ||
+        pm.attention_layers != pool_model_.attention_layers ||
+        pm.state_bytes_per_layer != pool_model_.state_bytes_per_layer ||
+        pm.recurrent_bytes_per_layer != pool_model_.recurrent_bytes_per_layer ||
+        pm.kv_bytes_per_token_per_layer != pool_model_.kv_bytes_per_token_per_layer)
+        return {nullptr, "the pool was made for another model geometry than '" + config_.id + "'"};
+    if (owner == kNoOwner) return {nullptr, "owner 0 means nobody"};
+    if (pool.kv_tokens(owner) != 0 || !pool.states(owner).empty())
+        return {nullptr, "owner " + std::to_string(owner) + " already holds pool memory"};
+    StateRef s = kNoRef;
+    if (AllocStatus st = pool.alloc_state(owner, &s); st != AllocStatus::ok)
+        return {nullptr, std::string("no state slot: ") + alloc_status_name(st)};
+    for (int l = 0; l < pm.linear_layers; ++l) {
+        std::byte* p = pool.state_data(s, l);
+        if (!aligned(p)) {
+            pool.free_state(s);
+            return {nullptr, "state bytes of layer " + std::to_string(l) + " are not float-aligned"};
+        }
+        std::memset(p, 0, size_t(pm.state_bytes_per_layer));  // a reused slot holds someone else's bytes
+    }
+    return {std::unique_ptr<Sequence>(new Sequence(&pool, owner, s)), {}};
+}
+
+std::string Model::check_sequence(const Sequence& seq) const {
+    const PoolModel& pm = seq.pool().model();
+    if (pm.state_bytes_per_layer != pool_model_.state_bytes_per_layer ||
+        pm.kv_bytes_per_token_per_layer != pool_model_.kv_bytes_per_token_per_layer ||
+        pm.linear_layers != pool_model_.linear_layers || pm.attention_layers != pool_model_.attention_layers)
+        return "the sequence's pool was made for another model geometry";
+    if (seq.pool().state_owner(seq.state()) != seq.owner())
+        return "the sequence's state slot is no longer its own";
+    if (seq.pool().kv_tokens(seq.owner()) != seq.position())
+        return "the sequence's KV holds " + std::to_string(seq.pool().kv_tokens(seq.owner())) +
+               " tokens, its position is " + std::to_string(seq.position());
+    return {};
+}
+
+KdaState Model::kda_state(const Sequence& seq, int li) const {
+    return KdaState::at(kda_, reinterpret_cast<float*>(seq.pool().state_data(seq.state(), li)));
+}
+
+KvView Model::kv_view(const Sequence& seq, int ai) const {
+    KvView v;
+    v.page_tokens = int(seq.pool().layout().page_tokens);
+    v.row = mla_.cache_row();
+    for (PageRef p : seq.pool().kv_pages(seq.owner()))
+        v.pages.push_back(reinterpret_cast<float*>(seq.pool().kv_data(p, ai)));
+    return v;
+}
+
+SequenceSnapshot Model::save(const Sequence& seq) const {
+    SequenceSnapshot s;
+    s.fingerprint = fingerprint_;
+    s.position = seq.position();
+    const PoolModel& pm = pool_model_;
+    s.state.resize(size_t(pm.state_bytes()));
+    for (int l = 0; l < pm.linear_layers; ++l)
+        std::memcpy(s.state.data() + size_t(l) * pm.state_bytes_per_layer,
+                    seq.pool().state_data(seq.state(), l), size_t(pm.state_bytes_per_layer));
+    const size_t row = size_t(pm.kv_bytes_per_token_per_layer);
+    s.kv.resize(size_t(pm.attention_layers) * size_t(s.position) * row);
+    std::byte* out = s.kv.data();
+    for (int a = 0; a < pm.attention_layers; ++a) {
+        const KvView v = kv_view(seq, a);
+        for (uint64_t t = 0; t < s.position; ++t, out += row) std::memcpy(out, v.at(t), row);
+    }
+    return s;
+}
+
+std::string Model::restore(Sequence& into, const SequenceSnapshot& snap) const {
+    const PoolModel& pm = pool_model_;
+    if (snap.fingerprint != fingerprint_)
+        return "the snapshot was written by another model (fingerprint differs)";
+    if (snap.state.size() != pm.state_bytes())
+        return "snapshot state is " + std::to_string(snap.state.size()) + " B, the model needs " +
+               std::to_string(pm.state_bytes());
+    const size_t row = size_t(pm.kv_bytes_per_token_per_layer);
+    if (snap.position > options_.max_context ||
+        snap.kv.size() != size_t(pm.attention_layers) * size_t(snap.position) * row)
+        return "snapshot KV is " + std::to_string(snap.kv.size()) + " B, position " +
+               std::to_string(snap.position) + " needs " +
+               std::to_string(size_t(pm.attention_layers) * size_t(snap.position) * row);
+    if (std::string e = check_sequence(into); !e.empty()) return e;
+    PagePool& pool = into.pool();
+    const AllocStatus st = snap.position >= into.position() ? pool.grow_kv(into.owner(), snap.position)
+                                                            : pool.truncate_kv(into.owner(), snap.position);
+    if (st != AllocStatus::ok) return std::string("KV pages for the snapshot: ") + alloc_status_name(st);
+    for (int l = 0; l < pm.linear_layers; ++l)
+        std::memcpy(pool.state_data(into.state(), l),
+                    snap.state.data() + size_t(l) * pm.state_bytes_per_layer,
+                    size_t(pm.state_bytes_per_layer));
+    const std::byte* in = snap.kv.data();
+    for (int a = 0; a < pm.attention_layers; ++a) {
+        const KvView v = kv_view(into, a);
+        for (uint64_t t = 0; t < snap.position; ++t, in += row) std::memcpy(v.at(t), in, row);
+    }
+    into.position_ = snap.position;
+    return {};
+}
+
+SequenceResult Model::fork(const Sequence& src, OwnerId owner) const {
+    if (std::string e = check_sequence(src); !e.empty()) return {nullptr, e};
+    SequenceResult r = new_sequence(src.pool(), owner);
+    if (!r.seq) return r;
+    PagePool& pool = src.pool();
+    if (AllocStatus st = pool.grow_kv(owner, src.position()); st != AllocStatus::ok)
+        return {nullptr,
+                std::string("KV pages for the fork: ") + alloc_status_name(st)};  // r.seq releases the slot
+    pool.copy_state(src.state(), r.seq->state());
+    const size_t row = size_t(pool_model_.kv_bytes_per_token_per_layer);
+    for (int a = 0; a < pool_model_.attention_layers; ++a) {
+        const KvView from = kv_view(src, a), to = kv_view(*r.seq, a);
+        for (uint64_t t = 0; t < src.position(); ++t) std::memcpy(to.at(t), from.at(t), row);
+    }
+    r.seq->position_ = src.position();
+    return r;
+}
+
+PoolResult make_model_pool(const Model& m, int sequences, uint64_t tokens_each, uint32_t page_tokens) {
+    if (sequences < 1) return {nullptr, "sequences must be at least 1"};
+    if (page_tokens < 1) return {nullptr, "page_tokens must be at least 1"};
+    const PoolModel& pm = m.pool_model();
+    const uint64_t pages =
+        uint64_t(sequences) * std::max<uint64_t>(1, (tokens_each + page_tokens - 1) / page_tokens);
+    StaticSplitConfig c;
+    c.page_tokens = page_tokens;
+    c.state_slots = uint64_t(sequences);
+    c.budget_bytes = c.state_slots * pm.state_bytes() + pages * page_tokens * pm.kv_bytes_per_token();
+    return make_static_pool(pm, c, PoolOptions{true});
+}
+
+// ---- forward -----------------------------------------------------------------------------------
+
+std::string Model::prefill(Sequence& seq, std::span<const int32_t> tokens, std::vector<float>* logits) {
+    return forward(seq, tokens, ForwardOptions{CoreMode::chunked, LogitRows::last, nullptr}, logits);
+}
+
+std::string Model::decode(Sequence& seq, int32_t token, std::vector<float>* logits) {
+    return forward(seq, std::span<const int32_t>(&token, 1),
+                   ForwardOptions{CoreMode::recurrent, LogitRows::last, nullptr}, logits);
+}
+
+std::string Model::forward(Sequence& seq, std::span<const int32_t> tokens, const ForwardOptions& fo,
+                           std::vector<float>* logits) {
+    if (logits) logits->clear();
+    if (std::string e = check_sequence(seq); !e.empty()) return e;
+    for (size_t i = 0; i < tokens.size(); ++i)
+        if (tokens[i] < 0 || tokens[i] >= config_.vocab)
+            return "token " + std::to_string(i) + " (id " + std::to_string(tokens[i]) +
+                   ") is outside the vocabulary [0, " + std::to_string(config_.vocab) + ")";
+    const uint64_t pos = seq.position(), T = tokens.size();
+    if (T == 0) return {};
+    if (pos + T > options_.max_context)
+        return "context of " + std::to_string(pos + T) + " tokens exceeds max_context " +
+               std::to_string(options_.max_context);
+    if (AllocStatus st = seq.pool().grow_kv(seq.owner(), pos + T); st != AllocStatus::ok)
+        return "no room for " + std::to_string(T) + " more tokens of KV: " + alloc_status_name(st);
+    // Views into the pool, taken once: nothing allocates from the pool until the forward ends.
+    std::vector<KdaState> states;
+    std::vector<KvView> kvs;
+    for (int l = 0; l < pool_model_.linear_layers; ++l) states.push_back(kda_state(seq, l));
+    for (int a = 0; a < pool_model_.attention_layers; ++a) {
+        kvs.push_back(kv_view(seq, a));
+        for (float* p : kvs.back().pages)
+            if (!aligned(p)) {
+                seq.pool().truncate_kv(seq.owner(), pos);
+                return "KV page bytes are not float-aligned";
+            }
+    }
+    if (logits && fo.logits != LogitRows::none)
+        logits->reserve(size_t(fo.logits == LogitRows::all ? T : 1) * size_t(config_.vocab));
+    const uint64_t slice = uint64_t(options_.prefill_slice);
+    for (uint64_t s0 = 0; s0 < T; s0 += slice) {
+        const uint64_t n = std::min(slice, T - s0);
+        run_slice(seq, tokens.subspan(size_t(s0), size_t(n)), pos + s0, fo, states, kvs, s0 + n == T, logits);
+    }
+    seq.position_ = pos + T;
+    return {};
+}
+
+void Model::run_slice(Sequence& seq, std::span<const int32_t> tokens, uint64_t pos, const ForwardOptions& fo,
+                      const std::vector<KdaState>& kda_states, const std::vector<KvView>& kv_views,
+                      bool want_last, std::vector<float>* logits) {
+    const int T = int(tokens.size()), D = config_.d_model;
+    const Impl impl = options_.impl;
+    const size_t td = size_t(T) * size_t(D);
+    if (h_.size() < td) h_.resize(td), xn_.resize(td), out_.resize(td);
+    for (int t = 0; t < T; ++t)
+        std::memcpy(h_.data() + size_t(t) * D, weights_.embed.data() + size_t(tokens[size_t(t)]) * D,
+                    sizeof(float) * D);
+    for (int l = 0; l < config_.n_layers(); ++l) {
+        const BlockWeights& b = weights_.blocks[size_t(l)];
+        rmsnorm_rows(h_.data(), T, D, D, b.attn_norm.data(), kRmsEps, xn_.data(), D);
+        if (b.kind == LayerKind::linear) {
+            const int li = linear_index_[size_t(l)];
+            kda_forward(b.kda, kda_, kda_states[size_t(li)], xn_.data(), T, kda_acts_, out_.data(), fo.core,
+                        options_.chunk, impl);
+            if (fo.observer) fo.observer->on_kda(l, li, pos, xn_.data(), kda_acts_);
+        } else {
+            const int ai = attention_index_[size_t(l)];
+            mla_forward(b.mla, mla_, kv_views[size_t(ai)], pos, xn_.data(), T, mla_acts_, out_.data(), impl);
+            if (fo.observer) fo.observer->on_mla(l, ai, pos, xn_.data(), mla_acts_);
+        }
+        for (size_t e = 0; e < td; ++e) h_[e] = h_[e] + out_[e];
+        rmsnorm_rows(h_.data(), T, D, D, b.mlp_norm.data(), kRmsEps, xn_.data(), D);
+        mlp_forward(b.mlp, xn_.data(), T, mlp_acts_, out_.data(), impl);
+        for (size_t e = 0; e < td; ++e) h_[e] = h_[e] + out_[e];
+    }
+    if (!logits || fo.logits == LogitRows::none || (fo.logits == LogitRows::last && !want_last)) return;
+    const int first = fo.logits == LogitRows::all ? 0 : T - 1, rows = T - first, V = config_.vocab;
+    rmsnorm_rows(h_.data() + size_t(first) * D, rows, D, D, weights_.final_norm.data(), kRmsEps, xn_.data(),
+                 D);
+    if (logit_rows_.size() < size_t(rows) * V) logit_rows_.resize(size_t(rows) * V);
+    matmul(xn_.data(), rows, D, weights_.lm_head.view(), logit_rows_.data(), V, impl);
+    logits->insert(logits->end(), logit_rows_.begin(), logit_rows_.begin() + ptrdiff_t(rows) * V);
+}
+
+}  // namespace k3::model

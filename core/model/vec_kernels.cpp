@@ -1,0 +1,74 @@
+// Scalar and xsimd versions of vec_kernels.h side by side (each is a few lines).
+#include "core/model/vec_kernels.h"
+
+#if K3_SIMD
+#include "core/kda/simd.h"
+#endif
+
+namespace k3::model {
+
+namespace {
+
+float combine16(float* p) {
+    for (int w = 8; w >= 1; w /= 2)
+        for (int j = 0; j < w; ++j) p[j] = p[j] + p[j + w];
+    return p[0];
+}
+
+}  // namespace
+
+float dot16_scalar(const float* a, const float* b, int n) {
+    float p[16] = {};
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; ++j) p[j] = p[j] + a[i + j] * b[i + j];
+    for (int j = 0; i < n; ++i, ++j) p[j] = p[j] + a[i] * b[i];
+    return combine16(p);
+}
+
+void axpy_scalar(float a, const float* x, float* y, int n) {
+    for (int i = 0; i < n; ++i) y[i] = y[i] + a * x[i];
+}
+
+#if K3_SIMD
+namespace {
+using namespace kda::simd;
+static_assert(W <= 16 && 16 % W == 0, "dot16 needs a vector width that divides 16");
+constexpr int kParts = 16 / W;
+
+float dot16_simd(const float* a, const float* b, int n) {
+    vf acc[kParts];
+    for (int v = 0; v < kParts; ++v) acc[v] = vf(0.0f);
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int v = 0; v < kParts; ++v) acc[v] = acc[v] + load(a + i + v * W) * load(b + i + v * W);
+    alignas(64) float p[16];
+    for (int v = 0; v < kParts; ++v) store(p + v * W, acc[v]);
+    for (int j = 0; i < n; ++i, ++j) p[j] = p[j] + a[i] * b[i];
+    return combine16(p);
+}
+
+void axpy_simd(float a, const float* x, float* y, int n) {
+    const vf va(a);
+    int i = 0;
+    for (; i + W <= n; i += W) store(y + i, load(y + i) + va * load(x + i));
+    for (; i < n; ++i) y[i] = y[i] + a * x[i];
+}
+}  // namespace
+#endif
+
+float dot16(const float* a, const float* b, int n, Impl impl) {
+#if K3_SIMD
+    if (impl == Impl::simd) return dot16_simd(a, b, n);
+#endif
+    return dot16_scalar(a, b, n);
+}
+
+void axpy(float a, const float* x, float* y, int n, Impl impl) {
+#if K3_SIMD
+    if (impl == Impl::simd) return axpy_simd(a, x, y, n);
+#endif
+    axpy_scalar(a, x, y, n);
+}
+
+}  // namespace k3::model

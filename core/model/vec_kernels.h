@@ -1,0 +1,23 @@
+// Vector kernels of the attention layers: a dot product with a fixed reduction order and an axpy.
+//
+// dot16: a reduction along a contiguous dimension, which SIMD cannot do lane-privately. The sum is
+// split into 16 partial sums (element i goes to partial i % 16, each partial summed in ascending i),
+// combined by the fixed tree p[j] += p[j + 8], then + 4, + 2, + 1. Every vector width that divides 16
+// (1 scalar, 4 WebAssembly/SSE, 8 AVX2, 16 AVX-512) computes exactly these partials, so the bits are
+// the same in every build (DESIGN.md §4).
+// axpy: y += a x, element-wise, trivially the same bits at any width.
+#pragma once
+
+#include "core/kda/layout.h"
+
+namespace k3::model {
+
+using kda::Impl;
+
+float dot16(const float* a, const float* b, int n, Impl impl = Impl::simd);
+void axpy(float a, const float* x, float* y, int n, Impl impl = Impl::simd);
+
+float dot16_scalar(const float* a, const float* b, int n);
+void axpy_scalar(float a, const float* x, float* y, int n);
+
+}  // namespace k3::model

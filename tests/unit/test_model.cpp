@@ -1,0 +1,428 @@
+// The runnable model (core/model): state in a page pool, exactness of split prefill, prefill against
+// decode, save / restore / fork, bad input, and the determinism digest shared with WebAssembly.
+#include <doctest/doctest.h>
+
+#include <cstring>
+
+#include "core/kda/recurrent.h"
+#include "core/model/accounting.h"
+#include "core/model/model.h"
+#include "core/model/sampler.h"
+#include "test_model_util.h"
+
+using namespace k3;
+using namespace k3::model;
+using namespace k3::model::test;
+
+namespace {
+
+ForwardOptions all_logits(CoreMode core = CoreMode::chunked) { return {core, LogitRows::all, nullptr}; }
+
+std::span<const int32_t> span_of(const std::vector<int32_t>& v, size_t first = 0, size_t n = size_t(-1)) {
+    return std::span<const int32_t>(v).subspan(first, n == size_t(-1) ? v.size() - first : n);
+}
+
+}  // namespace
+
+TEST_CASE("model: the tiny preset's accounting equals the bytes the pool allocates") {
+    Model& m = tiny();
+    const MemoryAccount acc = account_memory(m.config());
+    // By hand: 6 KDA layers of S 4 x 64 x 64 fp32 (65,536 B) + windows 3 rows x (256 + 256 + 256) fp32
+    // (9,216 B); 2 MLA layers of (128 + 32) fp32 per token.
+    CHECK(acc.state_bytes == 6u * (65536u + 9216u));
+    CHECK(acc.state_bytes == 448512u);
+    CHECK(acc.kv_bytes_per_token == 1280u);
+    CHECK(m.kda().layer_floats() * 4 == acc.state_bytes_per_layer);
+    CHECK(uint64_t(m.mla().cache_row()) * 4 == acc.kv_bytes_per_token_per_layer);
+
+    Run r = new_run(m, 2, 256, 16);
+    const PoolLayout& l = r.pool->layout();
+    CHECK(l.state_data_bytes == acc.state_bytes);
+    CHECK(l.state_slot_bytes == acc.state_bytes);
+    CHECK(l.kv_page_data_bytes == 16 * acc.kv_bytes_per_token);
+    // The layers' state views tile the slot exactly: layer l + 1 starts where layer l's bytes end.
+    for (int li = 0; li + 1 < acc.linear_layers; ++li) {
+        const KdaState a = m.kda_state(*r.seq, li), b = m.kda_state(*r.seq, li + 1);
+        CHECK(reinterpret_cast<std::byte*>(b.S) - reinterpret_cast<std::byte*>(a.S) ==
+              ptrdiff_t(acc.state_bytes_per_layer));
+        CHECK(b.S - a.win_v == ptrdiff_t(size_t(m.kda().window_rows()) * m.kda().v_channels()));
+    }
+    const auto toks = random_tokens(37, 1, m.vocab());
+    REQUIRE(m.prefill(*r.seq, toks).empty());
+    const PoolStats st = r.pool->stats();
+    CHECK(st.states == 1);
+    CHECK(st.state_bytes == acc.state_bytes);
+    CHECK(st.kv_tokens == 37);
+    CHECK(st.kv_filled_bytes == 37 * acc.kv_bytes_per_token);
+    CHECK(st.kv_pages == 3);
+    CHECK(r.pool->owner_bytes(r.seq->owner()) == acc.state_bytes + 3 * 16 * acc.kv_bytes_per_token);
+    CHECK(r.pool->audit().empty());
+    const SequenceSnapshot s = m.save(*r.seq);
+    CHECK(s.state.size() == acc.state_bytes);
+    CHECK(s.kv.size() == 37 * acc.kv_bytes_per_token);
+}
+
+TEST_CASE("model: a new sequence starts from zeros even in a reused slot") {
+    Model& m = tiny();
+    Run r = new_run(m, 1, 64);
+    REQUIRE(m.prefill(*r.seq, random_tokens(20, 2, m.vocab())).empty());
+    PagePool& pool = *r.pool;
+    r.seq.reset();  // releases the slot and pages
+    CHECK(pool.stats().states == 0);
+    CHECK(pool.stats().kv_pages == 0);
+    SequenceResult s = m.new_sequence(pool, 9);
+    REQUIRE(s.seq);
+    const SequenceSnapshot z = m.save(*s.seq);
+    bool zero = true;
+    for (std::byte b : z.state) zero = zero && b == std::byte{0};
+    CHECK(zero);
+    CHECK(z.position == 0);
+}
+
+TEST_CASE("model: zero-length prefill is a no-op") {
+    Model& m = tiny();
+    Run r = new_run(m);
+    REQUIRE(m.prefill(*r.seq, random_tokens(29, 3, m.vocab())).empty());
+    const SequenceSnapshot before = m.save(*r.seq);
+    const PoolStats ps = r.pool->stats();
+    std::vector<float> logits = {1.0f};
+    CHECK(m.prefill(*r.seq, {}, &logits).empty());
+    CHECK(logits.empty());
+    CHECK(m.forward(*r.seq, {}, all_logits(CoreMode::recurrent), &logits).empty());
+    CHECK(same_bytes(before, m.save(*r.seq)));
+    CHECK(r.seq->position() == 29);
+    CHECK(r.pool->stats().kv_pages == ps.kv_pages);
+    CHECK(r.pool->stats().kv_tokens == ps.kv_tokens);
+}
+
+TEST_CASE("model: prefill(A) then prefill(B) equals prefill(A + B) bitwise when |A| is a multiple of C") {
+    Model& m = tiny();
+    const int C = m.options().chunk;
+    REQUIRE(C == 64);
+    // 600 tokens also cross the model's internal prefill slice (512).
+    const auto toks = random_tokens(600, 4, m.vocab());
+    Run whole = new_run(m, 1, 600);
+    std::vector<float> lw;
+    REQUIRE(m.forward(*whole.seq, toks, all_logits(), &lw).empty());
+    REQUIRE(lw.size() == 600u * size_t(m.vocab()));
+    const SequenceSnapshot sw = m.save(*whole.seq);
+    for (int a : {64, 128, 512}) {
+        CAPTURE(a);
+        Run split = new_run(m, 1, 600, 32);  // another page size: the KV bytes compare token by token
+        std::vector<float> la, lb;
+        REQUIRE(m.forward(*split.seq, span_of(toks, 0, size_t(a)), all_logits(), &la).empty());
+        REQUIRE(m.forward(*split.seq, span_of(toks, size_t(a)), all_logits(), &lb).empty());
+        const SequenceSnapshot ss = m.save(*split.seq);
+        CHECK(ss.state == sw.state);  // S and conv windows of every KDA layer
+        CHECK(ss.kv == sw.kv);        // latent KV of every MLA layer
+        CHECK(std::memcmp(la.data(), lw.data(), la.size() * 4) == 0);
+        CHECK(std::memcmp(lb.data(), lw.data() + la.size(), lb.size() * 4) == 0);
+    }
+}
+
+TEST_CASE("model: split prefill off a chunk boundary agrees within tolerance") {
+    Model& m = tiny();
+    const auto toks = random_tokens(200, 5, m.vocab());
+    Run whole = new_run(m, 1, 200);
+    std::vector<float> lw;
+    REQUIRE(m.forward(*whole.seq, toks, all_logits(), &lw).empty());
+    const auto Sw = as_floats(m.save(*whole.seq).state), Kw = as_floats(m.save(*whole.seq).kv);
+    for (int a : {1, 37, 100, 199}) {
+        CAPTURE(a);
+        Run split = new_run(m, 1, 200);
+        std::vector<float> la, lb;
+        REQUIRE(m.forward(*split.seq, span_of(toks, 0, size_t(a)), all_logits(), &la).empty());
+        REQUIRE(m.forward(*split.seq, span_of(toks, size_t(a)), all_logits(), &lb).empty());
+        const SequenceSnapshot ss = m.save(*split.seq);
+        const double e_state = rel_rms(as_floats(ss.state), Sw), e_kv = rel_rms(as_floats(ss.kv), Kw);
+        const double e_la = rel_rms(la, lw, 0, la.size()), e_lb = rel_rms(lb, lw, la.size(), lb.size());
+        MESSAGE("split at " << a << ": state " << e_state << ", kv " << e_kv << ", logits " << e_la << " / "
+                            << e_lb);
+        CHECK(e_state < 1e-5);
+        CHECK(e_kv < 1e-5);
+        CHECK(e_la == 0.0);  // rows before the split never see the difference
+        CHECK(e_lb < 1e-5);
+    }
+}
+
+TEST_CASE("model: prefill(P) then d decode steps equals prefill(P + d) within tolerance") {
+    Model& m = tiny();
+    const int P = 50, d = 14;
+    const auto toks = random_tokens(P + d, 6, m.vocab());
+    Run whole = new_run(m, 1, 128);
+    std::vector<float> lw;
+    REQUIRE(m.forward(*whole.seq, toks, all_logits(), &lw).empty());
+    Run step = new_run(m, 1, 128);
+    std::vector<float> l;
+    REQUIRE(m.prefill(*step.seq, span_of(toks, 0, P), &l).empty());
+    CHECK(rel_rms(l, lw, size_t(P - 1) * m.vocab(), size_t(m.vocab())) < 1e-6);
+    double worst = 0;
+    for (int i = 0; i < d; ++i) {
+        REQUIRE(m.decode(*step.seq, toks[size_t(P + i)], &l).empty());
+        worst = std::max(worst, rel_rms(l, lw, size_t(P + i) * m.vocab(), size_t(m.vocab())));
+    }
+    const SequenceSnapshot a = m.save(*step.seq), b = m.save(*whole.seq);
+    const double e_state = rel_rms(as_floats(a.state), as_floats(b.state)),
+                 e_kv = rel_rms(as_floats(a.kv), as_floats(b.kv));
+    MESSAGE("decode vs prefill: logits " << worst << ", state " << e_state << ", kv " << e_kv);
+    CHECK(worst < 1e-5);
+    CHECK(e_state < 1e-5);
+    CHECK(e_kv < 1e-5);
+    CHECK(a.position == b.position);
+}
+
+TEST_CASE("model: a recurrent-mode forward has the bits of decoding token by token") {
+    Model& m = tiny();
+    const auto toks = random_tokens(40, 7, m.vocab());
+    Run a = new_run(m), b = new_run(m);
+    REQUIRE(m.prefill(*a.seq, span_of(toks, 0, 20)).empty());
+    REQUIRE(m.prefill(*b.seq, span_of(toks, 0, 20)).empty());
+    std::vector<float> la, lb, l;
+    REQUIRE(m.forward(*a.seq, span_of(toks, 20), all_logits(CoreMode::recurrent), &la).empty());
+    for (size_t i = 20; i < toks.size(); ++i) {
+        REQUIRE(m.decode(*b.seq, toks[i], &l).empty());
+        lb.insert(lb.end(), l.begin(), l.end());
+    }
+    CHECK(same_bits(la, lb));
+    CHECK(same_bytes(m.save(*a.seq), m.save(*b.seq)));
+}
+
+TEST_CASE("model: save, restore, continue equals the uninterrupted run bitwise") {
+    Model& m = tiny();
+    const auto prompt = random_tokens(45, 8, m.vocab());
+    auto greedy = [&](Sequence& s, int n, std::vector<int32_t>& out, std::vector<float>& logits) {
+        for (int i = 0; i < n; ++i) {
+            const int32_t t = argmax(logits.data(), m.vocab());
+            out.push_back(t);
+            REQUIRE(m.decode(s, t, &logits).empty());
+        }
+    };
+    // Uninterrupted: prompt, then 20 greedy tokens.
+    Run a = new_run(m);
+    std::vector<float> la;
+    std::vector<int32_t> ta;
+    REQUIRE(m.prefill(*a.seq, prompt, &la).empty());
+    greedy(*a.seq, 20, ta, la);
+
+    // Interrupted after 6 tokens; restored into a unified pool with another page size, continued.
+    Run b = new_run(m);
+    std::vector<float> lb;
+    std::vector<int32_t> tb;
+    REQUIRE(m.prefill(*b.seq, prompt, &lb).empty());
+    greedy(*b.seq, 6, tb, lb);
+    const SequenceSnapshot snap = m.save(*b.seq);
+    const std::vector<float> lb_saved = lb;
+    b.seq.reset();
+
+    UnifiedConfig uc;
+    uc.page_tokens = 7;
+    uc.budget_bytes = 4 * m.pool_model().state_bytes() + 64 * 7 * m.pool_model().kv_bytes_per_token();
+    PoolResult up = make_unified_pool(m.pool_model(), uc, PoolOptions{true});
+    REQUIRE_MESSAGE(up.pool, up.error);
+    // A sequence that already holds other tokens: restore replaces everything.
+    SequenceResult c = m.new_sequence(*up.pool, 5);
+    REQUIRE(c.seq);
+    REQUIRE(m.prefill(*c.seq, random_tokens(80, 9, m.vocab())).empty());
+    REQUIRE(m.restore(*c.seq, snap).empty());
+    CHECK(c.seq->position() == snap.position);
+    CHECK(up.pool->kv_tokens(5) == snap.position);
+    CHECK(same_bytes(m.save(*c.seq), snap));
+    std::vector<float> lc = lb_saved;
+    greedy(*c.seq, 14, tb, lc);
+    CHECK(tb == ta);
+    CHECK(same_bits(lc, la));
+    CHECK(same_bytes(m.save(*c.seq), m.save(*a.seq)));
+    CHECK(up.pool->audit().empty());
+
+    // A restore that fails changes nothing: a snapshot of another model, a truncated snapshot.
+    const SequenceSnapshot now = m.save(*c.seq);
+    SequenceSnapshot bad = snap;
+    bad.fingerprint ^= 1;
+    CHECK(!m.restore(*c.seq, bad).empty());
+    bad = snap;
+    bad.kv.pop_back();
+    CHECK(!m.restore(*c.seq, bad).empty());
+    CHECK(same_bytes(m.save(*c.seq), now));
+}
+
+TEST_CASE("model: a fork continues exactly like the original, and everything is freed") {
+    Model& m = tiny();
+    const auto toks = random_tokens(70, 10, m.vocab());
+    PoolResult p = make_model_pool(m, 3, 128, 16);
+    REQUIRE(p.pool);
+    {
+        SequenceResult a = m.new_sequence(*p.pool, 1);
+        REQUIRE(a.seq);
+        REQUIRE(m.prefill(*a.seq, span_of(toks, 0, 50)).empty());
+        SequenceResult f = m.fork(*a.seq, 2);
+        REQUIRE_MESSAGE(f.seq, f.error);
+        CHECK(f.seq->position() == 50);
+        CHECK(same_bytes(m.save(*f.seq), m.save(*a.seq)));
+        std::vector<float> la, lf;
+        REQUIRE(m.prefill(*a.seq, span_of(toks, 50), &la).empty());
+        REQUIRE(m.prefill(*f.seq, span_of(toks, 50), &lf).empty());
+        CHECK(same_bits(la, lf));
+        CHECK(same_bytes(m.save(*f.seq), m.save(*a.seq)));
+        CHECK(!m.fork(*a.seq, 2).error.empty());  // owner 2 is taken
+        CHECK(p.pool->stats().states == 2);
+        CHECK(p.pool->audit().empty());
+    }
+    CHECK(p.pool->stats().states == 0);
+    CHECK(p.pool->stats().kv_pages == 0);
+    CHECK(p.pool->owners().empty());
+    CHECK(p.pool->audit().empty());
+}
+
+TEST_CASE("model: bad input is refused before anything changes") {
+    Model& m = tiny();
+    Run r = new_run(m, 1, 64, 16);  // room for 64 tokens
+    REQUIRE(m.prefill(*r.seq, random_tokens(10, 11, m.vocab())).empty());
+    const SequenceSnapshot before = m.save(*r.seq);
+    std::vector<int32_t> bad = {1, 2, m.vocab(), 3};
+    std::string e = m.prefill(*r.seq, bad);
+    CHECK(e.find("token 2 (id 512)") != std::string::npos);
+    CHECK(!m.decode(*r.seq, -1).empty());
+    e = m.prefill(*r.seq, random_tokens(60, 12, m.vocab()));  // 70 > 64 tokens of pages
+    CHECK(e.find("KV") != std::string::npos);
+    CHECK(same_bytes(m.save(*r.seq), before));
+    CHECK(r.pool->stats().kv_tokens == 10);
+
+    PoolResult nb = make_static_pool(m.pool_model(), StaticSplitConfig{1u << 20, 16, 0.9, 1});
+    REQUIRE(nb.pool);
+    CHECK(m.new_sequence(*nb.pool, 1).error.find("backing") != std::string::npos);
+    CHECK(!m.new_sequence(*r.pool, 0).error.empty());
+    CHECK(!m.new_sequence(*r.pool, 1).error.empty());  // owner 1 holds memory already
+    ModelConfig c = *model_preset("kimi-linear-48b");
+    CHECK(Model::create(c, 1).error.find("not a runnable preset") != std::string::npos);
+    ModelOptions o;
+    o.chunk = 0;
+    CHECK(!Model::create(*model_preset("tiny"), 1, o).error.empty());
+}
+
+TEST_CASE("model: scalar and SIMD kernels give the same model bits") {
+    if (!kda::simd_enabled()) return;
+    ModelOptions o;
+    o.impl = Impl::scalar;
+    ModelResult sc = Model::create(*model_preset("tiny"), 1, o);
+    REQUIRE(sc.model);
+    Model& m = tiny();
+    const auto toks = random_tokens(70, 13, m.vocab());
+    Run a = new_run(m), b = new_run(*sc.model);
+    std::vector<float> la, lb;
+    REQUIRE(m.forward(*a.seq, span_of(toks, 0, 67), all_logits(), &la).empty());
+    REQUIRE(sc.model->forward(*b.seq, span_of(toks, 0, 67), all_logits(), &lb).empty());
+    CHECK(same_bits(la, lb));
+    for (size_t i = 67; i < toks.size(); ++i) {
+        REQUIRE(m.decode(*a.seq, toks[i], &la).empty());
+        REQUIRE(sc.model->decode(*b.seq, toks[i], &lb).empty());
+        CHECK(same_bits(la, lb));
+    }
+    CHECK(same_bytes(m.save(*a.seq), sc.model->save(*b.seq)));
+}
+
+// A greedy stream and a temperature-sampled stream with their logits and the final state, hashed.
+// The constant was computed once; the native and the WebAssembly builds must both reproduce it
+// (DESIGN.md §4): any difference in a kernel's arithmetic order, an exp, or the RNG changes it.
+TEST_CASE("model: the same greedy and sampled token streams and digest natively and in WebAssembly") {
+    Model& m = tiny();
+    Run r = new_run(m);
+    Digest d;
+    std::vector<float> logits;
+    REQUIRE(m.prefill(*r.seq, random_tokens(40, 14, m.vocab()), &logits).empty());
+    d.add_all(logits);
+    std::vector<int32_t> greedy;
+    for (int i = 0; i < 24; ++i) {
+        greedy.push_back(argmax(logits.data(), m.vocab()));
+        REQUIRE(m.decode(*r.seq, greedy.back(), &logits).empty());
+        d.add_all(logits);
+    }
+    Sampler s;
+    s.temperature = 0.8f;
+    s.rng = Rng(15);
+    std::vector<int32_t> sampled;
+    for (int i = 0; i < 24; ++i) {
+        sampled.push_back(s.next(logits.data(), m.vocab()));
+        REQUIRE(m.decode(*r.seq, sampled.back(), &logits).empty());
+        d.add_all(logits);
+    }
+    d.add_all(greedy);
+    d.add_all(sampled);
+    const SequenceSnapshot snap = m.save(*r.seq);
+    d.add_all(snap.state);
+    d.add_all(snap.kv);
+    std::string g;
+    for (int32_t t : greedy) g += std::to_string(t) + " ";
+    MESSAGE("greedy: " << g);
+    MESSAGE("model digest " << d.h);
+    CHECK(greedy != std::vector<int32_t>(greedy.size(), greedy[0]));  // not a degenerate stream
+    CHECK(d.h == 9144272739474687932ull);
+}
+
+TEST_CASE("model: sampling") {
+    const float logits[5] = {0.5f, 2.0f, -1.0f, 2.0f, 1.0f};
+    CHECK(argmax(logits, 5) == 1);  // first of equal maxima
+    Rng r(16);
+    const Rng r0 = r;
+    CHECK(sample_temperature(logits, 5, 0.0f, r) == 1);
+    CHECK(r.next() == Rng(r0).next());  // greedy draws nothing
+    // Frequencies follow softmax(logits / T).
+    const float T = 0.7f;
+    double p[5], z = 0;
+    for (int i = 0; i < 5; ++i) z += p[i] = std::exp(double(logits[i]) / T);
+    int count[5] = {};
+    const int N = 20000;
+    for (int n = 0; n < N; ++n) ++count[sample_temperature(logits, 5, T, r)];
+    for (int i = 0; i < 5; ++i) {
+        const double want = p[i] / z, sd = std::sqrt(want * (1 - want) / N);
+        CHECK(std::fabs(double(count[i]) / N - want) < 5 * sd + 1e-9);
+    }
+}
+
+// The recording seam (reference/kda.md §6): what the observer sees is enough to rebuild the state.
+TEST_CASE("model: the observer's per-token records replay the KDA state exactly") {
+    Model& m = tiny();
+    struct Rec : ForwardObserver {
+        std::vector<std::vector<float>> raw_k, k, v, g, beta;
+        int T = 0;
+        void on_kda(int, int li, uint64_t, const float*, const KdaActs& a) override {
+            const KdaDims& d = tiny().kda();
+            auto take = [&](const FloatBuf& b, size_t per) {
+                return std::vector<float>(b.begin(), b.begin() + ptrdiff_t(per * a.T));
+            };
+            if (raw_k.size() <= size_t(li))
+                raw_k.resize(size_t(li) + 1), k.resize(raw_k.size()), v.resize(raw_k.size()),
+                    g.resize(raw_k.size()), beta.resize(raw_k.size());
+            raw_k[size_t(li)] = take(a.raw_k, size_t(d.qk_channels()));
+            k[size_t(li)] = take(a.k, size_t(d.qk_channels()));
+            v[size_t(li)] = take(a.v, size_t(d.v_channels()));
+            g[size_t(li)] = take(a.g, size_t(d.g_channels()));
+            beta[size_t(li)] = take(a.beta, size_t(d.s.HV));
+            T = a.T;
+        }
+    } rec;
+    Run r = new_run(m);
+    REQUIRE(m.prefill(*r.seq, random_tokens(33, 17, m.vocab())).empty());
+    const SequenceSnapshot before = m.save(*r.seq);
+    const auto draft = random_tokens(5, 18, m.vocab());
+    REQUIRE(m.forward(*r.seq, draft, ForwardOptions{CoreMode::recurrent, LogitRows::none, &rec}, nullptr)
+                .empty());
+    REQUIRE(rec.T == 5);
+    const KdaDims& d = m.kda();
+    const int li = 2;  // any KDA layer
+    // The conv window after the forward holds the last W-1 raw (pre-conv) k rows, oldest first.
+    const KdaState st = m.kda_state(*r.seq, li);
+    const int wr = d.window_rows();
+    CHECK(std::memcmp(st.win_k, rec.raw_k[li].data() + size_t(5 - wr) * d.qk_channels(),
+                      size_t(wr) * d.qk_channels() * 4) == 0);
+    // Replaying the recorded k, v, g, beta through the recurrent kernel from the saved S gives the
+    // bits of the state after the forward (q is not needed for the state).
+    std::vector<float> S(d.state_floats());
+    std::memcpy(S.data(), before.state.data() + size_t(li) * m.pool_model().state_bytes_per_layer,
+                S.size() * 4);
+    const std::vector<float> zeros(rec.k[li].size(), 0.0f);
+    kda::recurrent(d.s, S.data(),
+                   kda::Tokens{zeros.data(), rec.k[li].data(), rec.v[li].data(), rec.g[li].data(),
+                               rec.beta[li].data(), 5},
+                   d.scale, nullptr);
+    CHECK(std::memcmp(S.data(), st.S, S.size() * 4) == 0);
+}

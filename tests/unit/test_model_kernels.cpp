@@ -1,0 +1,111 @@
+// Kernels of the runnable model (core/model): the bf16 projection kernel and the attention vector
+// kernels, scalar against xsimd (same bits), batch independence, and against fp64.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "core/base/rng.h"
+#include "core/model/matmul.h"
+#include "core/model/vec_kernels.h"
+#include "core/model/weights.h"
+
+using namespace k3;
+using namespace k3::model;
+
+namespace {
+
+Matrix random_matrix(int in, int out, uint64_t seed) {
+    Matrix m(in, out);
+    Rng r(seed);
+    for (int i = 0; i < in; ++i)
+        for (int o = 0; o < out; ++o) m.set(i, o, float(r.normal()));
+    return m;
+}
+
+bool same(const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("model kernels: bf16 pair layout stores and widens exactly") {
+    Matrix m(5, 3);  // odd in: the last pair's high half stays zero
+    Rng r(3);
+    std::vector<float> v(15);
+    for (int i = 0; i < 5; ++i)
+        for (int o = 0; o < 3; ++o) m.set(i, o, v[size_t(i) * 3 + o] = float(r.normal()));
+    for (int i = 0; i < 5; ++i)
+        for (int o = 0; o < 3; ++o) {
+            const float x = v[size_t(i) * 3 + o];
+            CHECK(m.at(i, o) == bf16_hi(uint32_t(to_bf16(x)) << 16));
+            CHECK(std::fabs(m.at(i, o) - x) <=
+                  std::fabs(x) * 0x1p-8f);  // half a bf16 ulp (8 significant bits)
+        }
+    for (int o = 0; o < 3; ++o) CHECK((m.pairs[size_t(2) * 3 + o] >> 16) == 0u);
+    CHECK(to_bf16(1.0f) == 0x3f80);
+    CHECK(to_bf16(1.0f + 0x1p-8f) == 0x3f80);      // tie to even (down)
+    CHECK(to_bf16(1.0f + 3 * 0x1p-8f) == 0x3f82);  // tie to even (up)
+    CHECK(to_bf16(-2.5f) == 0xc020);
+}
+
+TEST_CASE("model kernels: matmul scalar and simd give the same bits, row by row") {
+    struct Case {
+        int rows, in, out;
+    };
+    for (const Case c : {Case{1, 256, 768}, Case{1, 37, 70}, Case{5, 33, 70}, Case{4, 1, 17},
+                         Case{9, 64, 512}, Case{3, 7, 3}, Case{8, 256, 4}, Case{13, 128, 160}}) {
+        CAPTURE(c.rows);
+        CAPTURE(c.in);
+        CAPTURE(c.out);
+        const Matrix W = random_matrix(c.in, c.out, uint64_t(c.in * 1000 + c.out));
+        const int ldx = c.in + 3, ldy = c.out + 5;  // strided rows, as the MLA stages use them
+        std::vector<float> x(size_t(c.rows) * ldx);
+        Rng(11).fill_normal(x.data(), x.size());
+        std::vector<float> ys(size_t(c.rows) * ldy, -1.0f), yv = ys;
+        matmul(x.data(), c.rows, ldx, W.view(), ys.data(), ldy, Impl::scalar);
+        matmul(x.data(), c.rows, ldx, W.view(), yv.data(), ldy, Impl::simd);
+        CHECK(same(ys, yv));
+        // A row alone gives the bits it gets in the batch (what makes split prefill exact).
+        for (int r = 0; r < c.rows; ++r) {
+            std::vector<float> one(size_t(c.out));
+            matmul(x.data() + size_t(r) * ldx, 1, ldx, W.view(), one.data(), c.out, Impl::simd);
+            CHECK(std::memcmp(one.data(), yv.data() + size_t(r) * ldy, size_t(c.out) * 4) == 0);
+        }
+        // The padding between rows is not written.
+        for (int r = 0; r < c.rows; ++r)
+            for (int p = c.out; p < ldy; ++p) CHECK(yv[size_t(r) * ldy + p] == -1.0f);
+        // Against fp64 with the same (bf16-valued) weights.
+        double num = 0, den = 0;
+        for (int r = 0; r < c.rows; ++r)
+            for (int o = 0; o < c.out; ++o) {
+                double acc = 0;
+                for (int i = 0; i < c.in; ++i) acc += double(x[size_t(r) * ldx + i]) * double(W.at(i, o));
+                num += (acc - yv[size_t(r) * ldy + o]) * (acc - yv[size_t(r) * ldy + o]);
+                den += acc * acc;
+            }
+        CHECK(std::sqrt(num / den) < 1e-6);
+    }
+}
+
+TEST_CASE("model kernels: dot16 and axpy, scalar and simd give the same bits") {
+    Rng r(5);
+    for (int n : {0, 1, 3, 15, 16, 17, 31, 160, 161, 288}) {
+        CAPTURE(n);
+        std::vector<float> a(size_t(n) + 1), b(size_t(n) + 1), y(size_t(n) + 1), y2;
+        r.fill_normal(a.data(), a.size());
+        r.fill_normal(b.data(), b.size());
+        r.fill_normal(y.data(), y.size());
+        const float s = dot16_scalar(a.data(), b.data(), n), v = dot16(a.data(), b.data(), n, Impl::simd);
+        CHECK(std::memcmp(&s, &v, 4) == 0);
+        double ref = 0, mag = 0;
+        for (int i = 0; i < n; ++i)
+            ref += double(a[size_t(i)]) * b[size_t(i)], mag += std::fabs(double(a[size_t(i)]) * b[size_t(i)]);
+        CHECK(std::fabs(v - ref) <= 1e-6 * mag + 1e-30);
+        y2 = y;
+        axpy_scalar(0.37f, a.data(), y.data(), n);
+        axpy(0.37f, a.data(), y2.data(), n, Impl::simd);
+        CHECK(same(y, y2));
+    }
+}

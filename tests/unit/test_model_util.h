@@ -1,0 +1,91 @@
+// Helpers shared by the runnable-model tests (tests/unit/test_model*.cpp).
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "core/base/rng.h"
+#include "core/model/model.h"
+
+namespace k3::model::test {
+
+// The tiny preset with default options, made once (weight generation is the slow part, in
+// WebAssembly especially). Tests must not depend on the model's scratch between calls (they do not).
+inline Model& tiny() {
+    static std::unique_ptr<Model> m = [] {
+        ModelResult r = Model::create(*model_preset("tiny"), 1);
+        REQUIRE_MESSAGE(r.model, r.error);
+        return std::move(r.model);
+    }();
+    return *m;
+}
+
+inline std::vector<int32_t> random_tokens(int n, uint64_t seed, int vocab) {
+    Rng r(seed);
+    std::vector<int32_t> t(static_cast<size_t>(n));
+    for (auto& x : t) x = int32_t(r.below(uint64_t(vocab)));
+    return t;
+}
+
+// A pool and one sequence in it (the pool outlives the sequence: members are destroyed in reverse).
+struct Run {
+    std::unique_ptr<PagePool> pool;
+    std::unique_ptr<Sequence> seq;
+};
+
+inline Run new_run(Model& m, int sequences = 2, uint64_t tokens_each = 1024, uint32_t page_tokens = 16) {
+    Run r;
+    PoolResult p = make_model_pool(m, sequences, tokens_each, page_tokens);
+    REQUIRE_MESSAGE(p.pool, p.error);
+    r.pool = std::move(p.pool);
+    SequenceResult s = m.new_sequence(*r.pool, 1);
+    REQUIRE_MESSAGE(s.seq, s.error);
+    r.seq = std::move(s.seq);
+    return r;
+}
+
+inline std::vector<float> as_floats(const std::vector<std::byte>& b) {
+    std::vector<float> f(b.size() / sizeof(float));
+    std::memcpy(f.data(), b.data(), f.size() * sizeof(float));
+    return f;
+}
+
+inline bool same_bytes(const SequenceSnapshot& a, const SequenceSnapshot& b) {
+    return a.position == b.position && a.state == b.state && a.kv == b.kv;
+}
+
+inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Relative RMS difference ||x - ref|| / ||ref|| over [first, first + n) of ref.
+template <class X, class R>
+double rel_rms(const X& x, const R& ref, size_t first = 0, size_t n = size_t(-1)) {
+    if (n == size_t(-1)) n = ref.size() - first;
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; ++i) {
+        const double d = double(x[i]) - double(ref[first + i]);
+        num += d * d;
+        den += double(ref[first + i]) * double(ref[first + i]);
+    }
+    return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+// FNV-1a over raw bytes.
+struct Digest {
+    uint64_t h = 1469598103934665603ull;
+    void add(const void* p, size_t n) {
+        const auto* b = static_cast<const unsigned char*>(p);
+        for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+    }
+    template <class T>
+    void add_all(const std::vector<T>& v) {
+        add(v.data(), v.size() * sizeof(T));
+    }
+};
+
+}  // namespace k3::model::test
