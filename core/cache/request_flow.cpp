@@ -19,16 +19,24 @@ Admission admit_request(RadixCache& cache, const CheckpointPolicy& policy, const
 }
 
 Completion complete_request(RadixCache& cache, const CheckpointPolicy& policy, Admission& a,
-                            const TokenSeqPtr& q, uint64_t state_bytes) {
+                            const TokenSeqPtr& q, std::span<const StateRef> states,
+                            std::span<const uint32_t> pages) {
     std::vector<NewCheckpoint> cps;
     cps.reserve(a.plan.size());
-    for (const PlannedCheckpoint& p : a.plan) cps.push_back({p.pos, StateRef{0, state_bytes}, p.kind});
+    for (size_t i = 0; i < a.plan.size() && i < states.size(); ++i)
+        cps.push_back({a.plan[i].pos, states[i], a.plan[i].kind});
     Completion c;
-    c.insert = cache.insert(q, a.cache_len, std::move(cps));
+    c.insert = cache.insert(q, a.cache_len, std::move(cps), pages);
     c.retention_dropped = apply_retention(policy, cache, *q, a.cache_len);
     cache.release(a.lease);
     cache.enforce_capacity();
     return c;
+}
+
+Completion complete_request(RadixCache& cache, const CheckpointPolicy& policy, Admission& a,
+                            const TokenSeqPtr& q, uint64_t state_bytes) {
+    const std::vector<StateRef> states(a.plan.size(), StateRef{0, state_bytes});
+    return complete_request(cache, policy, a, q, states);
 }
 
 }  // namespace k3

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "core/cache/checkpoint_policy.h"
@@ -34,5 +35,13 @@ struct Completion {
 // Metadata mode: each planned checkpoint is a state of state_bytes bytes.
 Completion complete_request(RadixCache& cache, const CheckpointPolicy& policy, Admission& a,
                             const TokenSeqPtr& q, uint64_t state_bytes);
+
+// Real-state mode: states[i] is the state the request produced at a.plan[i].pos (the model takes
+// them during prefill: interval and junction positions are on the chunk grid), pages the KV page ids
+// of q[0, a.cache_len) (RadixCache::insert adopts those of the part that was not cached yet). The
+// cache owns every state passed from here on.
+Completion complete_request(RadixCache& cache, const CheckpointPolicy& policy, Admission& a,
+                            const TokenSeqPtr& q, std::span<const StateRef> states,
+                            std::span<const uint32_t> pages = {});
 
 }  // namespace k3

@@ -8,6 +8,7 @@
 
 #include "core/base/rng.h"
 #include "core/cache/radix_cache.h"
+#include "core/cache/request_flow.h"
 #include "core/cache/tree_view.h"
 
 using namespace k3;
@@ -281,8 +282,9 @@ struct FakeStore : CacheObserver {
     std::map<uint64_t, std::vector<float>> states;
     std::set<uint32_t> pages_in_tree;
     int freed_twice = 0;
+    uint64_t page_size = 1;
     void kv_removed(const TokenSeq&, uint64_t start, uint64_t end, std::span<const uint32_t> pages) override {
-        CHECK(pages.size() == end - start);  // page size 1 below
+        CHECK(pages.size() * page_size == end - start);
         for (uint32_t p : pages) CHECK(pages_in_tree.erase(p) == 1);
     }
     void state_freed(const StateRef& r) override {
@@ -406,4 +408,40 @@ TEST_CASE("tree view: single-child chains merge, checkpoints become markers, hea
     CHECK(cut.total == 5);
     CHECK(cut.nodes[1].end == 512);
     CHECK(cut.nodes[2].end == 1536);
+}
+
+TEST_CASE("request flow in real-state mode: the model's states and pages go into the tree") {
+    FakeStore store;
+    store.page_size = 16;
+    {
+        RadixCache c({16, 2, 0, LruRefresh::node}, &store);
+        CheckpointPolicy p;
+        p.kind = PolicyKind::interval_end;
+        p.interval = 64;
+        const auto q = seq_of({{3, 200}});
+        Admission a = admit_request(c, p, *q, 200, 200);
+        CHECK(a.cache_len == 192);    // whole pages only
+        REQUIRE(a.plan.size() == 3);  // 64, 128, 192 (the end coincides with the last)
+        std::vector<StateRef> states;
+        for (size_t i = 0; i < a.plan.size(); ++i) {
+            store.states[100 + i] = {float(i)};
+            states.push_back({100 + i, 4});
+        }
+        std::vector<uint32_t> pages(12);
+        for (uint32_t i = 0; i < 12; ++i) pages[i] = 500 + i;
+        store.pages_in_tree.insert(pages.begin(), pages.end());
+        const Completion done = complete_request(c, p, a, q, states, pages);
+        CHECK(done.insert.states_added == 3);
+        // Capacity 2: the oldest state (at 64) was evicted and freed through the observer.
+        CHECK(c.stats().states == 2);
+        CHECK(store.states.count(100) == 0);
+        CHECK(store.states.count(102) == 1);
+        Lease l = c.acquire(*q, 200);
+        CHECK(l.state.handle == 102);
+        CHECK(c.kv_pages(l) == pages);
+        c.release(l);
+    }
+    CHECK(store.states.empty());
+    CHECK(store.pages_in_tree.empty());
+    CHECK(store.freed_twice == 0);
 }
