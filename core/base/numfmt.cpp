@@ -68,7 +68,7 @@ std::string format_sig(double v, int digits) {
     const int mag = int(std::floor(std::log10(std::fabs(v))));
     const int decimals = digits - 1 - mag;
     char buf[64];
-    if (decimals >= 0 && decimals <= 12) {
+    if (decimals >= 0 && decimals <= 12 && std::fabs(v) >= 1e-4) {
         std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
     } else if (decimals < 0 && mag < 15) {
         std::snprintf(buf, sizeof buf, "%.0f", v);
