@@ -281,7 +281,7 @@ void RadixCache::attach_state(NodeId n, const NewCheckpoint& cp) {
         cps_.emplace_back();
     }
     Node& x = nodes_[n];
-    cps_[c] = {cp.state, 1, n, x.end, cp.kind};
+    cps_[c] = {cp.state, 1, 0, n, x.end, cp.kind};
     x.checkpoint = c;
     if (x.had_state) --stats_.tombstones;  // revived
     x.had_state = true;
@@ -403,6 +403,7 @@ Lease RadixCache::acquire(const TokenSeq& q, uint64_t len) {
         ++s.state_lock;
         l.checkpoint = s.checkpoint;
         l.state = borrow(s.checkpoint);
+        if (cps_[s.checkpoint].uses++ == 0) ++stats_.checkpoints_used;
     }
     if (cfg_.refresh == LruRefresh::path) {
         // Root to leaf, so deeper nodes end up more recent than their ancestors.

@@ -118,6 +118,7 @@ struct CacheStats {
     uint64_t kv_tokens_evicted = 0;  // by capacity / evict_kv / state eviction of leaves
     uint64_t nodes_removed = 0;
     uint64_t splits = 0;
+    uint64_t checkpoints_used = 0;   // checkpoints that at least one lease resumed from
     uint64_t peak_states = 0, peak_kv_tokens = 0, peak_state_bytes = 0;
 };
 
@@ -205,6 +206,7 @@ class RadixCache {
     struct Checkpoint {
         StateRef ref;
         uint32_t refs = 0;
+        uint32_t uses = 0;  // leases that resumed from it
         NodeId node = kNoNode;
         uint32_t pos = 0;
         CheckpointKind kind = CheckpointKind::interval;
