@@ -1,5 +1,7 @@
 #include "core/fleet/trace.h"
 
+#include "core/base/data_files.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -462,6 +464,28 @@ std::vector<std::string> bundled_trace_candidates() {
         c.push_back(self.substr(0, self.size() - suffix.size()) + rel);
     c.push_back(std::string("/data/traces/") + kMooncakeTraceFile);  // preloaded by the web page
     return c;
+}
+
+bool read_trace_text(std::string_view name, uint64_t max_bytes, std::string& text, std::string& source,
+                     std::string& error) {
+    if (name == kMooncakeTraceName) {
+        if (const auto bytes = registered_data_file(kMooncakeTraceFile)) {
+            if (bytes->size() > max_bytes) {
+                error = std::string(kMooncakeTraceFile) + " is larger than " + std::to_string(max_bytes) + " bytes";
+                return false;
+            }
+            text = *bytes;
+            source = kMooncakeTraceFile;
+            return true;
+        }
+    }
+    source = resolve_trace_path(name);
+    if (source.empty()) {
+        error = "the bundled Mooncake trace was not found (looked in tests/data/traces/, $K3_DATA_DIR/traces/ and "
+                "the page's data/ folder)";
+        return false;
+    }
+    return read_file_bytes(source, max_bytes, text, error);
 }
 
 std::string resolve_trace_path(std::string_view name) {

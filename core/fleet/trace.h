@@ -59,6 +59,11 @@ inline constexpr const char* kMooncakeTraceFile = "mooncake_conversation_trace.j
 // (see the .cpp for the places searched; the web page preloads it at /data/traces/); anything else
 // is taken as a path. Returns "" if "mooncake" is not found anywhere.
 std::string resolve_trace_path(std::string_view name);
+// The text of a `trace` parameter's file: for "mooncake" the bytes the web page registered
+// (core/base/data_files.h) if any, else the first copy found on disk; otherwise the file at the
+// path. `source` says where it came from. False with a message naming what is missing otherwise.
+bool read_trace_text(std::string_view name, uint64_t max_bytes, std::string& text, std::string& source,
+                     std::string& error);
 // Places searched for the bundled trace, in order.
 std::vector<std::string> bundled_trace_candidates();
 

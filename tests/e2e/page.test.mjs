@@ -88,6 +88,16 @@ try {
     await page.screenshot({ path: path.join(outDir, `${id}.png`) });
   }
 
+  // 2b. A run that needs a data file: the page fetches the bundled trace from its own server.
+  {
+    const args = ["trace=mooncake", "sweeps=0"];
+    const { report } = await open(`#m=checkpoints&${args.join("&")}`);
+    const want = cli(["checkpoints", ...args]);
+    ok(report && JSON.stringify(strip(report)) === JSON.stringify(strip(want)),
+       "checkpoints on the bundled Mooncake trace: page report equals the CLI's (trace fetched by the page)");
+    if (report) ok(Math.abs(report.scalars.token_hit_kv.value - 0.3736) < 5e-5, `Mooncake KV-visible hit ${report.scalars.token_hit_kv.value}`);
+  }
+
   // 3. Moving a slider changes the result and the link.
   {
     const { report: before } = await open("#m=memory");
