@@ -316,7 +316,7 @@ void RadixCache::unref_checkpoint(uint32_t c) {
     free_cps_.push_back(c);
 }
 
-StateRef RadixCache::borrow(uint32_t c) {
+CheckpointRef RadixCache::borrow(uint32_t c) {
     ++cps_[c].refs;
     return cps_[c].ref;
 }

@@ -20,7 +20,7 @@
 //
 // One implementation for two scales. In metadata mode (workload replay, the fleet) a checkpoint is
 // only a byte count and nodes hold no page ids. In real-state mode the owner of the state bytes (the
-// runnable model) passes handles (StateRef::handle) and KV page ids into insert(), and a
+// runnable model) passes handles (CheckpointRef::handle) and KV page ids into insert(), and a
 // CacheObserver is told when the tree lets go of them.
 #pragma once
 
@@ -42,14 +42,14 @@ const char* checkpoint_kind_name(CheckpointKind k);
 
 // A state checkpoint's payload: in metadata mode only `bytes`; in real-state mode `handle` names the
 // state bytes in the owner's store.
-struct StateRef {
+struct CheckpointRef {
     uint64_t handle = 0;
     uint64_t bytes = 0;
 };
 
 struct NewCheckpoint {
     uint64_t pos = 0;  // state after token pos - 1 (pos > 0, a multiple of the page size)
-    StateRef state;
+    CheckpointRef state;
     CheckpointKind kind = CheckpointKind::interval;
 };
 
@@ -64,7 +64,7 @@ class CacheObserver {
     // The tree no longer holds a checkpoint at position pos of the path `seq` runs along.
     virtual void state_removed(const TokenSeq& seq, uint64_t pos) {}
     // The last reference to a checkpoint is gone: its bytes may be freed.
-    virtual void state_freed(const StateRef& ref) {}
+    virtual void state_freed(const CheckpointRef& ref) {}
 };
 
 struct CacheConfig {
@@ -89,7 +89,7 @@ struct Match {
 struct Lease {
     Match match;
     uint32_t checkpoint = UINT32_MAX;  // borrowed checkpoint (UINT32_MAX: none)
-    StateRef state;                    // its payload, to copy into the request's working state
+    CheckpointRef state;                    // its payload, to copy into the request's working state
     bool active = false;
 };
 
@@ -177,7 +177,7 @@ class RadixCache {
     bool drop_state(NodeId n);
 
     // Extra references on a checkpoint (copy-on-write forks share one state).
-    StateRef borrow(uint32_t checkpoint);
+    CheckpointRef borrow(uint32_t checkpoint);
     void give_back(uint32_t checkpoint);
 
     const CacheStats& stats() const { return stats_; }
@@ -204,7 +204,7 @@ class RadixCache {
         bool alive = false, had_state = false;
     };
     struct Checkpoint {
-        StateRef ref;
+        CheckpointRef ref;
         uint32_t refs = 0;
         uint32_t uses = 0;  // leases that resumed from it
         NodeId node = kNoNode;

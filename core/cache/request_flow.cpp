@@ -19,7 +19,7 @@ Admission admit_request(RadixCache& cache, const CheckpointPolicy& policy, const
 }
 
 Completion complete_request(RadixCache& cache, const CheckpointPolicy& policy, Admission& a,
-                            const TokenSeqPtr& q, std::span<const StateRef> states,
+                            const TokenSeqPtr& q, std::span<const CheckpointRef> states,
                             std::span<const uint32_t> pages) {
     std::vector<NewCheckpoint> cps;
     cps.reserve(a.plan.size());
@@ -35,7 +35,7 @@ Completion complete_request(RadixCache& cache, const CheckpointPolicy& policy, A
 
 Completion complete_request(RadixCache& cache, const CheckpointPolicy& policy, Admission& a,
                             const TokenSeqPtr& q, uint64_t state_bytes) {
-    const std::vector<StateRef> states(a.plan.size(), StateRef{0, state_bytes});
+    const std::vector<CheckpointRef> states(a.plan.size(), CheckpointRef{0, state_bytes});
     return complete_request(cache, policy, a, q, states);
 }
 

@@ -41,7 +41,7 @@ Completion complete_request(RadixCache& cache, const CheckpointPolicy& policy, A
 // of q[0, a.cache_len) (RadixCache::insert adopts those of the part that was not cached yet). The
 // cache owns every state passed from here on.
 Completion complete_request(RadixCache& cache, const CheckpointPolicy& policy, Admission& a,
-                            const TokenSeqPtr& q, std::span<const StateRef> states,
+                            const TokenSeqPtr& q, std::span<const CheckpointRef> states,
                             std::span<const uint32_t> pages = {});
 
 }  // namespace k3

@@ -32,7 +32,7 @@ struct Model : CacheObserver {
     void state_removed(const TokenSeq& s, uint64_t pos) override {
         CHECK(st.erase(s.to_vector(0, pos)) == 1);
     }
-    void state_freed(const StateRef& r) override { ++freed[r.handle]; }
+    void state_freed(const CheckpointRef& r) override { ++freed[r.handle]; }
 
     void insert(const Toks& t, uint64_t len, const std::vector<uint64_t>& cps) {
         len = std::min<uint64_t>(len, t.size()) / P * P;
@@ -101,7 +101,7 @@ TEST_CASE("radix cache: random insert / lookup / evict against a brute-force mod
                             // Mostly page aligned, sometimes not (the tree must reject those).
                             const uint64_t p = rng.bernoulli(0.8) ? rng.below(t.size() / P + 2) * P
                                                                   : rng.below(t.size() + 2);
-                            cps.push_back({p, StateRef{next_handle++, 100}, CheckpointKind::interval});
+                            cps.push_back({p, CheckpointRef{next_handle++, 100}, CheckpointKind::interval});
                             pos.push_back(p);
                         }
                         // Remove duplicate positions from the model's view: the tree keeps the first.
@@ -196,7 +196,7 @@ TokenSeqPtr seq_of(std::initializer_list<std::pair<uint64_t, uint32_t>> runs) {
     return b.build();
 }
 NewCheckpoint cp(uint64_t pos, uint64_t handle = 0) {
-    return {pos, StateRef{handle, 1000}, CheckpointKind::interval};
+    return {pos, CheckpointRef{handle, 1000}, CheckpointKind::interval};
 }
 }  // namespace
 
@@ -287,7 +287,7 @@ struct FakeStore : CacheObserver {
         CHECK(pages.size() * page_size == end - start);
         for (uint32_t p : pages) CHECK(pages_in_tree.erase(p) == 1);
     }
-    void state_freed(const StateRef& r) override {
+    void state_freed(const CheckpointRef& r) override {
         if (states.erase(r.handle) != 1) ++freed_twice;
     }
 };
@@ -302,7 +302,7 @@ TEST_CASE("radix cache: real-state hook (handles, pages, copy-on-write)") {
         for (uint32_t i = 0; i < 64; ++i) pages[i] = 100 + i;
         store.states[7] = {1.0f, 2.0f};
         store.pages_in_tree.insert(pages.begin(), pages.end());
-        auto r = c.insert(a, 64, {{64, StateRef{7, 8}, CheckpointKind::end}}, pages);
+        auto r = c.insert(a, 64, {{64, CheckpointRef{7, 8}, CheckpointKind::end}}, pages);
         CHECK(r.new_tokens == 64);
         // A second request resumes from handle 7 and inserts a redundant state at 64: the tree
         // keeps its own (never mutated), the new one is freed at once.
@@ -310,7 +310,7 @@ TEST_CASE("radix cache: real-state hook (handles, pages, copy-on-write)") {
         CHECK(l.state.handle == 7);
         CHECK(c.kv_pages(l) == pages);
         store.states[8] = {1.0f, 2.0f};
-        r = c.insert(a, 64, {{64, StateRef{8, 8}, CheckpointKind::end}}, pages);
+        r = c.insert(a, 64, {{64, CheckpointRef{8, 8}, CheckpointKind::end}}, pages);
         CHECK(r.states_redundant == 1);
         CHECK(r.existing_len == 64);
         CHECK(store.states.count(8) == 0);
@@ -422,7 +422,7 @@ TEST_CASE("request flow in real-state mode: the model's states and pages go into
         Admission a = admit_request(c, p, *q, 200, 200);
         CHECK(a.cache_len == 192);    // whole pages only
         REQUIRE(a.plan.size() == 3);  // 64, 128, 192 (the end coincides with the last)
-        std::vector<StateRef> states;
+        std::vector<CheckpointRef> states;
         for (size_t i = 0; i < a.plan.size(); ++i) {
             store.states[100 + i] = {float(i)};
             states.push_back({100 + i, 4});
