@@ -49,7 +49,8 @@ struct Variant {
 void bench_model(BenchContext& ctx) {
     ctx.arch = kda::simd_arch();
     const bool quick = ctx.quick;
-    const int prefill_T = quick ? 64 : 512, decode_n = quick ? 8 : 64, rounds = quick ? 1 : 5;
+    const std::vector<int> prefill_T = quick ? std::vector<int>{64} : std::vector<int>{128, 512};
+    const int decode_n = quick ? 8 : 64, rounds = quick ? 1 : 3;
     const std::vector<int> contexts = quick ? std::vector<int>{64} : std::vector<int>{64, 1024};
 
     std::vector<std::unique_ptr<Setup>> setups;
@@ -64,7 +65,7 @@ void bench_model(BenchContext& ctx) {
         s->create_ms = sw.ms();
         if (!m.model) return;
         s->model = std::move(m.model);
-        const int max_ctx = std::max(prefill_T, contexts.back() + decode_n);
+        const int max_ctx = std::max(prefill_T.back(), contexts.back() + decode_n);
         PoolResult p = make_model_pool(*s->model, 1, uint64_t(max_ctx), 16);
         if (!p.pool) return;
         s->pool = std::move(p.pool);
@@ -87,13 +88,16 @@ void bench_model(BenchContext& ctx) {
     std::vector<Variant> vars;
     for (auto& sp : setups) {
         Setup* s = sp.get();
-        vars.push_back({s, "prefill", prefill_T, 0, [s, prefill_T] {
-                            (void)s->model->restore(*s->seq, s->at.back());
-                            const Stopwatch sw;
-                            (void)s->model->prefill(
-                                *s->seq, std::span<const int32_t>(s->prompt.data(), size_t(prefill_T)));
-                            return double(prefill_T) / (sw.ms() * 1e-3);
-                        }});
+        for (int T : prefill_T) {
+            if (s->impl == "scalar" && T != prefill_T.front()) continue;  // the scalar kernels are slow
+            vars.push_back({s, "prefill", T, 0, [s, T] {
+                                (void)s->model->restore(*s->seq, s->at.back());
+                                const Stopwatch sw;
+                                (void)s->model->prefill(
+                                    *s->seq, std::span<const int32_t>(s->prompt.data(), size_t(T)));
+                                return double(T) / (sw.ms() * 1e-3);
+                            }});
+        }
         for (size_t c = 0; c < contexts.size(); ++c) {
             if (s->impl == "scalar" && c > 0) continue;
             vars.push_back({s, "decode", decode_n, contexts[c], [s, c, decode_n] {
@@ -129,10 +133,11 @@ void bench_model(BenchContext& ctx) {
                  {},
                  s->create_ms,
                  "ms"});
-    auto find = [&](const std::string& name, const std::string& preset, const std::string& impl,
-                    int context) {
+    // `at`: the decode context, or the prefill length.
+    auto find = [&](const std::string& name, const std::string& preset, const std::string& impl, int at) {
         for (const auto& v : vars)
-            if (v.name == name && v.s->preset == preset && v.s->impl == impl && v.context == context)
+            if (v.name == name && v.s->preset == preset && v.s->impl == impl &&
+                (name == "prefill" ? v.tokens : v.context) == at)
                 return median(v.rates);
         return 0.0;
     };
@@ -140,15 +145,16 @@ void bench_model(BenchContext& ctx) {
         ctx.add({name, {}, {}, den > 0 ? num / den : 0, "ratio"});
     };
     const std::string best = kda::simd_enabled() ? "simd" : "scalar";
-    ratio("ratio/tiny_prefill_over_decode", find("prefill", "tiny", best, 0),
-          find("decode", "tiny", best, 64));
-    ratio("ratio/tiny_over_small_decode", find("decode", "tiny", best, 64),
-          find("decode", "small", best, 64));
+    const int T0 = prefill_T.front(), T1 = prefill_T.back(), c0 = contexts.front();
+    ratio("ratio/tiny_prefill" + std::to_string(T1) + "_over_decode" + std::to_string(c0),
+          find("prefill", "tiny", best, T1), find("decode", "tiny", best, c0));
+    ratio("ratio/tiny_over_small_decode" + std::to_string(c0), find("decode", "tiny", best, c0),
+          find("decode", "small", best, c0));
     if (kda::simd_enabled()) {
-        ratio("ratio/tiny_decode_simd_over_scalar", find("decode", "tiny", "simd", 64),
-              find("decode", "tiny", "scalar", 64));
-        ratio("ratio/tiny_prefill_simd_over_scalar", find("prefill", "tiny", "simd", 0),
-              find("prefill", "tiny", "scalar", 0));
+        ratio("ratio/tiny_decode" + std::to_string(c0) + "_simd_over_scalar",
+              find("decode", "tiny", "simd", c0), find("decode", "tiny", "scalar", c0));
+        ratio("ratio/tiny_prefill" + std::to_string(T0) + "_simd_over_scalar",
+              find("prefill", "tiny", "simd", T0), find("prefill", "tiny", "scalar", T0));
     }
 }
 

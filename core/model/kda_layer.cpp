@@ -6,6 +6,7 @@
 #include "core/kda/recurrent.h"
 #include "core/model/matmul.h"
 #include "core/model/norm.h"
+#include "core/model/vec_kernels.h"
 
 namespace k3::model {
 
@@ -45,25 +46,33 @@ void kda_project(const KdaWeights& w, const KdaDims& d, const float* x, int T, K
     matmul(a.low.data(), T, R, w.g_b.view(), a.gate_out.data(), w.g_b.out, impl);
 }
 
-void kda_conv(const KdaWeights& w, const KdaDims& d, const KdaState& st, KdaActs& a) {
+void kda_conv(const KdaWeights& w, const KdaDims& d, const KdaState& st, KdaActs& a, Impl impl) {
     const int W = d.conv_width, QK = d.qk_channels(), VC = d.v_channels();
     kda::conv_sequence(QK, W, st.win_q, a.raw_q.data(), a.T, w.conv_q.data(), a.q.data());
     kda::conv_sequence(QK, W, st.win_k, a.raw_k.data(), a.T, w.conv_k.data(), a.k.data());
     kda::conv_sequence(VC, W, st.win_v, a.raw_v.data(), a.T, w.conv_v.data(), a.v.data());
-    kda::silu_inplace(a.q.data(), size_t(a.T) * QK);
-    kda::silu_inplace(a.k.data(), size_t(a.T) * QK);
-    kda::silu_inplace(a.v.data(), size_t(a.T) * VC);
+    // kda::silu_inplace's bits, vectorised (vec_kernels.h).
+    silu(a.q.data(), size_t(a.T) * QK, impl);
+    silu(a.k.data(), size_t(a.T) * QK, impl);
+    silu(a.v.data(), size_t(a.T) * VC, impl);
+}
+
+void kda_normalize(const KdaDims& d, KdaActs& a) {
+    kda::l2norm_rows(a.q.data(), a.T * d.s.H, d.s.K);
+    kda::l2norm_rows(a.k.data(), a.T * d.s.H, d.s.K);
+}
+
+void kda_gates(const KdaWeights& w, const KdaDims& d, KdaActs& a) {
+    for (int t = 0; t < a.T; ++t) {
+        const size_t r = size_t(t) * d.g_channels();
+        kda::kda_gate(a.z.data() + r, w.dt_bias.data(), w.A_log.data(), d.s.HV, d.s.K, a.g.data() + r);
+    }
+    kda::beta_sigmoid(a.beta_logit.data(), a.T * d.s.HV, a.beta.data());
 }
 
 void kda_activate(const KdaWeights& w, const KdaDims& d, KdaActs& a) {
-    const int T = a.T, H = d.s.H, HV = d.s.HV, K = d.s.K;
-    kda::l2norm_rows(a.q.data(), T * H, K);
-    kda::l2norm_rows(a.k.data(), T * H, K);
-    for (int t = 0; t < T; ++t) {
-        const size_t r = size_t(t) * d.g_channels();
-        kda::kda_gate(a.z.data() + r, w.dt_bias.data(), w.A_log.data(), HV, K, a.g.data() + r);
-    }
-    kda::beta_sigmoid(a.beta_logit.data(), T * HV, a.beta.data());
+    kda_normalize(d, a);
+    kda_gates(w, d, a);
 }
 
 void kda_core(const KdaDims& d, float* S, KdaActs& a, CoreMode mode, int chunk, Impl impl) {
@@ -84,10 +93,17 @@ void kda_forward(const KdaWeights& w, const KdaDims& d, const KdaState& st, cons
     a.resize(d, T);
     if (T == 0) return;
     kda_project(w, d, x, T, a, impl);
-    kda_conv(w, d, st, a);
+    kda_conv(w, d, st, a, impl);
     kda_activate(w, d, a);
     kda_core(d, st.S, a, mode, chunk, impl);
     kda_output(w, d, a, out, impl);
+}
+
+void kda_replay(const KdaWeights& w, const KdaDims& d, const KdaState& st, KdaActs& a, Impl impl) {
+    if (a.T == 0) return;
+    kda_conv(w, d, st, a, impl);
+    kda_normalize(d, a);
+    kda_core(d, st.S, a, CoreMode::recurrent, 1, impl);
 }
 
 }  // namespace k3::model

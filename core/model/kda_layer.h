@@ -3,7 +3,8 @@
 //
 //   project   x -> raw q/k/v (pre-conv), gate input z = f_b(f_a x), beta logit, output-gate input
 //   conv      raw q/k/v -> causal depthwise conv with the window state -> SiLU; the window advances
-//   activate  L2-normalise q and k per head; g = -exp(A_log) softplus(z + dt_bias); beta = sigmoid
+//   activate  normalize: L2-normalise q and k per head;
+//             gates: g = -exp(A_log) softplus(z + dt_bias), beta = sigmoid(beta logit)
 //   core      the KDA recurrence on S: chunked (prefill) or token by token (decode, replay)
 //   output    per-head RMSNorm (o_norm) times sigmoid(output gate), then o_proj
 //
@@ -49,13 +50,21 @@ struct KdaActs {
 };
 
 void kda_project(const KdaWeights& w, const KdaDims& d, const float* x, int T, KdaActs& a, Impl impl);
-void kda_conv(const KdaWeights& w, const KdaDims& d, const KdaState& st, KdaActs& a);
-void kda_activate(const KdaWeights& w, const KdaDims& d, KdaActs& a);
+void kda_conv(const KdaWeights& w, const KdaDims& d, const KdaState& st, KdaActs& a, Impl impl);
+void kda_normalize(const KdaDims& d, KdaActs& a);
+void kda_gates(const KdaWeights& w, const KdaDims& d, KdaActs& a);
+void kda_activate(const KdaWeights& w, const KdaDims& d, KdaActs& a);  // kda_normalize, then kda_gates
 void kda_core(const KdaDims& d, float* S, KdaActs& a, CoreMode mode, int chunk, Impl impl);
 void kda_output(const KdaWeights& w, const KdaDims& d, KdaActs& a, float* out, Impl impl);
 
 // All five stages: x [T][d] -> out [T][d] (may not alias x), updating S and the windows.
 void kda_forward(const KdaWeights& w, const KdaDims& d, const KdaState& st, const float* x, int T, KdaActs& a,
                  float* out, CoreMode mode, int chunk, Impl impl);
+
+// Replays recorded tokens into a state (reference/kda.md §6 variant (b), "minimal exact incl. conv"):
+// a.T, the raw q/k/v rows and g, beta must be filled; runs conv, normalize and the recurrent core, no
+// output. From the state the recording started from, this gives the bits of the recorded forward when
+// that forward ran with CoreMode::recurrent (speculative verification), for any prefix of its tokens.
+void kda_replay(const KdaWeights& w, const KdaDims& d, const KdaState& st, KdaActs& a, Impl impl);
 
 }  // namespace k3::model

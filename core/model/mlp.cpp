@@ -1,7 +1,7 @@
 #include "core/model/mlp.h"
 
-#include "core/base/fmath.h"
 #include "core/model/matmul.h"
+#include "core/model/vec_kernels.h"
 
 namespace k3::model {
 
@@ -16,7 +16,7 @@ void mlp_forward(const MlpWeights& w, const float* x, int T, MlpActs& a, float* 
     if (T == 0) return;
     matmul(x, T, D, w.gate.view(), a.a.data(), F, impl);
     matmul(x, T, D, w.up.view(), a.b.data(), F, impl);
-    for (size_t e = 0; e < size_t(T) * size_t(F); ++e) a.a[e] = silu_f32(a.a[e]) * a.b[e];
+    silu_mul(a.a.data(), a.b.data(), size_t(T) * size_t(F), impl);
     matmul(a.a.data(), T, F, w.down.view(), out, D, impl);
 }
 

@@ -81,9 +81,11 @@ ModelResult Model::create(const ModelConfig& c, uint64_t seed, const ModelOption
                              " B KV per token and layer) disagrees with the layers (" +
                              std::to_string(state_layer) + ", " + std::to_string(kv_row) + ")"};
     int nl = 0, na = 0;
-    for (LayerKind k : c.layers) {
-        m->linear_index_.push_back(k == LayerKind::linear ? nl++ : -1);
-        m->attention_index_.push_back(k == LayerKind::attention ? na++ : -1);
+    for (int l = 0; l < c.n_layers(); ++l) {
+        const bool lin = c.layers[size_t(l)] == LayerKind::linear;
+        m->linear_index_.push_back(lin ? nl++ : -1);
+        m->attention_index_.push_back(lin ? -1 : na++);
+        (lin ? m->linear_layers_ : m->attention_layers_).push_back(l);
     }
     m->weights_ = make_weights(c, seed);
     return {std::move(m), {}};
@@ -153,10 +155,7 @@ SequenceSnapshot Model::save(const Sequence& seq) const {
     s.fingerprint = fingerprint_;
     s.position = seq.position();
     const PoolModel& pm = pool_model_;
-    s.state.resize(size_t(pm.state_bytes()));
-    for (int l = 0; l < pm.linear_layers; ++l)
-        std::memcpy(s.state.data() + size_t(l) * pm.state_bytes_per_layer,
-                    seq.pool().state_data(seq.state(), l), size_t(pm.state_bytes_per_layer));
+    s.state = save_state(seq);
     const size_t row = size_t(pm.kv_bytes_per_token_per_layer);
     s.kv.resize(size_t(pm.attention_layers) * size_t(s.position) * row);
     std::byte* out = s.kv.data();
@@ -185,10 +184,7 @@ std::string Model::restore(Sequence& into, const SequenceSnapshot& snap) const {
     const AllocStatus st = snap.position >= into.position() ? pool.grow_kv(into.owner(), snap.position)
                                                             : pool.truncate_kv(into.owner(), snap.position);
     if (st != AllocStatus::ok) return std::string("KV pages for the snapshot: ") + alloc_status_name(st);
-    for (int l = 0; l < pm.linear_layers; ++l)
-        std::memcpy(pool.state_data(into.state(), l),
-                    snap.state.data() + size_t(l) * pm.state_bytes_per_layer,
-                    size_t(pm.state_bytes_per_layer));
+    write_state(into, snap.state.data());
     const std::byte* in = snap.kv.data();
     for (int a = 0; a < pm.attention_layers; ++a) {
         const KvView v = kv_view(into, a);
@@ -214,6 +210,42 @@ SequenceResult Model::fork(const Sequence& src, OwnerId owner) const {
     }
     r.seq->position_ = src.position();
     return r;
+}
+
+std::vector<std::byte> Model::save_state(const Sequence& seq) const {
+    const PoolModel& pm = pool_model_;
+    std::vector<std::byte> s(size_t(pm.state_bytes()));
+    for (int l = 0; l < pm.linear_layers; ++l)
+        std::memcpy(s.data() + size_t(l) * pm.state_bytes_per_layer, seq.pool().state_data(seq.state(), l),
+                    size_t(pm.state_bytes_per_layer));
+    return s;
+}
+
+std::string Model::restore_state(Sequence& seq, std::span<const std::byte> state) const {
+    const PoolModel& pm = pool_model_;
+    if (state.size() != pm.state_bytes())
+        return "state is " + std::to_string(state.size()) + " B, the model needs " + std::to_string(pm.state_bytes());
+    if (std::string e = check_sequence(seq); !e.empty()) return e;
+    write_state(seq, state.data());
+    return {};
+}
+
+void Model::write_state(Sequence& seq, const std::byte* state) const {
+    const PoolModel& pm = pool_model_;
+    for (int l = 0; l < pm.linear_layers; ++l)
+        std::memcpy(seq.pool().state_data(seq.state(), l), state + size_t(l) * pm.state_bytes_per_layer,
+                    size_t(pm.state_bytes_per_layer));
+}
+
+std::string Model::truncate(Sequence& seq, uint64_t position) const {
+    if (std::string e = check_sequence(seq); !e.empty()) return e;
+    if (position > seq.position())
+        return "cannot truncate to " + std::to_string(position) + " tokens: the sequence has " +
+               std::to_string(seq.position());
+    if (AllocStatus st = seq.pool().truncate_kv(seq.owner(), position); st != AllocStatus::ok)
+        return std::string("truncate KV: ") + alloc_status_name(st);
+    seq.position_ = position;
+    return {};
 }
 
 PoolResult make_model_pool(const Model& m, int sequences, uint64_t tokens_each, uint32_t page_tokens) {

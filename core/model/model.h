@@ -87,6 +87,12 @@ class Model {
     // Index of layer l among the linear (KDA) or attention (MLA) layers, -1 if it is of the other kind.
     int linear_index(int layer) const { return linear_index_[size_t(layer)]; }
     int attention_index(int layer) const { return attention_index_[size_t(layer)]; }
+    // The layer of the i-th linear (KDA) or attention (MLA) layer.
+    int layer_of_linear(int i) const { return linear_layers_[size_t(i)]; }
+    int layer_of_attention(int i) const { return attention_layers_[size_t(i)]; }
+    const KdaWeights& kda_weights(int linear_index) const {
+        return weights_.blocks[size_t(layer_of_linear(linear_index))].kda;
+    }
     // What a pool for this model's sequences is made with: PoolModel::from(account_memory(config)).
     const PoolModel& pool_model() const { return pool_model_; }
 
@@ -100,6 +106,16 @@ class Model {
     std::string restore(Sequence& into, const SequenceSnapshot& snap) const;
     // An eager copy of `src` under a new owner in the same pool.
     SequenceResult fork(const Sequence& src, OwnerId owner) const;
+
+    // ---- speculative rollback seams (reference/kda.md §6) ----
+    // The KDA state alone (every linear layer: S, then the windows), e.g. the confirmed state before
+    // verifying drafts. Same layout as SequenceSnapshot::state.
+    std::vector<std::byte> save_state(const Sequence& seq) const;
+    std::string restore_state(Sequence& seq, std::span<const std::byte> state) const;
+    // Keeps the first `position` tokens (<= seq.position()) of the KV and sets the position. The KDA
+    // state cannot be rewound: the caller makes it match (restore_state, then kda_replay of the
+    // accepted tokens' records). A sequence whose state and position disagree is the caller's bug.
+    std::string truncate(Sequence& seq, uint64_t position) const;
 
     // ---- forward ----
     // Appends `tokens` at seq.position(). Logits (vocab floats per row) of the last token or of every
@@ -120,6 +136,7 @@ class Model {
   private:
     Model() = default;
     std::string check_sequence(const Sequence& seq) const;
+    void write_state(Sequence& seq, const std::byte* state) const;  // state_bytes(), checked by the caller
     void run_slice(Sequence& seq, std::span<const int32_t> tokens, uint64_t pos, const ForwardOptions& fo,
                    const std::vector<KdaState>& kda_states, const std::vector<KvView>& kv_views,
                    bool want_last, std::vector<float>* logits);
@@ -131,7 +148,7 @@ class Model {
     KdaDims kda_;
     MlaDims mla_;
     PoolModel pool_model_;
-    std::vector<int> linear_index_, attention_index_;
+    std::vector<int> linear_index_, attention_index_, linear_layers_, attention_layers_;
 
     // Scratch of a forward pass (grown on demand).
     FloatBuf h_, xn_, out_, logit_rows_;

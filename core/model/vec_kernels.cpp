@@ -1,8 +1,11 @@
 // Scalar and xsimd versions of vec_kernels.h side by side (each is a few lines).
 #include "core/model/vec_kernels.h"
 
+#include "core/base/fmath.h"
+
 #if K3_SIMD
 #include "core/kda/simd.h"
+#include "core/kda/vexp.h"
 #endif
 
 namespace k3::model {
@@ -30,9 +33,32 @@ void axpy_scalar(float a, const float* x, float* y, int n) {
     for (int i = 0; i < n; ++i) y[i] = y[i] + a * x[i];
 }
 
+void silu_scalar(float* x, size_t n) {
+    for (size_t i = 0; i < n; ++i) x[i] = silu_f32(x[i]);
+}
+
+void silu_mul_scalar(float* a, const float* b, size_t n) {
+    for (size_t i = 0; i < n; ++i) a[i] = silu_f32(a[i]) * b[i];
+}
+
 #if K3_SIMD
 namespace {
 using namespace kda::simd;
+
+// silu_f32 lane by lane: x * (1 / (1 + exp(-x))).
+inline vf silu_v(vf x) { return x * (vf(1.0f) / (vf(1.0f) + exp_v(-x))); }
+
+void silu_simd(float* x, size_t n) {
+    size_t i = 0;
+    for (; i + W <= n; i += W) store(x + i, silu_v(load(x + i)));
+    for (; i < n; ++i) x[i] = silu_f32(x[i]);
+}
+
+void silu_mul_simd(float* a, const float* b, size_t n) {
+    size_t i = 0;
+    for (; i + W <= n; i += W) store(a + i, silu_v(load(a + i)) * load(b + i));
+    for (; i < n; ++i) a[i] = silu_f32(a[i]) * b[i];
+}
 static_assert(W <= 16 && 16 % W == 0, "dot16 needs a vector width that divides 16");
 constexpr int kParts = 16 / W;
 
@@ -62,6 +88,20 @@ float dot16(const float* a, const float* b, int n, Impl impl) {
     if (impl == Impl::simd) return dot16_simd(a, b, n);
 #endif
     return dot16_scalar(a, b, n);
+}
+
+void silu(float* x, size_t n, Impl impl) {
+#if K3_SIMD
+    if (impl == Impl::simd) return silu_simd(x, n);
+#endif
+    silu_scalar(x, n);
+}
+
+void silu_mul(float* a, const float* b, size_t n, Impl impl) {
+#if K3_SIMD
+    if (impl == Impl::simd) return silu_mul_simd(a, b, n);
+#endif
+    silu_mul_scalar(a, b, n);
 }
 
 void axpy(float a, const float* x, float* y, int n, Impl impl) {

@@ -6,7 +6,11 @@
 // (1 scalar, 4 WebAssembly/SSE, 8 AVX2, 16 AVX-512) computes exactly these partials, so the bits are
 // the same in every build (DESIGN.md §4).
 // axpy: y += a x, element-wise, trivially the same bits at any width.
+// silu / silu_mul: x sigmoid(x) = x * (1 / (1 + exp(-x))) with the exp of core/base/fmath.h; the SIMD
+// version uses core/kda/vexp.h, which gives exp_f32's bits in every lane.
 #pragma once
+
+#include <cstddef>
 
 #include "core/kda/layout.h"
 
@@ -17,7 +21,12 @@ using kda::Impl;
 float dot16(const float* a, const float* b, int n, Impl impl = Impl::simd);
 void axpy(float a, const float* x, float* y, int n, Impl impl = Impl::simd);
 
+void silu(float* x, size_t n, Impl impl = Impl::simd);                     // x = silu(x)
+void silu_mul(float* a, const float* b, size_t n, Impl impl = Impl::simd);  // a = silu(a) * b (SwiGLU)
+
 float dot16_scalar(const float* a, const float* b, int n);
 void axpy_scalar(float a, const float* x, float* y, int n);
+void silu_scalar(float* x, size_t n);
+void silu_mul_scalar(float* a, const float* b, size_t n);
 
 }  // namespace k3::model

@@ -426,3 +426,108 @@ TEST_CASE("model: the observer's per-token records replay the KDA state exactly"
                    d.scale, nullptr);
     CHECK(std::memcmp(S.data(), st.S, S.size() * 4) == 0);
 }
+
+// Speculative decoding with a projection cache (reference/kda.md §6, invariant 21), end to end:
+// keep the confirmed state, verify N drafts token by token while recording raw q/k/v rows, g and
+// beta, accept n of them, roll back, replay the n records. The result must have the bits of running
+// the n accepted tokens directly, for every n in 0..N (n = 0 leaves the confirmed bytes untouched).
+TEST_CASE("model: rollback to the confirmed state and replay of n accepted records is exact") {
+    Model& m = tiny();
+    const KdaDims& d = m.kda();
+    struct Rec : ForwardObserver {
+        std::vector<KdaActs> layers;
+        void on_kda(int, int li, uint64_t, const float*, const KdaActs& a) override {
+            if (layers.size() <= size_t(li)) layers.resize(size_t(li) + 1);
+            layers[size_t(li)] = a;  // a copy of every per-token buffer
+        }
+    };
+    const auto prompt = random_tokens(30, 19, m.vocab());
+    const auto drafts = random_tokens(4, 20, m.vocab());
+    const int N = int(drafts.size());
+    for (int n = 0; n <= N; ++n) {
+        CAPTURE(n);
+        Run r = new_run(m);
+        REQUIRE(m.prefill(*r.seq, prompt).empty());
+        const std::vector<std::byte> confirmed = m.save_state(*r.seq);
+        Rec rec;
+        REQUIRE(m.forward(*r.seq, drafts, ForwardOptions{CoreMode::recurrent, LogitRows::all, &rec}, nullptr)
+                    .empty());
+        // Reject after n: confirmed state back, KV cut to the accepted tokens, replay their records.
+        REQUIRE(m.restore_state(*r.seq, confirmed).empty());
+        REQUIRE(m.truncate(*r.seq, prompt.size() + size_t(n)).empty());
+        for (int li = 0; li < m.config().n_linear(); ++li) {
+            const KdaActs& all = rec.layers[size_t(li)];
+            KdaActs a;
+            a.resize(d, n);
+            auto copy = [&](FloatBuf& to, const FloatBuf& from, size_t per) {
+                std::copy(from.begin(), from.begin() + ptrdiff_t(per * size_t(n)), to.begin());
+            };
+            copy(a.raw_q, all.raw_q, size_t(d.qk_channels()));
+            copy(a.raw_k, all.raw_k, size_t(d.qk_channels()));
+            copy(a.raw_v, all.raw_v, size_t(d.v_channels()));
+            copy(a.g, all.g, size_t(d.g_channels()));
+            copy(a.beta, all.beta, size_t(d.s.HV));
+            kda_replay(m.kda_weights(li), d, m.kda_state(*r.seq, li), a, Impl::simd);
+        }
+        // Direct: the prompt, then the n accepted tokens token by token.
+        Run direct = new_run(m);
+        REQUIRE(m.prefill(*direct.seq, prompt).empty());
+        REQUIRE(m.forward(*direct.seq, std::span<const int32_t>(drafts).first(size_t(n)),
+                          ForwardOptions{CoreMode::recurrent, LogitRows::none, nullptr}, nullptr)
+                    .empty());
+        CHECK(same_bytes(m.save(*r.seq), m.save(*direct.seq)));
+        if (n == 0) CHECK(m.save_state(*r.seq) == confirmed);
+        // The sequence continues like the direct one.
+        std::vector<float> l1, l2;
+        REQUIRE(m.decode(*r.seq, 7, &l1).empty());
+        REQUIRE(m.decode(*direct.seq, 7, &l2).empty());
+        CHECK(same_bits(l1, l2));
+    }
+    Run r = new_run(m);
+    CHECK(!m.truncate(*r.seq, 1).empty());  // beyond the position
+}
+
+// "Sensible scales": the seeded weights keep activations O(1) and give the gates a realistic spread
+// (reference/kda.md §1 init: A_log = log U(1, 16), dt log-uniform in [1e-3, 1e-1]).
+TEST_CASE("model: seeded weights give O(1) activations and a realistic spread of decays") {
+    Model& m = tiny();
+    struct Stats : ForwardObserver {
+        int layers = 0, bad = 0;
+        double n = 0, fast = 0, slow = 0, beta = 0, nb = 0, o2 = 0, no = 0;
+        void on_kda(int, int, uint64_t, const float*, const KdaActs& a) override {
+            const KdaDims& d = tiny().kda();
+            ++layers;
+            for (size_t e = 0; e < size_t(a.T) * d.g_channels(); ++e) {
+                const double g = a.g[e];
+                bad += !(g <= 0.0) || !std::isfinite(g);
+                fast += g < -0.6931;  // alpha < 0.5: forgets within a token or two
+                slow += g > -0.01;    // alpha > 0.99: remembers for 100+ tokens
+                ++n;
+            }
+            for (size_t e = 0; e < size_t(a.T) * d.s.HV; ++e) beta += a.beta[e], ++nb;
+            for (size_t e = 0; e < size_t(a.T) * d.v_channels(); ++e) o2 += double(a.y[e]) * a.y[e], ++no;
+        }
+    } st;
+    Run r = new_run(m);
+    std::vector<float> logits;
+    REQUIRE(m.forward(*r.seq, random_tokens(128, 24, m.vocab()),
+                      ForwardOptions{CoreMode::chunked, LogitRows::all, &st}, &logits)
+                .empty());
+    CHECK(st.layers == m.config().n_linear());
+    CHECK(st.bad == 0);
+    MESSAGE("alpha < 0.5: " << st.fast / st.n << ", alpha > 0.99: " << st.slow / st.n << ", mean beta "
+                            << st.beta / st.nb << ", gated head-norm RMS " << std::sqrt(st.o2 / st.no));
+    CHECK(st.fast / st.n > 0.02);
+    CHECK(st.fast / st.n < 0.5);
+    CHECK(st.slow / st.n > 0.02);
+    CHECK(st.slow / st.n < 0.5);
+    CHECK(std::fabs(st.beta / st.nb - 0.5) < 0.15);
+    CHECK(std::sqrt(st.o2 / st.no) > 0.2);
+    CHECK(std::sqrt(st.o2 / st.no) < 2.0);
+    double l2 = 0;
+    for (float x : logits) l2 += double(x) * x;
+    const double lrms = std::sqrt(l2 / double(logits.size()));
+    MESSAGE("logit RMS " << lrms);
+    CHECK(lrms > 0.3);
+    CHECK(lrms < 3.0);
+}

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/base/fmath.h"
 #include "core/base/rng.h"
 #include "core/model/matmul.h"
 #include "core/model/vec_kernels.h"
@@ -107,5 +108,24 @@ TEST_CASE("model kernels: dot16 and axpy, scalar and simd give the same bits") {
         axpy_scalar(0.37f, a.data(), y.data(), n);
         axpy(0.37f, a.data(), y2.data(), n, Impl::simd);
         CHECK(same(y, y2));
+    }
+}
+
+TEST_CASE("model kernels: silu and silu_mul, scalar and simd give the bits of silu_f32") {
+    Rng r(6);
+    std::vector<float> x(1003);
+    r.fill_normal(x.data(), x.size(), 8.0f);
+    const float edge[] = {0.0f, -0.0f, 1e-30f, -1e-30f, 20.0f, -20.0f, 88.0f, -88.0f, 89.0f, -89.0f, 104.0f, -104.0f, 1e30f, -1e30f};
+    std::copy(std::begin(edge), std::end(edge), x.begin());
+    std::vector<float> b(x.size());
+    r.fill_normal(b.data(), b.size());
+    std::vector<float> want(x.size()), want_mul(x.size());
+    for (size_t i = 0; i < x.size(); ++i) want[i] = silu_f32(x[i]), want_mul[i] = silu_f32(x[i]) * b[i];
+    for (Impl impl : {Impl::scalar, Impl::simd}) {
+        std::vector<float> s = x, m = x;
+        silu(s.data(), s.size(), impl);
+        silu_mul(m.data(), b.data(), m.size(), impl);
+        CHECK(same(s, want));
+        CHECK(same(m, want_mul));
     }
 }

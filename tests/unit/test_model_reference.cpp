@@ -74,3 +74,30 @@ TEST_CASE("model reference: fp32 model logits against fp64 (prefill, then decode
         CHECK(row[argmax(l32.data() + t * size_t(m.vocab()), m.vocab())] >= best - 1e-4);
     }
 }
+
+TEST_CASE("model reference: grouped value heads (HV = 2 H) against fp64") {
+    ModelConfig c = *model_preset("tiny");
+    c.lin_v_heads = 8;  // two value heads (state matrices) per q/k head
+    c.head_v = 32;
+    ModelResult r = Model::create(c, 3);
+    REQUIRE_MESSAGE(r.model, r.error);
+    const Model& m = *r.model;
+    const KdaDims& d = m.kda();
+    CHECK(m.pool_model().state_bytes_per_layer == (8u * 64 * 32 + 3u * (2 * 256 + 8 * 32)) * 4);
+    const int T = 70;
+    std::vector<float> x(size_t(T) * d.d_model), st(d.layer_floats(), 0.0f), out(size_t(T) * d.d_model);
+    Rng(25).fill_normal(x.data(), x.size());
+    const std::vector<double> xd(x.begin(), x.end());
+    ref::KdaStateF64 sd(d);
+    KdaActs acts;
+    kda_forward(m.kda_weights(0), d, KdaState::at(d, st.data()), x.data(), T, acts, out.data(),
+                CoreMode::chunked, 16, Impl::simd);
+    std::vector<double> outd(out.size());
+    ref::kda_layer(m.kda_weights(0), d, sd, xd.data(), T, outd.data());
+    const double e_out = rel_rms(out, outd),
+                 e_S =
+                     rel_rms(std::vector<float>(st.begin(), st.begin() + ptrdiff_t(d.state_floats())), sd.S);
+    MESSAGE("HV = 2H: out " << e_out << ", S " << e_S);
+    CHECK(e_out < 1e-5);
+    CHECK(e_S < 1e-5);
+}
