@@ -66,6 +66,8 @@ std::optional<ModelConfig> model_preset(std::string_view id) {
         c.mla_nope_dim = 128;
         c.mla_v_dim = 128;
         c.kv_dtype = DType::bf16;
+        c.total_params = 48e9;  // "48B total, 3B activated" (model card)
+        c.active_params = 3e9;
         return c;
     }
     if (id == "qwen3-next-80b") {
@@ -86,6 +88,8 @@ std::optional<ModelConfig> model_preset(std::string_view id) {
         c.kv_heads = 2;
         c.attn_head_dim = 256;
         c.kv_dtype = DType::bf16;
+        c.total_params = 80e9;  // "80B total, 3B activated" (model card)
+        c.active_params = 3e9;
         return c;
     }
     if (id == "tiny" || id == "small") {

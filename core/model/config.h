@@ -38,6 +38,10 @@ struct ModelConfig {
     int kv_heads = 0, attn_head_dim = 0;   // GQA: cached elements per token = 2 * kv_heads * dim
     DType kv_dtype = DType::bf16;
 
+    // Parameter counts (published for the accounting presets; counted for the runnable ones):
+    // what a roofline estimate of compute and weight traffic needs (core/model/roofline.h).
+    double total_params = 0, active_params = 0;
+
     // Runnable-model sizes (only for presets that can run).
     bool runnable = false;
     int vocab = 0, mlp_hidden = 0, gate_rank = 0;

@@ -1,0 +1,23 @@
+// Roofline estimates: the regimes come out where the arithmetic says they should.
+#include <doctest/doctest.h>
+
+#include "core/model/roofline.h"
+
+using namespace k3;
+
+TEST_CASE("roofline: decode of one sequence is memory bound, a long prefill compute bound") {
+    const ModelConfig c = *model_preset("kimi-linear-48b");
+    const Hardware h = *hardware_preset("h100");
+    const WorkCost d = decode_step_cost(c, h, 1, 4096);
+    CHECK_FALSE(d.compute_bound);
+    // One sequence reads 3B active params (bf16) plus twice its 43 MB state plus 4096 x 8064 B of KV.
+    CHECK(d.bytes == doctest::Approx(2 * 3e9 + 2 * 43417600.0 + 4096 * 8064.0));
+    const WorkCost p = prefill_cost(c, h, 32768, 0);
+    CHECK(p.compute_bound);
+    CHECK(p.seconds > d.seconds);
+    // Doubling the batch of a memory-bound decode step costs less than twice the time.
+    CHECK(decode_step_cost(c, h, 2, 4096).seconds < 2 * d.seconds);
+    CHECK(flops_per_token(c, 0) == doctest::Approx(2 * 3e9 + 8.0 * 32 * 128 * 128 * 20));
+    CHECK(transfer_seconds(50e9, *link_preset("ib-ndr")) == doctest::Approx(1.0));
+    CHECK(hardware_presets().size() == 3);
+}
