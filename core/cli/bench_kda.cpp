@@ -1,6 +1,9 @@
 // `k3cli bench kda`: head-tokens/s of the scalar and SIMD recurrent and chunked KDA kernels, K = V = 128,
 // H in {4, 16}: decode (one recurrent step per token over a long run, the state carried on) and prefill
-// (T = 4096 tokens: chunked with C = 16, 32, 64, and token by token for comparison). Variants are
+// (T = 4096 tokens: chunked with C = 16, 32, 64, and token by token for comparison). Decode is measured
+// twice: with one layer state that stays in cache (the kernel's compute bound) and cycling through
+// 64 MiB of layer states (a model's 20 KDA layers times a batch of sequences: every step reads and
+// writes its state from memory, as in serving). Variants are
 // measured in interleaved rounds and the median of the rounds is reported, so that ratios come from
 // one run on one machine state; the ratios the targets of DESIGN.md §6 talk about are appended.
 #include <algorithm>
@@ -25,7 +28,11 @@ struct Layer {
     Shape s;
     TokenData x;
     FloatBuf S0, S, o;
+    FloatBuf many;  // layer states totalling kManyBytes, for decode with the state in memory
+    int n_many = 0;
 };
+
+constexpr double kManyBytes = 64.0 * 1024 * 1024;
 
 struct Variant {
     std::string name;  // "decode/recurrent/simd", "prefill/chunked/scalar", ...
@@ -59,6 +66,10 @@ void bench_kda(BenchContext& ctx) {
         L.S0 = random_state(L.s, 2000 + uint64_t(H), 0.1f);
         L.S = L.S0;
         L.o.assign(size_t(Tpre) * L.s.v_row(), 0.0f);
+        L.n_many = int(kManyBytes / (double(L.s.state_floats()) * 4.0));
+        L.many.resize(size_t(L.n_many) * L.s.state_floats());
+        for (int m = 0; m < L.n_many; ++m)
+            std::memcpy(L.many.data() + size_t(m) * L.s.state_floats(), L.S0.data(), L.S0.size() * 4);
     }
 
     std::vector<Variant> vars;
@@ -78,6 +89,20 @@ void bench_kda(BenchContext& ctx) {
                                 } while (!dl.passed());
                                 return double(n) * L->s.HV;
                             }});
+            if (impl == Impl::simd)  // the same steps, each on the next of n_many states
+                vars.push_back({"decode/recurrent/simd/state-in-memory", H, 1, 0, [L, scale, decode_ms] {
+                                    const Deadline dl(decode_ms);
+                                    long n = 0;
+                                    do {
+                                        for (int r = 0; r < 8; ++r, ++n) {
+                                            const Tokens t = L->x.view().slice(L->s, int(n % 64), 1);
+                                            float* S = L->many.data() + size_t(n % L->n_many) * L->s.state_floats();
+                                            recurrent_step(L->s, S, t.q, t.k, t.v, t.g, t.beta, scale, L->o.data(),
+                                                           Impl::simd);
+                                        }
+                                    } while (!dl.passed());
+                                    return double(n) * L->s.HV;
+                                }});
             // Prefill of Tpre tokens from the same start state: chunked, and token by token.
             for (int C : impl == Impl::simd ? std::vector<int>{16, 32, 64} : std::vector<int>{64})
                 vars.push_back({std::string("prefill/chunked/") + impl_name(impl), H, Tpre, C, [L, impl, scale, C] {
@@ -108,6 +133,7 @@ void bench_kda(BenchContext& ctx) {
     for (const auto& v : vars) {
         BenchResult r{v.name, {{"H", v.H}, {"K", 128}, {"V", 128}}, {}, median(v.rates), "head-tokens/s"};
         if (v.T > 1) r.params.push_back({"T", v.T});
+        if (v.name.find("state-in-memory") != std::string::npos) r.params.push_back({"states_mib", kManyBytes / 1048576});
         if (v.name.rfind("prefill/chunked", 0) == 0) r.params.push_back({"C", v.C});
         r.params.push_back({"rounds", rounds});
         ctx.add(r);
@@ -128,6 +154,9 @@ void bench_kda(BenchContext& ctx) {
         ratio("ratio/prefill_chunked_best_over_decode", best_chunked, find("decode/recurrent/" + best, H, 0));
         ratio("ratio/prefill_chunked64_over_decode", find("prefill/chunked/" + best, H, 64),
               find("decode/recurrent/" + best, H, 0));
+        if (simd_enabled())
+            ratio("ratio/prefill_chunked_best_over_decode_state_in_memory", best_chunked,
+                  find("decode/recurrent/simd/state-in-memory", H, 0));
     }
 }
 

@@ -200,6 +200,6 @@ TEST_CASE("kda determinism digest: the same bits in every build") {
     constexpr uint32_t kExpected = 0x789dba5eu;
     char hex[16];
     std::snprintf(hex, sizeof hex, "0x%08x", unsigned(simd));
-    INFO("digest " << hex << " (build " << K3_BUILD_NAME << ", arch " << simd_arch() << ")");
+    INFO("digest " << hex << " (build " << K3_BUILD_NAME << ", arch " << std::string(simd_arch()) << ")");
     CHECK(simd == kExpected);
 }
