@@ -16,6 +16,7 @@
 
 #include "core/base/clock.h"
 #include "ui/app.h"
+#include "ui/frame.h"
 #include "ui/platform.h"
 #include "ui/png_write.h"
 #include "ui/theme.h"
@@ -138,7 +139,6 @@ int main(int argc, char** argv) {
     else
         app.open_link("");
 
-    float scale = 0;
     int frames_left = 3;  // frames to draw after the last event
     int settled = 0;      // screenshot: frames drawn since the view stopped changing
     const double t_start = k3::now_ms();
@@ -151,32 +151,14 @@ int main(int argc, char** argv) {
         if (g_event) frames_left = 3;
         g_event = false;
 
-        const float s = opt.scale > 0 ? opt.scale : k3::ui::platform::content_scale();
-        if (s != scale) {
-            scale = s;
-            app.style_dirty = true;
-        }
-        if (app.style_dirty) {
-            k3::ui::apply_theme(app.dark, scale);
-            ImGui_ImplOpenGL3_DestroyFontsTexture();
-            ImGui_ImplOpenGL3_CreateFontsTexture();
-            app.style_dirty = false;
-        }
+        k3::ui::prepare_style(app, opt.scale > 0 ? opt.scale : k3::ui::platform::content_scale());
         ImGui_ImplOpenGL3_NewFrame();
         ImGui_ImplGlfw_NewFrame();
         // Scripted screenshots show no hover state wherever the virtual display's pointer is.
         if (!opt.screenshot.empty()) io.AddMousePosEvent(-FLT_MAX, -FLT_MAX);
-        ImGui::NewFrame();
-        app.update(12.0);
-        app.draw();
-        ImGui::Render();
         int fw, fh;
         glfwGetFramebufferSize(window, &fw, &fh);
-        glViewport(0, 0, fw, fh);
-        const ImVec4 bg = ImGui::ColorConvertU32ToFloat4(k3::ui::theme().bg);
-        glClearColor(bg.x, bg.y, bg.z, 1);
-        glClear(GL_COLOR_BUFFER_BIT);
-        ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+        k3::ui::draw_frame(app, 12.0, fw, fh);
         --frames_left;
 
         if (app.want_png) {

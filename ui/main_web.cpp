@@ -10,6 +10,7 @@
 #include <string>
 
 #include "ui/app.h"
+#include "ui/frame.h"
 #include "ui/platform.h"
 #include "ui/theme.h"
 
@@ -49,28 +50,13 @@ void frame() {
     int cw = 0, ch = 0;
     glfwGetWindowSize(g_window, &cw, &ch);
     if (w != cw || h != ch) glfwSetWindowSize(g_window, w, h);
-    const float scale = std::round(k3::ui::platform::content_scale() * 4.0f) / 4.0f;
-    if (scale != k3::ui::theme().scale) app.style_dirty = true;
-    if (app.style_dirty) {
-        k3::ui::apply_theme(app.dark, scale);
-        ImGui_ImplOpenGL3_DestroyFontsTexture();
-        ImGui_ImplOpenGL3_CreateFontsTexture();
-        app.style_dirty = false;
-    }
+    k3::ui::prepare_style(app, std::round(k3::ui::platform::content_scale() * 4.0f) / 4.0f);
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
     ImGuiIO& io = ImGui::GetIO();
     io.DisplaySize = ImVec2(float(w), float(h));  // everything in device pixels
     io.DisplayFramebufferScale = ImVec2(1, 1);
-    ImGui::NewFrame();
-    app.update(10.0);
-    app.draw();
-    ImGui::Render();
-    glViewport(0, 0, w, h);
-    const ImVec4 bg = ImGui::ColorConvertU32ToFloat4(k3::ui::theme().bg);
-    glClearColor(bg.x, bg.y, bg.z, 1);
-    glClear(GL_COLOR_BUFFER_BIT);
-    ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+    k3::ui::draw_frame(app, 10.0, w, h);
     ++g_frames;
     if (app.want_png) {
         app.want_png = false;

@@ -160,4 +160,17 @@ bool banner(ImU32 color, const std::string& text, const char* id, bool dismissab
     return dismissed;
 }
 
+void legend_row(const std::vector<std::string>& names) {
+    const Theme& t = theme();
+    ImGui::PushFont(fonts().small);
+    for (size_t c = 0; c < names.size(); ++c) {
+        if (c) ImGui::SameLine(0, t.px(14));
+        ImGui::ColorButton("##legend", ImGui::ColorConvertU32ToFloat4(series_color(int(c))),
+                           ImGuiColorEditFlags_NoTooltip | ImGuiColorEditFlags_NoBorder, ImVec2(t.px(10), t.px(10)));
+        ImGui::SameLine(0, t.px(4));
+        ImGui::TextUnformatted(names[c].c_str());
+    }
+    ImGui::PopFont();
+}
+
 }  // namespace k3::ui

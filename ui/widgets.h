@@ -4,6 +4,7 @@
 #include <imgui.h>
 
 #include <string>
+#include <vector>
 
 #include "core/experiments/report.h"
 
@@ -20,5 +21,7 @@ void check_row(const Check& c);
 void text_wrapped_colored(ImU32 color, const std::string& text);
 // A coloured banner (warnings, errors) with an optional dismiss button; returns true if dismissed.
 bool banner(ImU32 color, const std::string& text, const char* id, bool dismissable);
+// A row of colour swatches with names (series_color(i) for names[i]), in the small font.
+void legend_row(const std::vector<std::string>& names);
 
 }  // namespace k3::ui

@@ -17,14 +17,8 @@ void draw_timeline(const Timeline& tl, int index) {
     const int lanes = int(tl.lanes.size());
     double t0 = 0, t1 = 1;
     for (const auto& s : tl.spans) t1 = std::max(t1, s.end);
+    legend_row(tl.categories);
     ImGui::PushFont(fonts().small);
-    for (size_t c = 0; c < tl.categories.size(); ++c) {
-        if (c) ImGui::SameLine(0, t.px(14));
-        ImGui::ColorButton("##c", ImGui::ColorConvertU32ToFloat4(series_color(int(c))),
-                           ImGuiColorEditFlags_NoTooltip | ImGuiColorEditFlags_NoBorder, ImVec2(t.px(10), t.px(10)));
-        ImGui::SameLine(0, t.px(4));
-        ImGui::TextUnformatted(tl.categories[c].c_str());
-    }
     float label_w = 0;
     for (const auto& l : tl.lanes) label_w = std::max(label_w, ImGui::CalcTextSize(l.c_str()).x);
     const float lane_h = t.px(lanes > 16 ? 12 : 20);

@@ -24,15 +24,8 @@ void draw_tree(const Tree& tr, int index) {
     }
     double xmax = 1;
     for (const auto& nd : tr.nodes) xmax = std::max(xmax, nd.end);
-    // Legend.
+    legend_row(tr.categories);
     ImGui::PushFont(fonts().small);
-    for (size_t c = 0; c < tr.categories.size(); ++c) {
-        if (c) ImGui::SameLine(0, t.px(14));
-        ImGui::ColorButton("##c", ImGui::ColorConvertU32ToFloat4(series_color(int(c))),
-                           ImGuiColorEditFlags_NoTooltip | ImGuiColorEditFlags_NoBorder, ImVec2(t.px(10), t.px(10)));
-        ImGui::SameLine(0, t.px(4));
-        ImGui::TextUnformatted(tr.categories[c].c_str());
-    }
     if (!tr.marker_label.empty()) {
         ImGui::SameLine(0, t.px(14));
         const ImVec2 p = ImGui::GetCursorScreenPos();
