@@ -30,8 +30,10 @@ void step_head(float* Sh, int K, int V, const float* qh, const float* kh, const 
         K3_SCALAR_LOOP for (int j = 0; j < V; ++j) row[j] = row[j] + kh[i] * u[j];
     }
     if (!oh) return;
-    K3_SCALAR_LOOP for (int j = 0; j < V; ++j) oh[j] = 0.0f;  // 5. read with the updated state
-    for (int i = 0; i < K; ++i) {
+    // 5. read with the updated state, summed over the rows bottom up (i = K-1 ... 0): the order of the SIMD
+    //    kernel, whose second pass over a column block runs upwards for cache reuse (recurrent_simd.cpp).
+    K3_SCALAR_LOOP for (int j = 0; j < V; ++j) oh[j] = 0.0f;
+    for (int i = K - 1; i >= 0; --i) {
         const float qs = scale * qh[i];
         const float* row = Sh + size_t(i) * V;
         K3_SCALAR_LOOP for (int j = 0; j < V; ++j) oh[j] = oh[j] + qs * row[j];

@@ -183,11 +183,13 @@ TEST_CASE("kda invariant 5: zero-length input; a single-token prefill equals one
     }
 }
 
-// o = S^T (scale q) in fp32, summed over i in ascending order (the kernels' order).
-static FloatBuf read_out(const Shape& s, const FloatBuf& S, const float* q, float scale) {
+// o = S^T (scale q) in fp32, summed over i = K-1 ... 0 (the recurrent kernel's order) or 0 ... K-1
+// (the chunked kernel's Qg S).
+static FloatBuf read_out(const Shape& s, const FloatBuf& S, const float* q, float scale, bool descending) {
     FloatBuf o(s.v_row(), 0.0f);
     for (int h = 0; h < s.HV; ++h)
-        for (int i = 0; i < s.K; ++i) {
+        for (int n = 0; n < s.K; ++n) {
+            const int i = descending ? s.K - 1 - n : n;
             const float qs = scale * q[size_t(h / s.group()) * s.K + i];
             for (int j = 0; j < s.V; ++j)
                 o[size_t(h) * s.V + j] = o[size_t(h) * s.V + j] + qs * S[(size_t(h) * s.K + i) * s.V + j];
@@ -201,15 +203,15 @@ TEST_CASE("kda invariant 6: alpha = 1, beta = 0 leaves S unchanged and reads o =
     const FloatBuf S0 = random_state(s, 62);
     for (auto& g : x.g) g = 0.0f;
     for (auto& b : x.beta) b = 0.0f;
-    const FloatBuf want_o = read_out(s, S0, x.q.data(), 0.3f);
+    const FloatBuf want_rec = read_out(s, S0, x.q.data(), 0.3f, true), want_ch = read_out(s, S0, x.q.data(), 0.3f, false);
     for (Impl impl : kImpls) {
         const Run r = run_recurrent(s, S0, x.view(), 0.3f, impl);
         CHECK(same_bits(r.S, S0));
-        CHECK(same_bits(r.o, want_o));
+        CHECK(same_bits(r.o, want_rec));
         for (int C : {1, 16}) {
             const Run c = run_chunked(s, S0, x.view(), 0.3f, C, impl);
             CHECK(same_bits(c.S, S0));
-            CHECK(same_bits(c.o, want_o));
+            CHECK(same_bits(c.o, want_ch));
         }
     }
     // beta = 0 with a decay: S = Diag(alpha) S exactly, row i scaled by exp(g_i).
