@@ -38,6 +38,22 @@ public:
     // A child generator whose stream is independent of how much of this one is consumed later.
     Rng fork(uint64_t stream);
 
+    // The whole generator state as plain values (serialising a sampler with a paused request:
+    // restoring it continues the same stream, including a cached second normal deviate).
+    struct State {
+        uint64_t s[4];
+        double spare;
+        bool has_spare;
+    };
+    State state() const { return {{s_[0], s_[1], s_[2], s_[3]}, spare_, has_spare_}; }
+    static Rng from_state(const State& st) {
+        Rng r;
+        for (int i = 0; i < 4; ++i) r.s_[i] = st.s[i];
+        r.spare_ = st.spare;
+        r.has_spare_ = st.has_spare;
+        return r;
+    }
+
 private:
     uint64_t s_[4];
     double spare_ = 0.0;
