@@ -1,0 +1,113 @@
+// A per-request ring of records for speculative decoding (DESIGN.md module 8; reference/serving.md §3,
+// "ReplaySSM"): one checkpoint state (the confirmed state at the ring's tail) and L record slots. The
+// working state is never kept: each verification rebuilds it from the checkpoint plus the records kept
+// so far, records its N tokens into the slots after them, and a rollback is a cursor move (the rejected
+// records are simply not kept). The checkpoint is folded forward ("flush": replay the kept records
+// onto it) when a verification would not fit (ring full) or on commit.
+//
+//   slots    0 1 2 ... L-1 (mod L)
+//   tail     first record after the checkpoint
+//   count    records kept after the checkpoint (tail .. tail + count - 1)
+//   pending  records of the verification in flight, after the kept ones
+//
+// Capacity: a verification writes N records, so L >= N (RecordRing::check refuses less).
+// Overflow (a verification of N tokens does not fit after the kept records):
+//   fold     flush first, then verify N tokens (SGLang's ReplaySSM folds every L steps)
+//   shorten  verify only the tokens that fit (fewer drafts), flush when not even one draft fits
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/base/rng.h"
+#include "core/model/model.h"
+#include "core/spec/records.h"
+
+namespace k3::spec {
+
+enum class Overflow : uint8_t { fold, shorten };
+const char* overflow_name(Overflow o);
+
+struct RingCursor {
+    int capacity = 0, tail = 0, count = 0, pending = 0;
+    int slot(int i) const { return (tail + i) % capacity; }  // slot of the i-th record after the checkpoint
+    int head() const { return slot(count + pending); }       // next free slot
+    int free() const { return capacity - count - pending; }
+};
+
+struct StepPlan {
+    bool flush = false;  // fold the kept records into the checkpoint first
+    int tokens = 0;      // tokens to verify (N, or fewer when shortened)
+};
+// What the next verification of up to N tokens does (cursor with nothing pending).
+StepPlan plan_step(const RingCursor& c, int draft_len, Overflow o);
+
+class RecordRing {
+  public:
+    // Empty when a ring of `capacity` can serve verifications of `draft_len` tokens; else why not.
+    static std::string check(int capacity, int draft_len);
+
+    RecordRing(model::Model& m, RecordVariant v, int capacity);  // capacity >= 1
+    RecordVariant variant() const { return lay_.variant; }
+    const RingCursor& cursor() const { return c_; }
+    uint64_t checkpoint_position() const { return position_; }
+    const std::vector<std::byte>& checkpoint() const { return checkpoint_; }
+    // Memory of one request: the checkpoint state plus L record slots in every linear layer.
+    uint64_t bytes() const;
+
+    // Checkpoint := seq's state and position; the ring empties.
+    [[nodiscard]] std::string reset(const model::Sequence& seq);
+    // seq := the checkpoint followed by the first j records (0 <= j <= count + pending): a copy, j
+    // replayed tokens, and the KV cut to checkpoint position + j (seq must hold at least that much).
+    [[nodiscard]] std::string materialise(model::Sequence& seq, int j);
+    // The same state as plain bytes (Model::save_state layout), leaving every sequence alone.
+    [[nodiscard]] std::string state_at(int j, std::vector<std::byte>* out);
+    // Tokens [first, first + n) of `recs` become the pending records (nothing may be pending, n <= free()).
+    [[nodiscard]] std::string push(const RecordBuffer& recs, int first, int n);
+    // The first n pending records are kept, the rest dropped: a cursor move.
+    [[nodiscard]] std::string accept(int n);
+    // Folds the kept records into the checkpoint: seq := checkpoint + count records (materialise), the
+    // checkpoint takes seq's state, the tail moves past them, count = 0. Nothing may be pending.
+    [[nodiscard]] std::string flush(model::Sequence& seq);
+
+    uint64_t tokens_replayed() const { return replayed_; }
+    uint64_t checkpoint_writes() const { return writes_; }
+
+  private:
+    std::string check_position(int j) const;
+    // Replays records 0 .. j - 1 onto the layer states `at(li)` returns.
+    template <class At>
+    void replay_records(int j, At at);
+
+    model::Model& m_;
+    RecordLayout lay_;
+    RingCursor c_;
+    std::vector<FloatBuf> slots_;  // per linear layer [capacity][floats]
+    std::vector<std::byte> checkpoint_;
+    uint64_t position_ = 0;
+    ReplayScratch scratch_;
+    uint64_t replayed_ = 0, writes_ = 0;
+};
+
+// The ring's bookkeeping alone, without a model: how often it flushes and how much it replays for a
+// stream of steps whose drafts are each accepted with probability p (module 8's capacity sweep).
+struct RingSimOptions {
+    int draft_len = 4, capacity = 16;
+    Overflow overflow = Overflow::fold;
+    int commit_every = 0;  // tokens between commits (0: only at the end)
+    int tokens = 256;      // tokens to commit
+    double accept = 0.8;
+    uint64_t seed = 1;
+};
+struct RingSimResult {
+    int steps = 0, flushes_full = 0, flushes_commit = 0, shortened = 0;
+    uint64_t tokens = 0, verified = 0;
+    uint64_t rebuild_replayed = 0;  // records replayed to rebuild the working state before verifying
+    uint64_t flush_replayed = 0;    // records replayed to fold the checkpoint forward
+    double mean_occupancy = 0;      // kept records after each step, averaged over steps
+    int peak_occupancy = 0;         // kept + pending, largest
+};
+RingSimResult simulate_ring(const RingSimOptions& o);
+
+}  // namespace k3::spec

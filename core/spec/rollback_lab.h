@@ -1,0 +1,74 @@
+// Draft -> verify -> reject at n -> restore, both ways, on the runnable model (module 7 and
+// `k3cli bench spec`): a prompt is prefilled, a chance drafter proposes N - 1 tokens after the
+// pending one, the target verifies the N tokens once token by token with a snapshot after each and
+// once in one recurrent pass with records, and for every n in 0..N the sequence is restored both ways
+// and compared, bitwise, with the n tokens decoded directly.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/kda/layout.h"
+#include "core/model/model.h"
+#include "core/spec/verify.h"
+
+namespace k3::spec {
+
+struct RestoreOutcome {
+    int n = 0;
+    bool copy_exact = false;     // snapshot copy == direct (state and KV)
+    bool replay_exact = false;   // replay == direct (state and KV)
+    bool S_exact = false;        // replay: every layer's S == direct
+    bool windows_exact = false;  // replay: every layer's conv windows == direct
+    bool untouched = false;      // n = 0: the state is the confirmed bytes
+};
+
+class RollbackLab {
+  public:
+    // draft_len N >= 1 tokens per verification; the drafts follow the target's greedy continuation,
+    // each right with probability `accept` (ChanceDrafter).
+    static std::unique_ptr<RollbackLab> create(model::Model& m, int draft_len, int prompt_len, double accept,
+                                               uint64_t seed, std::string* error);
+
+    int draft_len() const { return N_; }
+    const std::vector<int32_t>& verified_tokens() const { return tokens_; }
+    int accepted() const { return kept_; }  // tokens the target keeps (1 .. N): the real rejection point
+    // One-pass (records) and token-by-token (snapshots) verification gave the same logits, bitwise.
+    bool logits_match() const { return logits_match_; }
+    uint64_t snapshot_bytes_held() const;
+
+    // Restores every n in 0..N both ways (replay with records of `v`) and compares with direct decoding.
+    [[nodiscard]] std::string compare(RecordVariant v, std::vector<RestoreOutcome>* out,
+                                      uint64_t* record_bytes_held);
+    // Median wall time (ms) of restoring n tokens by copy and by replay of `v`, n = 0..N (`reps` each).
+    [[nodiscard]] std::string time_restore(RecordVariant v, int reps, std::vector<double>* copy_ms,
+                                           std::vector<double>* replay_ms);
+
+  private:
+    RollbackLab(model::Model& m) : m_(m), snap_(m, Rollback::snapshot) {}
+    model::Model& m_;
+    int N_ = 0, kept_ = 0;
+    bool logits_match_ = false;
+    std::unique_ptr<PagePool> pool_;
+    std::unique_ptr<model::Sequence> seq_;
+    std::vector<int32_t> prompt_, tokens_;
+    model::SequenceSnapshot confirmed_, verified_;
+    std::vector<model::SequenceSnapshot> direct_;  // direct_[n]: prompt + n tokens decoded one by one
+    Verifier snap_;
+    std::vector<float> snap_logits_;
+};
+
+// Restore of one KDA layer at a given geometry, outside any model (bench and module 7 run it at
+// Kimi-Linear dimensions): copying a full layer state (S + conv windows, fp32 here) against replaying
+// n minimal-exact records (conv of the raw q/k/v rows, SiLU, L2 of k, the recurrent core). Median ms
+// for n = 0..n_max.
+struct LayerRestoreTiming {
+    uint64_t state_bytes = 0;
+    std::vector<double> copy_ms, replay_ms;
+};
+LayerRestoreTiming time_layer_restore(const kda::Shape& s, int conv_width, int n_max, int reps,
+                                      kda::Impl impl = kda::Impl::simd);
+
+}  // namespace k3::spec

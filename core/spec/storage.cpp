@@ -1,0 +1,109 @@
+#include "core/spec/storage.h"
+
+#include "core/model/accounting.h"
+
+namespace k3::spec {
+
+const std::vector<VariantInfo>& record_variants() {
+    static const std::vector<VariantInfo> v = {
+        {RecordVariant::core_only, "core_only", "(a)", "core only",
+         "k and v after conv, SiLU (and L2 for k); g; beta", false, false},
+        {RecordVariant::minimal_exact, "minimal_exact", "(b)", "minimal exact (raw conv inputs)",
+         "raw pre-conv q, k, v rows; g; beta. k and v are recomputed through the conv from the confirmed "
+         "window",
+         true, true},
+        {RecordVariant::raw_gates, "raw_gates", "(b')", "raw gate inputs",
+         "raw q, k, v; raw gate input z = f_b(f_a x); raw beta logit. g and beta are recomputed", true, true},
+        {RecordVariant::no_conv_recompute, "no_conv_recompute", "(c)", "core + raw rows (no conv recompute)",
+         "(a) plus the raw q, k, v rows that rebuild the conv window", true, true},
+        {RecordVariant::layer_input, "layer_input", "(d)", "layer input only",
+         "the layer input x; every projection is recomputed on replay", true, true},
+        {RecordVariant::delta, "delta", "(e)", "delta form",
+         "k; delta = beta (v - k^T D S); g. Replay is S = D S + k delta^T, no prediction dot product", false,
+         false},
+        {RecordVariant::delta_conv, "delta_conv", "(e)+conv", "delta form + raw rows",
+         "(e) plus the raw q, k, v rows that rebuild the conv window", true, true},
+    };
+    return v;
+}
+
+const VariantInfo& variant_info(RecordVariant v) { return record_variants()[size_t(v)]; }
+
+std::optional<RecordVariant> parse_variant(std::string_view id) {
+    for (const auto& i : record_variants())
+        if (id == i.id) return i.variant;
+    return std::nullopt;
+}
+
+std::vector<std::string> variant_ids() {
+    std::vector<std::string> ids;
+    for (const auto& i : record_variants()) ids.emplace_back(i.id);
+    return ids;
+}
+
+uint64_t gate_elements(const ModelConfig& c) {
+    // Gated DeltaNet decays each head by one scalar; KDA by one value per key channel (kda.md §0).
+    const uint64_t hv = uint64_t(c.lin_v_heads);
+    return c.linear_name == "GDN" ? hv : hv * uint64_t(c.head_k);
+}
+
+std::vector<RecordField> record_fields(const ModelConfig& c, RecordVariant v) {
+    const DType act = c.conv_dtype;  // activations: the dtype the conv window keeps raw rows in
+    const uint64_t qk = uint64_t(c.lin_heads) * uint64_t(c.head_k);
+    const uint64_t vc = uint64_t(c.lin_v_heads) * uint64_t(c.head_v);
+    const uint64_t hv = uint64_t(c.lin_v_heads), g = gate_elements(c);
+    const RecordField k{"k (post-conv, L2)", qk, act}, vv{"v (post-conv)", vc, act};
+    const RecordField gate{"g (log-decay)", g, DType::fp32}, beta{"beta", hv, DType::fp32};
+    const RecordField rq{"raw q", qk, act}, rk{"raw k", qk, act}, rv{"raw v", vc, act};
+    switch (v) {
+        case RecordVariant::core_only:
+            return {k, vv, gate, beta};
+        case RecordVariant::minimal_exact:
+            return {rq, rk, rv, gate, beta};
+        case RecordVariant::raw_gates:
+            return {rq, rk, rv, {"raw gate input z", g, act}, {"raw beta logit", hv, act}};
+        case RecordVariant::no_conv_recompute:
+            return {k, vv, gate, beta, rq, rk, rv};
+        case RecordVariant::layer_input:
+            return {{"layer input x", uint64_t(c.d_model), act}};
+        case RecordVariant::delta:
+            return {k, {"delta", vc, DType::fp32}, gate};
+        case RecordVariant::delta_conv:
+            return {k, {"delta", vc, DType::fp32}, gate, rq, rk, rv};
+    }
+    return {};
+}
+
+uint64_t record_bytes_per_token_per_layer(const ModelConfig& c, RecordVariant v) {
+    uint64_t b = 0;
+    for (const auto& f : record_fields(c, v)) b += f.bytes();
+    return b;
+}
+
+uint64_t snapshot_bytes_per_layer(const ModelConfig& c) { return account_memory(c).state_bytes_per_layer; }
+
+SpecStorage spec_storage(const ModelConfig& c, RecordVariant v, int draft_len, int running_requests,
+                         int ring_capacity) {
+    SpecStorage s;
+    s.draft_len = draft_len;
+    s.running_requests = running_requests;
+    s.ring_capacity = ring_capacity;
+    s.linear_layers = c.n_linear();
+    s.snapshot_per_layer = snapshot_bytes_per_layer(c);
+    s.record_per_token = record_bytes_per_token_per_layer(c, v);
+    const uint64_t n = uint64_t(draft_len > 0 ? draft_len : 0);
+    s.snapshots_extra_per_layer = n * s.snapshot_per_layer;
+    s.records_extra_per_layer = n * s.record_per_token;
+    s.snapshots_total_per_layer = (n + 1) * s.snapshot_per_layer;
+    s.projection_total_per_layer = s.snapshot_per_layer + s.records_extra_per_layer;
+    s.ring_total_per_layer =
+        s.snapshot_per_layer + uint64_t(ring_capacity > 0 ? ring_capacity : 0) * s.record_per_token;
+    const double proj = double(s.projection_total_per_layer);
+    s.ratio_n_snapshots = proj > 0 ? double(s.snapshots_extra_per_layer) / proj : 0;
+    s.ratio_counting_confirmed = proj > 0 ? double(s.snapshots_total_per_layer) / proj : 0;
+    s.ratio_per_token =
+        s.record_per_token > 0 ? double(s.snapshot_per_layer) / double(s.record_per_token) : 0;
+    return s;
+}
+
+}  // namespace k3::spec
