@@ -151,6 +151,24 @@ AllocStatus PagePool::transfer_kv(OwnerId from, OwnerId to, uint64_t tokens) {
     return AllocStatus::ok;
 }
 
+AllocStatus PagePool::append_kv(OwnerId from, OwnerId to) {
+    if (from == kNoOwner || to == kNoOwner || from == to) return AllocStatus::bad_request;
+    OwnerRecord* f = find(from);
+    if (!f || f->pages.empty()) return AllocStatus::ok;
+    const uint64_t pt = layout_.page_tokens;
+    if (const OwnerRecord* t = find(to); t && t->tokens % pt != 0) return AllocStatus::bad_request;
+    std::vector<PageRef> moved = std::move(f->pages);
+    const uint64_t tokens = f->tokens;
+    f->pages.clear();
+    f->tokens = 0;
+    drop_if_empty(from);
+    OwnerRecord& t = owners_[to];
+    for (PageRef p : moved) page_owner_[p] = to;
+    t.pages.insert(t.pages.end(), moved.begin(), moved.end());
+    t.tokens += tokens;
+    return AllocStatus::ok;
+}
+
 std::span<const PageRef> PagePool::kv_pages(OwnerId owner) const {
     const OwnerRecord* r = find(owner);
     return r ? std::span<const PageRef>(r->pages) : std::span<const PageRef>();

@@ -153,6 +153,11 @@ public:
     // `tokens` must be a whole number of pages or all of `from`'s tokens. `from` keeps the rest,
     // renumbered from 0: its KV then starts at token `tokens` of the original sequence.
     AllocStatus transfer_kv(OwnerId from, OwnerId to, uint64_t tokens);
+    // The inverse: move all of `from`'s pages to the end of `to`'s KV. `to` must hold a whole number
+    // of pages (or nothing), so page i still holds tokens [i * page_tokens, (i + 1) * page_tokens).
+    // A prefix cache lends its pages to a running request this way and takes them back with
+    // transfer_kv; every page keeps exactly one owner throughout.
+    AllocStatus append_kv(OwnerId from, OwnerId to);
     std::span<const PageRef> kv_pages(OwnerId owner) const;
     uint64_t kv_tokens(OwnerId owner) const;
 

@@ -116,6 +116,12 @@ class Model {
     // state cannot be rewound: the caller makes it match (restore_state, then kda_replay of the
     // accepted tokens' records). A sequence whose state and position disagree is the caller's bug.
     std::string truncate(Sequence& seq, uint64_t position) const;
+    // Makes `seq` continue after the KV its owner holds in the pool, put there without the model (a
+    // prefix cache lends its pages with PagePool::append_kv): sets the position to the owner's KV
+    // tokens; nothing is copied (model_adopt.cpp). The caller makes the state match (restore_state, or
+    // PagePool::copy_state from a checkpoint at that position): a state of any other position gives
+    // wrong outputs (vLLM #43090; module 4 measures it).
+    [[nodiscard]] std::string adopt_kv(Sequence& seq) const;
 
     // ---- forward ----
     // Appends `tokens` at seq.position(). Logits (vocab floats per row) of the last token or of every

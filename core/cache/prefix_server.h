@@ -1,0 +1,131 @@
+// The runnable model behind a dual-granularity prefix cache: the real-state store of
+// reference/serving.md §2 (SGLang's MambaRadixCache, vLLM's align mode) at the size of the tiny model.
+//
+// Serving one request:
+//   1. match the prompt in the radix tree (core/cache): the KV-visible and the state-usable length.
+//      The match covers prompt - 1 tokens, so at least the last prompt token is computed and gives
+//      the next token's logits (vLLM caps a hit the same way);
+//   2. resume: lend the tree's KV pages of the resumed prefix to the request (KvPages, no copy) and
+//      copy the checkpoint's state into the request's working slot (copy-on-write: the tree's
+//      checkpoint is never written);
+//   3. prefill the rest, split at the policy's checkpoint positions, saving a state at each (a split
+//      at a multiple of the kernel chunk keeps the bits of the unsplit prefill);
+//   4. decode, saving states at planned positions past the prompt;
+//   5. insert prompt + output into the tree with the new checkpoints and the request's pages; the
+//      tree adopts the pages of the part it did not hold, the rest go back to the pool.
+//
+// Reuse::kv_only is the bug of vLLM #43090 and LMCache #2863, kept on purpose to measure it: it resumes
+// at the KV-visible match with the recurrent state zero (has_initial_states false) or left over from
+// the previous request (a stale slot), and keeps no states. Reuse::none runs every request cold.
+//
+// Outputs are given (teacher forcing) or generated greedily: with given outputs, runs of different
+// methods compare logits of the same inputs step by step.
+//
+// States inside a prefill exist only at chunk boundaries without changing the bits (the chunked
+// kernel restarts at each call), so a request-end checkpoint that falls inside the prompt off the
+// chunk grid is moved down to the grid (vLLM align mode keeps the last block-aligned state before
+// the prompt end for the same reason). Interval positions are taken where the policy says: an interval
+// off the chunk grid splits the prefill there and changes the request's own bits (within tolerance),
+// which the outcome reports.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/cache/checkpoint_policy.h"
+#include "core/cache/checkpoint_store.h"
+#include "core/cache/kv_pages.h"
+#include "core/cache/radix_cache.h"
+#include "core/cache/state_codec.h"
+#include "core/model/model.h"
+
+namespace k3::serve {
+
+enum class Reuse : uint8_t { none, kv_only, state };
+enum class KvOnlyStart : uint8_t { zero, stale };
+
+struct ServerConfig {
+    Reuse reuse = Reuse::state;
+    KvOnlyStart kv_only_start = KvOnlyStart::zero;
+    CacheConfig cache;  // page_size must equal the pool's page_tokens
+    CheckpointPolicy policy;
+    StateCodec codec = StateCodec::fp32;
+};
+
+struct ServeRequest {
+    std::vector<int32_t> prompt;   // at least one token
+    std::vector<int32_t> outputs;  // given outputs (teacher forcing); empty: generate `gen` greedily
+    int gen = 0;                   // used when outputs is empty
+};
+
+struct ServeOutcome {
+    std::string error;  // empty on success; on error nothing is cached and everything is released
+    uint64_t prompt_len = 0;
+    uint64_t fed_len = 0;                      // tokens the model processed: prompt + outputs - 1
+    uint64_t cache_len = 0;                    // tokens inserted into the tree (fed_len floored to a page)
+    uint64_t kv_hit = 0, state_hit = 0;        // over prompt - 1 tokens
+    uint64_t resumed_at = 0;                   // first position this request computed
+    uint64_t recomputed = 0;                   // prompt tokens prefilled: prompt_len - resumed_at
+    uint64_t pages_borrowed = 0;               // tree pages lent to the request
+    bool state_matches = true;                 // false: resumed with a state of another position (KV-only)
+    uint64_t resumed_from = 0;                 // handle of the checkpoint it resumed from (0: none)
+    bool split_off_grid = false;               // its own prefill was split off the chunk grid...
+    uint64_t first_off_grid_split = 0;         // ...first at this position
+    uint32_t ends_aligned = 0;                 // end checkpoints moved down to the chunk grid (see below)
+    std::vector<uint64_t> checkpoints;         // positions of the states it saved
+    std::vector<uint64_t> checkpoint_handles;  // their handles (the tree may free redundant ones at once)
+    std::vector<PageRef> pages;                // its KV pages in position order when it finished
+    std::vector<int32_t> outputs;              // the tokens after the prompt (given or generated)
+    std::vector<float> logits;                 // outputs.size() rows of vocab: row i predicts outputs[i]
+    InsertResult insert;
+    uint32_t retention_dropped = 0;
+    double prefill_ms = 0, decode_ms = 0;  // wall clock (report under timing only)
+};
+
+class PrefixServer final : public CacheObserver {
+  public:
+    // The pool must have backing storage and the model's geometry; it must outlive the server.
+    PrefixServer(model::Model& m, PagePool& pool, const ServerConfig& c);
+    ~PrefixServer() override;
+    PrefixServer(const PrefixServer&) = delete;
+    PrefixServer& operator=(const PrefixServer&) = delete;
+
+    // Empty when the configuration can serve (page sizes agree, interval on the page grid...).
+    static std::string check_config(const model::Model& m, const PagePool& pool, const ServerConfig& c);
+
+    ServeOutcome serve(const ServeRequest& r);
+
+    const ServerConfig& config() const { return cfg_; }
+    RadixCache& cache() { return *cache_; }
+    const RadixCache& cache() const { return *cache_; }
+    const KvPages& pages() const { return pages_; }
+    const CheckpointStore& checkpoints() const { return states_; }
+    // What the cache holds: checkpoint bytes and KV bytes (whole pages).
+    uint64_t held_state_bytes() const { return cache_->stats().state_bytes; }
+    uint64_t held_kv_bytes() const;
+    // Drops everything the tree holds (and the stale state of KV-only reuse).
+    void clear();
+    // Tree, pages and pool agree: every page the tree holds is referenced, every checkpoint the tree
+    // holds is live in the store, the pool's own audit passes. Empty when consistent.
+    std::string audit() const;
+
+    // CacheObserver: the tree lets go of pages and checkpoints.
+    void kv_removed(const TokenSeq& seq, uint64_t start, uint64_t end,
+                    std::span<const uint32_t> pages) override;
+    void state_freed(const CheckpointRef& ref) override;
+
+  private:
+    model::Model& model_;
+    PagePool& pool_;
+    ServerConfig cfg_;
+    KvPages pages_;
+    CheckpointStore states_;
+    std::unique_ptr<RadixCache> cache_;  // reset first in the destructor: it calls back into the stores
+    uint64_t stale_ = 0;                 // KV-only reuse: the previous request's final state
+    OwnerId next_owner_ = 1;
+    uint64_t tree_page_refs_ = 0;  // references the tree holds (audit)
+};
+
+}  // namespace k3::serve
