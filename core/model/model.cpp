@@ -224,7 +224,8 @@ std::vector<std::byte> Model::save_state(const Sequence& seq) const {
 std::string Model::restore_state(Sequence& seq, std::span<const std::byte> state) const {
     const PoolModel& pm = pool_model_;
     if (state.size() != pm.state_bytes())
-        return "state is " + std::to_string(state.size()) + " B, the model needs " + std::to_string(pm.state_bytes());
+        return "state is " + std::to_string(state.size()) + " B, the model needs " +
+               std::to_string(pm.state_bytes());
     if (std::string e = check_sequence(seq); !e.empty()) return e;
     write_state(seq, state.data());
     return {};

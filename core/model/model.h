@@ -99,23 +99,23 @@ class Model {
     // ---- sequences ----
     // A new, empty sequence (position 0, zero state) owned by `owner` in `pool`, which must have
     // backing storage and this model's pool_model(); `owner` must hold nothing yet.
-    SequenceResult new_sequence(PagePool& pool, OwnerId owner) const;
+    [[nodiscard]] SequenceResult new_sequence(PagePool& pool, OwnerId owner) const;
     // Everything `seq` needs to continue (state bytes, KV bytes, position).
     SequenceSnapshot save(const Sequence& seq) const;
     // Makes `into` (a sequence of this model, in any pool) exactly the saved one. On error nothing changes.
-    std::string restore(Sequence& into, const SequenceSnapshot& snap) const;
+    [[nodiscard]] std::string restore(Sequence& into, const SequenceSnapshot& snap) const;
     // An eager copy of `src` under a new owner in the same pool.
-    SequenceResult fork(const Sequence& src, OwnerId owner) const;
+    [[nodiscard]] SequenceResult fork(const Sequence& src, OwnerId owner) const;
 
     // ---- speculative rollback seams (reference/kda.md §6) ----
     // The KDA state alone (every linear layer: S, then the windows), e.g. the confirmed state before
     // verifying drafts. Same layout as SequenceSnapshot::state.
     std::vector<std::byte> save_state(const Sequence& seq) const;
-    std::string restore_state(Sequence& seq, std::span<const std::byte> state) const;
+    [[nodiscard]] std::string restore_state(Sequence& seq, std::span<const std::byte> state) const;
     // Keeps the first `position` tokens (<= seq.position()) of the KV and sets the position. The KDA
     // state cannot be rewound: the caller makes it match (restore_state, then kda_replay of the
     // accepted tokens' records). A sequence whose state and position disagree is the caller's bug.
-    std::string truncate(Sequence& seq, uint64_t position) const;
+    [[nodiscard]] std::string truncate(Sequence& seq, uint64_t position) const;
     // Makes `seq` continue after the KV its owner holds in the pool, put there without the model (a
     // prefix cache lends its pages with PagePool::append_kv): sets the position to the owner's KV
     // tokens; nothing is copied (model_adopt.cpp). The caller makes the state match (restore_state, or
@@ -128,12 +128,13 @@ class Model {
     // token, replacing *logits (left empty for zero tokens or LogitRows::none). All or nothing: a bad
     // token id, a full pool or an over-long context returns an error before anything changes.
     // Zero tokens change nothing.
-    std::string forward(Sequence& seq, std::span<const int32_t> tokens, const ForwardOptions& fo,
-                        std::vector<float>* logits);
+    [[nodiscard]] std::string forward(Sequence& seq, std::span<const int32_t> tokens,
+                                      const ForwardOptions& fo, std::vector<float>* logits);
     // Chunked KDA kernel, logits of the last token.
-    std::string prefill(Sequence& seq, std::span<const int32_t> tokens, std::vector<float>* logits = nullptr);
+    [[nodiscard]] std::string prefill(Sequence& seq, std::span<const int32_t> tokens,
+                                      std::vector<float>* logits = nullptr);
     // One token through the recurrent KDA step.
-    std::string decode(Sequence& seq, int32_t token, std::vector<float>* logits = nullptr);
+    [[nodiscard]] std::string decode(Sequence& seq, int32_t token, std::vector<float>* logits = nullptr);
 
     // ---- views for running one layer alone (valid until the pool next allocates) ----
     KdaState kda_state(const Sequence& seq, int linear_index) const;

@@ -12,13 +12,17 @@ namespace {
 
 using Vec = std::vector<double>;
 
-// y [T][out] = x [T][in] W, W fp32 [in][out].
+// y [T][out] = x [T][in] W, W bf16-valued [in][out]; each weight row widened once per call.
 Vec matmul(const double* x, int T, const Matrix& m) {
-    Vec y(size_t(T) * m.out, 0.0);
-    for (int t = 0; t < T; ++t)
-        for (int i = 0; i < m.in; ++i)
-            for (int o = 0; o < m.out; ++o)
-                y[size_t(t) * m.out + o] += x[size_t(t) * m.in + i] * double(m.at(i, o));
+    Vec y(size_t(T) * m.out, 0.0), w(size_t(m.out));
+    for (int i = 0; i < m.in; ++i) {
+        for (int o = 0; o < m.out; ++o) w[size_t(o)] = double(m.at(i, o));
+        for (int t = 0; t < T; ++t) {
+            const double a = x[size_t(t) * m.in + i];
+            double* yt = y.data() + size_t(t) * m.out;
+            for (int o = 0; o < m.out; ++o) yt[o] += a * w[size_t(o)];
+        }
+    }
     return y;
 }
 

@@ -21,7 +21,7 @@ using kda::Impl;
 float dot16(const float* a, const float* b, int n, Impl impl = Impl::simd);
 void axpy(float a, const float* x, float* y, int n, Impl impl = Impl::simd);
 
-void silu(float* x, size_t n, Impl impl = Impl::simd);                     // x = silu(x)
+void silu(float* x, size_t n, Impl impl = Impl::simd);                      // x = silu(x)
 void silu_mul(float* a, const float* b, size_t n, Impl impl = Impl::simd);  // a = silu(a) * b (SwiGLU)
 
 float dot16_scalar(const float* a, const float* b, int n);

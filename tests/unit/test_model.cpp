@@ -99,16 +99,16 @@ TEST_CASE("model: prefill(A) then prefill(B) equals prefill(A + B) bitwise when 
     Model& m = tiny();
     const int C = m.options().chunk;
     REQUIRE(C == 64);
-    // 600 tokens also cross the model's internal prefill slice (512).
-    const auto toks = random_tokens(600, 4, m.vocab());
-    Run whole = new_run(m, 1, 600);
+    // 540 tokens also cross the model's internal prefill slice (512 tokens).
+    const auto toks = random_tokens(540, 4, m.vocab());
+    Run whole = new_run(m, 1, 540);
     std::vector<float> lw;
     REQUIRE(m.forward(*whole.seq, toks, all_logits(), &lw).empty());
-    REQUIRE(lw.size() == 600u * size_t(m.vocab()));
+    REQUIRE(lw.size() == 540u * size_t(m.vocab()));
     const SequenceSnapshot sw = m.save(*whole.seq);
-    for (int a : {64, 128, 512}) {
+    for (int a : {64, 512}) {
         CAPTURE(a);
-        Run split = new_run(m, 1, 600, 32);  // another page size: the KV bytes compare token by token
+        Run split = new_run(m, 1, 540, 32);  // another page size: the KV bytes compare token by token
         std::vector<float> la, lb;
         REQUIRE(m.forward(*split.seq, span_of(toks, 0, size_t(a)), all_logits(), &la).empty());
         REQUIRE(m.forward(*split.seq, span_of(toks, size_t(a)), all_logits(), &lb).empty());
@@ -122,14 +122,14 @@ TEST_CASE("model: prefill(A) then prefill(B) equals prefill(A + B) bitwise when 
 
 TEST_CASE("model: split prefill off a chunk boundary agrees within tolerance") {
     Model& m = tiny();
-    const auto toks = random_tokens(200, 5, m.vocab());
-    Run whole = new_run(m, 1, 200);
+    const auto toks = random_tokens(150, 5, m.vocab());
+    Run whole = new_run(m, 1, 150);
     std::vector<float> lw;
     REQUIRE(m.forward(*whole.seq, toks, all_logits(), &lw).empty());
     const auto Sw = as_floats(m.save(*whole.seq).state), Kw = as_floats(m.save(*whole.seq).kv);
-    for (int a : {1, 37, 100, 199}) {
+    for (int a : {1, 37, 100}) {
         CAPTURE(a);
-        Run split = new_run(m, 1, 200);
+        Run split = new_run(m, 1, 150);
         std::vector<float> la, lb;
         REQUIRE(m.forward(*split.seq, span_of(toks, 0, size_t(a)), all_logits(), &la).empty());
         REQUIRE(m.forward(*split.seq, span_of(toks, size_t(a)), all_logits(), &lb).empty());
@@ -306,13 +306,13 @@ TEST_CASE("model: scalar and SIMD kernels give the same model bits") {
     ModelResult sc = Model::create(*model_preset("tiny"), 1, o);
     REQUIRE(sc.model);
     Model& m = tiny();
-    const auto toks = random_tokens(70, 13, m.vocab());
+    const auto toks = random_tokens(25, 13, m.vocab());
     Run a = new_run(m), b = new_run(*sc.model);
     std::vector<float> la, lb;
-    REQUIRE(m.forward(*a.seq, span_of(toks, 0, 67), all_logits(), &la).empty());
-    REQUIRE(sc.model->forward(*b.seq, span_of(toks, 0, 67), all_logits(), &lb).empty());
+    REQUIRE(m.forward(*a.seq, span_of(toks, 0, 23), all_logits(), &la).empty());
+    REQUIRE(sc.model->forward(*b.seq, span_of(toks, 0, 23), all_logits(), &lb).empty());
     CHECK(same_bits(la, lb));
-    for (size_t i = 67; i < toks.size(); ++i) {
+    for (size_t i = 23; i < toks.size(); ++i) {
         REQUIRE(m.decode(*a.seq, toks[i], &la).empty());
         REQUIRE(sc.model->decode(*b.seq, toks[i], &lb).empty());
         CHECK(same_bits(la, lb));
@@ -321,8 +321,9 @@ TEST_CASE("model: scalar and SIMD kernels give the same model bits") {
 }
 
 // A greedy stream and a temperature-sampled stream with their logits and the final state, hashed.
-// The constant was computed once; the native and the WebAssembly builds must both reproduce it
-// (DESIGN.md §4): any difference in a kernel's arithmetic order, an exp, or the RNG changes it.
+// The native and the WebAssembly builds must both reproduce the constant (DESIGN.md §4): any change
+// in a kernel's arithmetic order (core/model or core/kda), an exp, or the RNG changes it. After a
+// deliberate change of order, recompute it and check that both builds print the same new value.
 TEST_CASE("model: the same greedy and sampled token streams and digest natively and in WebAssembly") {
     Model& m = tiny();
     Run r = new_run(m);
@@ -355,7 +356,7 @@ TEST_CASE("model: the same greedy and sampled token streams and digest natively 
     MESSAGE("greedy: " << g);
     MESSAGE("model digest " << d.h);
     CHECK(greedy != std::vector<int32_t>(greedy.size(), greedy[0]));  // not a degenerate stream
-    CHECK(d.h == 9144272739474687932ull);
+    CHECK(d.h == 5171711508737167010ull);  // core/kda at e0e0544 (read sums descending)
 }
 
 TEST_CASE("model: sampling") {
@@ -441,7 +442,7 @@ TEST_CASE("model: rollback to the confirmed state and replay of n accepted recor
             layers[size_t(li)] = a;  // a copy of every per-token buffer
         }
     };
-    const auto prompt = random_tokens(30, 19, m.vocab());
+    const auto prompt = random_tokens(20, 19, m.vocab());
     const auto drafts = random_tokens(4, 20, m.vocab());
     const int N = int(drafts.size());
     for (int n = 0; n <= N; ++n) {

@@ -115,7 +115,8 @@ TEST_CASE("model kernels: silu and silu_mul, scalar and simd give the bits of si
     Rng r(6);
     std::vector<float> x(1003);
     r.fill_normal(x.data(), x.size(), 8.0f);
-    const float edge[] = {0.0f, -0.0f, 1e-30f, -1e-30f, 20.0f, -20.0f, 88.0f, -88.0f, 89.0f, -89.0f, 104.0f, -104.0f, 1e30f, -1e30f};
+    const float edge[] = {0.0f,   -0.0f, 1e-30f, -1e-30f, 20.0f,   -20.0f, 88.0f,
+                          -88.0f, 89.0f, -89.0f, 104.0f,  -104.0f, 1e30f,  -1e30f};
     std::copy(std::begin(edge), std::end(edge), x.begin());
     std::vector<float> b(x.size());
     r.fill_normal(b.data(), b.size());
