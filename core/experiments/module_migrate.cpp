@@ -61,10 +61,10 @@ std::vector<ParamSpec> migrate_params() {
             .log()
             .in_group("Request (runnable model)")
             .describe("Prompt tokens of the live request on the runnable tiny model, prefilled in one call."),
-        ParamSpec::integer("before", "Generated before the pause", "tokens", 0, 512, 12)
+        ParamSpec::integer("before", "Generated before the pause", "tokens", 0, 512, 8)
             .in_group("Request (runnable model)")
             .describe("Tokens decoded before the request is paused (one more is sampled and pending)."),
-        ParamSpec::integer("after", "Generated after resuming", "tokens", 1, 512, 12)
+        ParamSpec::integer("after", "Generated after resuming", "tokens", 1, 512, 8)
             .in_group("Request (runnable model)")
             .describe("Tokens decoded after resuming, compared bit for bit (token and logits) with the run that "
                       "was never interrupted."),
