@@ -6,16 +6,14 @@
 #include <memory>
 #include <numeric>
 
-#include "core/base/crc32c.h"
 #include "core/base/numfmt.h"
 #include "core/base/rng.h"
-#include "core/cache/codec_effect.h"
-#include "core/cache/shared_model.h"
 #include "core/cache/state_codec.h"
 #include "core/cache/tree_view.h"
 #include "core/experiments/registry.h"
 #include "core/fleet/trace_reference.h"
 #include "core/fleet/workload_replay.h"
+#include "core/fleet/workload_source.h"
 #include "core/model/accounting.h"
 
 namespace k3 {
@@ -25,7 +23,6 @@ namespace {
 const std::vector<std::string> kPresets = {"kimi-linear-48b", "qwen3-next-80b", "tiny"};
 const std::vector<std::string> kPresetLabels = {"Kimi-Linear-48B-A3B", "Qwen3-Next-80B-A3B",
                                                 "tiny (runnable)"};
-constexpr uint32_t kBundledCrc = 0x33f5c259u;    // tests/data/traces/mooncake_conversation_trace.jsonl
 constexpr uint64_t kMaxNodesEstimate = 3000000;  // about 300 MB of tree: the page's budget
 
 std::vector<ParamSpec> checkpoint_params() {
@@ -40,8 +37,7 @@ std::vector<ParamSpec> checkpoint_params() {
                 "trace: 12,031 requests, 145 M prompt tokens) or a path to a file in the Mooncake format."),
         when_synthetic(
             ParamSpec::choice(
-                "synthetic", "Synthetic workload", {"mix", "chat", "agentic", "shared"}, "mix",
-                {"mix of all three", "multi-turn chat", "agentic branching", "shared system prompts"})
+                "synthetic", "Synthetic workload", synthetic_kinds(), "mix", synthetic_kind_labels())
                 .describe("Multi-turn chat (each turn extends the conversation), agent trees that "
                           "fork off a common prefix, single-turn requests sharing system prompts.")),
         when_synthetic(ParamSpec::integer("sessions", "Sessions", "sessions", 1, 4096, 96)
@@ -109,8 +105,6 @@ std::vector<ParamSpec> checkpoint_params() {
     };
 }
 
-bool is_synthetic(const Params& p) { return p.str("trace") == "synthetic"; }
-
 uint64_t grid_of(const Params& p) {
     return std::lcm<uint64_t>(uint64_t(p.i("chunk")), uint64_t(p.i("page_size")));
 }
@@ -126,72 +120,18 @@ std::vector<ParamIssue> validate_checkpoints(const Params& p) {
         out.push_back({ParamIssue::error, "interval",
                        "interval " + p.text("interval") + " is not a multiple of the page size " +
                            p.text("page_size")});
-    // The bundled trace may arrive later (the web page fetches it before the run); a path must exist.
-    if (!is_synthetic(p) && p.str("trace") != kMooncakeTraceName) {
-        std::FILE* f = std::fopen(p.str("trace").c_str(), "rb");
-        if (f)
-            std::fclose(f);
-        else
-            out.push_back({ParamIssue::error, "trace", "cannot open '" + p.str("trace") + "'"});
-    }
+    if (std::string e = check_trace_param(p.str("trace")); !e.empty())
+        out.push_back({ParamIssue::error, "trace", e});
     return out;
 }
 
-// A loaded workload, kept between runs of the same file (slider moves re-run the module).
-struct LoadedWorkload {
-    std::string key;
-    std::shared_ptr<const Workload> workload;
-    std::shared_ptr<const MooncakeTrace> trace;  // null for synthetic workloads
-    bool bundled = false;
-    std::string error;
-};
-
-LoadedWorkload load_workload(const Params& p) {
-    LoadedWorkload lw;
-    if (is_synthetic(p)) {
-        const uint32_t n = uint32_t(p.i("sessions"));
-        const uint64_t seed = uint64_t(p.integer("seed"));
-        ChatConfig cc;
-        cc.sessions = n;
-        cc.seed = seed * 4 + 1;
-        AgenticConfig ac;
-        ac.tasks = std::max<uint32_t>(1, n / 4);
-        ac.seed = seed * 4 + 2;
-        SharedPromptConfig sc;
-        sc.requests = 2 * n;
-        sc.seed = seed * 4 + 3;
-        const std::string& kind = p.str("synthetic");
-        Workload w = kind == "chat"      ? chat_workload(cc)
-                     : kind == "agentic" ? agentic_workload(ac)
-                     : kind == "shared"
-                         ? shared_prompt_workload(sc)
-                         : merge_workloads(
-                               {chat_workload(cc), agentic_workload(ac), shared_prompt_workload(sc)}, "mix");
-        lw.workload = std::make_shared<const Workload>(std::move(w));
-        return lw;
-    }
-    static LoadedWorkload cached;  // one file at a time
-    TraceLimits lim;
-    lim.max_total_ids = 4u << 20;  // 2 G tokens: beyond what a page replays
-    std::string text, err, path;
-    if (!read_trace_text(p.str("trace"), lim.max_bytes, text, path, err)) {
-        lw.error = err;
-        return lw;
-    }
-    const uint32_t crc = crc32c(text.data(), text.size());
-    const std::string key = path + "#" + std::to_string(text.size()) + "#" + std::to_string(crc);
-    if (cached.key == key && cached.workload) return cached;
-    TraceResult tr = parse_mooncake(text, lim);
-    if (!tr.ok()) {
-        lw.error = path + ": " + tr.error;
-        return lw;
-    }
-    lw.key = key;
-    lw.bundled = crc == kBundledCrc && text.size() == 3029533;
-    lw.trace = std::make_shared<const MooncakeTrace>(std::move(tr.trace));
-    lw.workload = std::make_shared<const Workload>(mooncake_workload(*lw.trace));
-    cached = lw;
-    return lw;
+WorkloadSpec workload_spec(const Params& p) {
+    WorkloadSpec s;
+    s.trace = p.str("trace");
+    s.synthetic = p.str("synthetic");
+    s.sessions = uint32_t(p.i("sessions"));
+    s.seed = uint64_t(p.integer("seed"));
+    return s;
 }
 
 // Bytes of one checkpoint of the preset with its recurrent state encoded by `codec`.
@@ -306,7 +246,7 @@ CheckpointsRun::CheckpointsRun(const Params& p) : StagedRun("checkpoints", p), p
 }
 
 void CheckpointsRun::load() {
-    lw_ = load_workload(p_);
+    lw_ = load_workload(workload_spec(p_));
     if (!lw_.workload) {
         refused_ = true;
         report_.check("Workload loaded", false, lw_.error);
@@ -454,52 +394,6 @@ void CheckpointsRun::codecs() {
     report_.check("Every codec's measured error is within its stated bound", within,
                   "largest error / bound on a random " + std::to_string(rows) + " x " + std::to_string(cols) +
                       " state: " + detail);
-
-    // The same codecs on the runnable model: the error on its real KDA states, and the next-token logits
-    // after a resume from the compressed checkpoint against the exact one (core/cache/codec_effect.h).
-    std::string err;
-    model::Model* m = serve::shared_model("tiny", 1, 64, &err);
-    const serve::CodecEffectConfig ec;
-    const std::vector<serve::CodecEffect> fx = m ? serve::measure_codec_effects(*m, ec, &err)
-                                                 : std::vector<serve::CodecEffect>{};
-    if (fx.empty()) {
-        report_.check("Codecs measured on the runnable model", false, err);
-        return;
-    }
-    Table te{"Checkpoint compression on the runnable model (tiny)",
-             {"codec", "bytes per checkpoint", "max error / bound (real states)", "max |state error|",
-              "relative RMS error (worst layer)", "max |logit diff| after resume", "largest |logit|",
-              "top-1 agreement", "bitwise"},
-             {},
-             {"", "B", "ratio", "", "", "", "", "fraction", ""}};
-    bool real_within = true, fp32_exact = false;
-    std::string real_detail;
-    for (const serve::CodecEffect& x : fx) {
-        real_within &= x.state_bound_ratio <= 1.0;
-        if (x.codec == StateCodec::fp32) fp32_exact = x.bitwise && x.max_logit_diff == 0;
-        real_detail += (real_detail.empty() ? "" : ", ") + std::string(state_codec_id(x.codec)) + " " +
-                       format_sig(x.state_bound_ratio, 3);
-        te.rows.push_back({std::string(state_codec_id(x.codec)), double(x.checkpoint_bytes),
-                           x.state_bound_ratio, format_sig(x.state_max_abs, 3),
-                           format_sig(x.state_rel_rms, 3),
-                           format_sig(x.max_logit_diff, 3), format_sig(x.logit_scale, 3),
-                           x.rows ? double(x.top1_agree) / double(x.rows) : 0.0,
-                           std::string(x.bitwise ? "yes" : "no")});
-    }
-    report_.tables.push_back(te);
-    report_.check("Every codec's error is within its stated bound on the runnable model's states",
-                  real_within,
-                  "largest error / bound over every KDA layer of " + std::to_string(ec.prompts) +
-                      " prompts: " + real_detail);
-    report_.check("A resume from an fp32 checkpoint is bitwise the exact resume", fp32_exact,
-                  "resumed at " + std::to_string(ec.resume) + " tokens, " + std::to_string(ec.steps) +
-                      " next-token predictions per prompt compared bit for bit");
-    report_.notes.push_back(
-        "Codecs on the runnable model: " + std::to_string(ec.prompts) + " random prompts prefilled to " +
-        std::to_string(ec.resume) + " tokens, checkpointed with each codec, resumed, " +
-        std::to_string(ec.continue_tokens) + " more prompt tokens prefilled and " +
-        std::to_string(ec.steps - 1) +
-        " greedy step(s) decoded with the exact run's tokens; the table compares the next-token logits.");
 }
 
 Series make_series(std::string name, std::string plot, std::string xl, std::string yl, std::string xu,
@@ -857,9 +751,7 @@ Experiment make_checkpoints_experiment() {
         "SGLang #31643 raised a multi-turn hit rate from 0.61 to 0.83 by refreshing only the node. "
         "Checkpoints are never mutated (copy-on-write), and a split never copies one.\n\nCheckpoint "
         "codecs: bf16 and fp16 round to nearest even, int8 keeps one scale per state row; the table gives "
-        "bytes and the stated error bound against the error measured on a random state; a second table "
-        "measures them on the runnable model's real states and compares the next-token logits after a resume "
-        "from the compressed checkpoint with the exact resume.\n\nSources: "
+        "bytes and the stated error bound against the error measured on a random state.\n\nSources: "
         "reference/serving.md §2 (SGLang mamba_radix_cache.py, vLLM MambaManager and align mode), §6-7; "
         "the Mooncake trace (kvcache-ai/Mooncake FAST25-release/traces, Apache-2.0).";
     e.where_it_does_not_pay =

@@ -1,0 +1,75 @@
+// How long one iteration of an instance takes: a roofline ESTIMATE from the model preset and a
+// hardware preset (core/model/roofline.h), for a continuous batch that mixes decode steps with
+// chunks of prefill.
+//
+// One iteration is one forward pass over T tokens (one per decoding sequence plus every prefill
+// chunk). Per the roofline of core/model/roofline.h:
+//   FLOPs = sum over tokens of flops_per_token(context of that token)
+//         = a x T + c x (sum of decode contexts + sum over chunks of n x (context + n / 2)),
+//     where flops_per_token(x) = a + c x (projections + MoE, KDA core, attention over x tokens);
+//   bytes = weights read once (2 B x min(total parameters, T x active parameters): the experts a
+//           batch touches) + KV read by every decoding sequence + KV written by every prefill chunk
+//           + each sequence's recurrent state read and written;
+//   seconds = max(FLOPs / (peak x compute efficiency), bytes / (bandwidth x memory efficiency)).
+// A pure decode batch gives exactly roofline.h's decode_step_cost and a pure prefill of n tokens
+// (n x active >= total) its prefill_cost (tests/unit/test_fleet_cost.cpp checks both). An instance
+// of g GPUs is taken as ideal tensor parallelism: g x the peak FLOP/s and g x the bandwidth, no
+// communication cost. No kernel-launch or scheduling overhead is modelled.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/model/roofline.h"
+
+namespace k3 {
+
+// What an iteration contains.
+struct IterationWork {
+    uint32_t decode = 0;           // decoding sequences (one token each)
+    double decode_context = 0;     // sum of their contexts (tokens already in their KV)
+    uint32_t prefill_chunks = 0;   // sequences prefilling a chunk
+    double prefill_tokens = 0;     // sum of chunk lengths
+    double prefill_attention = 0;  // sum over chunks of n x (context before the chunk + n / 2)
+
+    void add_decode(double context) {
+        ++decode;
+        decode_context += context;
+    }
+    void add_chunk(double context, double n) {
+        ++prefill_chunks;
+        prefill_tokens += n;
+        prefill_attention += n * (context + n / 2);
+    }
+    bool empty() const { return decode == 0 && prefill_chunks == 0; }
+};
+
+class CostModel {
+  public:
+    CostModel() = default;
+    CostModel(const ModelConfig& model, const Hardware& hw, int gpus, const Efficiency& eff = {});
+
+    // Seconds one iteration takes (an estimate).
+    double seconds(const IterationWork& w) const;
+    WorkCost cost(const IterationWork& w) const;
+    // The hardware of one instance (g GPUs combined).
+    const Hardware& instance_hardware() const { return hw_; }
+    const Efficiency& efficiency() const { return eff_; }
+    int gpus() const { return gpus_; }
+    uint64_t state_bytes() const { return state_bytes_; }
+    uint64_t kv_bytes_per_token() const { return kv_bytes_; }
+    double weight_bytes() const { return 2.0 * total_params_; }
+    // Prefill tokens per second of one instance for chunks of `chunk` tokens after `context` cached
+    // tokens (capacity figures for token budgets and for the text).
+    double prefill_tokens_per_s(double chunk, double context) const;
+
+  private:
+    Hardware hw_;
+    Efficiency eff_;
+    int gpus_ = 1;
+    double a_ = 0, c_ = 0;  // flops_per_token(x) = a + c x
+    double total_params_ = 0, active_params_ = 0;
+    uint64_t state_bytes_ = 0, kv_bytes_ = 0;
+};
+
+}  // namespace k3

@@ -1,0 +1,135 @@
+// Everything a fleet simulation run is configured with (core/fleet/fleet_sim.h): the model and
+// hardware behind the cost model, the instances (prefix cache, checkpoint policy, working memory,
+// batching limits), the router, the tenant mechanisms, faults and recovery.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/cache/checkpoint_policy.h"
+#include "core/cache/radix_cache.h"
+#include "core/model/config.h"
+#include "core/model/roofline.h"
+
+namespace k3 {
+
+// ---- routers (reference/serving.md §5) ----
+enum class RouterKind : uint8_t { round_robin, least_loaded, power_of_two, prefix, state_aware, session };
+const std::vector<std::string>& router_ids();  // "round_robin", "least_loaded", "p2c", "prefix", ...
+const std::vector<std::string>& router_labels();
+const char* router_id(RouterKind k);
+std::optional<RouterKind> parse_router(std::string_view s);
+
+struct RouterConfig {
+    RouterKind kind = RouterKind::prefix;
+    // SGLang Model Gateway cache_aware: imbalanced when max - min > balance_abs AND max > balance_rel x
+    // min (loads = requests in flight per worker); then least loaded. Otherwise the best match if
+    // match / prompt > cache_threshold, else least loaded.
+    double cache_threshold = 0.3;
+    double balance_abs = 64;
+    double balance_rel = 1.5;
+    // Consistent hashing with bounded load (Mirrokni, Thorup, Zadimoghaddam 2018): an instance takes
+    // a session only while its load stays within load_factor x the mean load.
+    double load_factor = 1.25;
+    uint32_t virtual_nodes = 64;
+};
+
+// ---- tenants (module 12) ----
+enum class QueuePolicy : uint8_t { fcfs, token_bucket, drr };
+const std::vector<std::string>& queue_policy_ids();  // "fcfs", "token_bucket", "drr"
+const std::vector<std::string>& queue_policy_labels();
+const char* queue_policy_id(QueuePolicy q);
+std::optional<QueuePolicy> parse_queue_policy(std::string_view s);
+
+struct TenantConfig {
+    double weight = 1;  // entitlement share: weight / sum of weights
+};
+
+// ---- faults and recovery (module 13) ----
+enum class FaultKind : uint8_t { crash, drain };
+struct FaultSpec {
+    FaultKind kind = FaultKind::crash;
+    uint32_t instance = 0;
+    double at_ms = 0;    // simulated time of the fault
+    double down_ms = 0;  // the instance comes back (empty) this long after it went down; 0 = never
+};
+enum class Recovery : uint8_t { recompute, host_tier, migrate };
+const std::vector<std::string>& recovery_ids();  // "recompute", "host_tier", "migrate"
+const std::vector<std::string>& recovery_labels();
+std::optional<Recovery> parse_recovery(std::string_view s);
+
+// When a moved request's state is restored on another instance (module 10's strategies).
+enum class MigrationMove : uint8_t { everything, kv_and_checkpoint };
+
+struct FleetConfig {
+    // Cost model: roofline estimate of one instance of `gpus` GPUs.
+    ModelConfig model;
+    Hardware hardware;
+    int gpus = 2;
+    Efficiency efficiency;
+
+    uint32_t instances = 4;
+    // Prefix cache of each instance (radix tree with checkpoints, metadata mode).
+    CacheConfig cache;
+    CheckpointPolicy policy;
+    bool caching = true;  // false: every request recomputes its whole prompt (the no-reuse baseline)
+
+    // Working memory of each instance: a static-split page pool (core/memory/pool.h) holding the
+    // running requests' KV pages (the part of their context not resumed from the cache) and one
+    // working state slot each; max_running slots.
+    uint64_t working_bytes = 32ull << 30;
+    uint32_t page_tokens = 256;
+    uint32_t max_running = 64;
+    // Continuous batching (vLLM / SGLang chunked prefill): at most max_batch_tokens tokens per
+    // iteration (one per decoding sequence, the rest prefill chunks), at most max_prefills requests
+    // prefilling at once.
+    uint32_t max_batch_tokens = 8192;
+    uint32_t max_prefills = 2;
+
+    RouterConfig router;
+
+    // Tenants: how each instance orders its waiting requests, the entitlements, and quotas: each
+    // tenant gets its own prefix-cache namespace with its weight's share of the state and KV capacity,
+    // and may hold at most its share of the running state slots and of the concurrent prefills.
+    QueuePolicy queue = QueuePolicy::fcfs;
+    std::vector<TenantConfig> tenants;    // indexed by Request::tenant; missing tenants weigh 1
+    double bucket_rate_tokens_per_s = 0;  // token bucket: fleet-wide uncached tokens/s, split by weight
+    double bucket_burst_s = 2;            // bucket depth in seconds of the tenant's rate
+    double drr_quantum_tokens = 8192;     // deficit round robin quantum (x weight)
+    bool quotas = false;
+
+    // Faults and recovery.
+    std::vector<FaultSpec> faults;
+    Recovery recovery = Recovery::recompute;
+    MigrationMove migration_move = MigrationMove::everything;
+    Link link;                     // instance <-> host tier and instance <-> instance
+    double detect_ms = 500;        // a crash is noticed (requests re-routed) this long after it happens
+    uint64_t host_tier_bytes = 0;  // host tier capacity (bytes); 0 = unbounded
+    // Consistency guard: a request resumes only where its KV and its recurrent state sit at the same
+    // position. Off: it resumes at the KV position whatever state it has (counted as a violation).
+    bool guard = true;
+
+    double load = 1;  // arrival-rate multiplier: arrival times are divided by it
+    // Simulate runs of decode-only steps as one event (same results; tests compare both ways).
+    bool fast_decode = true;
+    uint64_t seed = 1;
+    uint32_t max_timeline_spans = 3000;
+    uint32_t series_points = 240;  // samples of the load-over-time series
+};
+
+// Bytes of one instance's fixed allocations (weights, working memory, prefix cache at capacity)
+// against its device memory: what validate() warns about.
+struct MemoryPlan {
+    double device = 0, weights = 0, working = 0, cache_kv = 0, cache_states = 0;
+    bool cache_bounded = true;
+    double total() const { return weights + working + cache_kv + cache_states; }
+};
+MemoryPlan memory_plan(const FleetConfig& c);
+
+// Empty when the configuration can run; else what is wrong (first problem).
+std::string check_fleet_config(const FleetConfig& c);
+
+}  // namespace k3

@@ -1,0 +1,497 @@
+// FleetSim: one instance's continuous batching with chunked prefill, admission through the prefix
+// cache, preemption, and completion.
+#include <algorithm>
+
+#include "core/fleet/fleet_sim_internal.h"
+#include "core/model/accounting.h"
+
+namespace k3 {
+
+namespace {
+// Tokens of q a request caches when it completes, page floored (as admit_request computes it).
+uint64_t cache_len_of(const Request& q, uint64_t page) {
+    const uint64_t len =
+        std::min<uint64_t>(std::max<uint64_t>(q.cache_len(), q.prompt_len), q.tokens->size());
+    return len / page * page;
+}
+}  // namespace
+
+void FleetSim::reset_instance(uint32_t k) {
+    Inst& I = inst_[k];
+    I.caches.clear();
+    const uint32_t n = c_.quotas ? tenants_ : 1;
+    double sum = 0;
+    for (uint32_t t = 0; t < tenants_; ++t) sum += t < c_.tenants.size() ? c_.tenants[t].weight : 1.0;
+    std::vector<double> weights(tenants_);
+    for (uint32_t t = 0; t < tenants_; ++t) weights[t] = t < c_.tenants.size() ? c_.tenants[t].weight : 1.0;
+    for (uint32_t t = 0; t < n; ++t) {
+        CacheConfig cc = c_.cache;
+        if (c_.quotas) {
+            // A tenant's namespace gets its weight's share of the capacity (unbounded stays unbounded).
+            const double share = weights[t] / sum;
+            if (cc.state_capacity)
+                cc.state_capacity = std::max<uint64_t>(1, uint64_t(double(cc.state_capacity) * share));
+            if (cc.kv_capacity_tokens)
+                cc.kv_capacity_tokens =
+                    std::max<uint64_t>(1, uint64_t(double(cc.kv_capacity_tokens) * share));
+        }
+        I.caches.push_back(std::make_unique<RadixCache>(cc));
+    }
+    StaticSplitConfig sc;
+    sc.budget_bytes = c_.working_bytes;
+    sc.page_tokens = c_.page_tokens;
+    sc.state_slots = c_.max_running;
+    PoolResult pr = make_static_pool(PoolModel::from(account_memory(c_.model)), sc);
+    if (!pr.pool) {
+        error_ = "working memory: " + pr.error;
+        return;
+    }
+    I.pool = std::move(pr.pool);
+    I.pool_tokens = I.pool->layout().max_kv_pages * I.pool->layout().page_tokens;
+    I.queue.configure(c_.queue, weights, c_.drr_quantum_tokens, &buckets_);
+    I.running.clear();
+    I.batch.clear();
+    I.busy = false;
+    I.migrate_pending = false;
+}
+
+RadixCache& FleetSim::cache_of(uint32_t k, uint32_t r) {
+    auto& caches = inst_[k].caches;
+    const size_t ns = c_.quotas ? std::min<size_t>(w_->requests[r].tenant, caches.size() - 1) : 0;
+    return *caches[ns];
+}
+
+uint64_t FleetSim::lookup_len(uint32_t r) const {
+    return std::min<uint64_t>(live_[r].target, w_->requests[r].tokens->size());
+}
+
+uint64_t FleetSim::uncached_cost(uint32_t k, uint32_t r) const {
+    const uint64_t len = lookup_len(r);
+    if (!c_.caching) return len;
+    const auto& caches = inst_[k].caches;
+    const size_t ns = c_.quotas ? std::min<size_t>(w_->requests[r].tenant, caches.size() - 1) : 0;
+    return len - caches[ns]->match(*w_->requests[r].tokens, len).state_len;
+}
+
+void FleetSim::kick(uint32_t k, double now) {
+    Inst& I = inst_[k];
+    if (I.busy || I.status == Inst::down) return;
+    start_iteration(k, now);
+}
+
+// Pages for the request's context up to `context` (its own part, from base).
+bool FleetSim::grow(uint32_t k, uint32_t r, uint64_t context) {
+    Live& L = live_[r];
+    const uint64_t own = context - L.base;
+    if (own <= L.kv_alloc) return true;
+    const uint64_t pt = c_.page_tokens;
+    const uint64_t want = (own + pt - 1) / pt * pt;
+    if (inst_[k].pool->grow_kv(OwnerId(r) + 1, want) != AllocStatus::ok) return false;
+    L.kv_alloc = want;
+    return true;
+}
+
+// Like grow, but a decoding request that finds no free page preempts the most recently admitted
+// running request (possibly itself), as vLLM's scheduler does.
+bool FleetSim::ensure_kv(uint32_t k, uint32_t r, uint64_t context) {
+    Inst& I = inst_[k];
+    for (;;) {
+        if (grow(k, r, context)) return true;
+        const uint32_t victim = I.running.back();
+        preempt(k, victim);
+        if (victim == r) return false;
+    }
+}
+
+void FleetSim::preempt(uint32_t k, uint32_t r) {
+    Inst& I = inst_[k];
+    Live& L = live_[r];
+    ++t_.preemptions;
+    ++out_[r].preemptions;
+    ++stats_[k].preemptions;
+    t_.lost_tokens += L.pos - L.base;
+    release_request(k, r);
+    I.running.erase(std::find(I.running.begin(), I.running.end(), r));
+    L.target = uint64_t(w_->requests[r].prompt_len) + L.generated;
+    L.pos = L.base = 0;
+    L.phase = Phase::queued;
+    I.queue.push_front(r, w_->requests[r].tenant);
+}
+
+void FleetSim::start_iteration(uint32_t k, double now) {
+    Inst& I = inst_[k];
+    // Each prefill gets at most its share of the token budget first (vLLM caps long prefills' chunks
+    // when several run: long_prefill_token_threshold); what is left then goes to them in order.
+    const uint32_t cap = std::max<uint32_t>(1, c_.max_batch_tokens / c_.max_prefills);
+    const bool by_tenant = c_.queue == QueuePolicy::drr;
+    for (;;) {
+        I.batch.clear();
+        // 1. One token for every decoding request.
+        uint32_t decoding = 0;
+        for (size_t i = 0; i < I.running.size(); ++i) {
+            const uint32_t r = I.running[i];
+            Live& L = live_[r];
+            if (L.pos < L.target) continue;
+            // Victims come from the back, so nothing already in the batch is ever preempted.
+            if (!ensure_kv(k, r, L.pos + 1)) continue;
+            I.batch.push_back({r, 0});
+            ++decoding;
+        }
+        uint32_t budget = c_.max_batch_tokens > decoding ? c_.max_batch_tokens - decoding : 0;
+        uint32_t prefilling = 0;
+        std::fill(run_t_.begin(), run_t_.end(), 0u);
+        std::fill(pre_t_.begin(), pre_t_.end(), 0u);
+        for (uint32_t r : I.running) {
+            const uint32_t t = w_->requests[r].tenant;
+            ++run_t_[t];
+            if (live_[r].pos < live_[r].target) ++prefilling, ++pre_t_[t];
+        }
+        // 2. New requests, in the order of the wait queue's policy (and within the tenants' quotas).
+        const std::function<bool(uint32_t)> allowed = [this](uint32_t t) {
+            return run_t_[t] < cap_run_[t] && pre_t_[t] < cap_pre_[t];
+        };
+        while (budget > 0 && I.status == Inst::up && prefilling < c_.max_prefills &&
+               I.running.size() < c_.max_running && !I.queue.empty()) {
+            WaitQueue::Entry e;
+            double next = -1;
+            if (!I.queue.pick(now, &e, &next, c_.quotas ? allowed : std::function<bool(uint32_t)>{})) {
+                if (next >= 0 && (I.wake_at < 0 || next < I.wake_at)) {
+                    I.wake_at = next;
+                    q_.push(next, ev_wake, k);
+                }
+                break;
+            }
+            const AdmitResult a = admit(k, e.req, now);
+            if (a == no_memory) {
+                I.queue.unpick(e, now);
+                break;
+            }
+            if (a == too_large) {
+                fail(e.req, FailReason::too_large, now);
+                continue;
+            }
+            ++prefilling;
+            ++run_t_[e.tenant];
+            ++pre_t_[e.tenant];
+        }
+        // 3. Prefill chunks: oldest first, or, under deficit round robin, the tenants with the fewest
+        // running requests first, so that fair queueing reaches the token budget too.
+        prefill_order_.clear();
+        for (uint32_t r : I.running)
+            if (live_[r].pos < live_[r].target) prefill_order_.push_back(r);
+        if (by_tenant)
+            std::stable_sort(prefill_order_.begin(), prefill_order_.end(), [this](uint32_t a, uint32_t b) {
+                return run_t_[w_->requests[a].tenant] < run_t_[w_->requests[b].tenant];
+            });
+        const size_t first_prefill = I.batch.size();
+        for (uint32_t r : prefill_order_) {
+            const Live& L = live_[r];
+            const uint32_t chunk =
+                uint32_t(std::min<uint64_t>(std::min(L.target - L.pos, uint64_t(cap)), budget));
+            if (chunk == 0 || !grow(k, r, L.pos + chunk)) continue;
+            I.batch.push_back({r, chunk});
+            budget -= chunk;
+        }
+        // 4. The rest of the budget to the same prefills, in the same order.
+        for (size_t i = first_prefill; i < I.batch.size() && budget > 0; ++i) {
+            BatchItem& b = I.batch[i];
+            const Live& L = live_[b.req];
+            const uint32_t extra = uint32_t(std::min<uint64_t>(L.target - L.pos - b.chunk, budget));
+            if (extra == 0 || !grow(k, b.req, L.pos + b.chunk + extra)) continue;
+            b.chunk += extra;
+            budget -= extra;
+        }
+        if (!I.batch.empty()) break;
+        if (I.running.empty()) return;  // idle
+        // Running requests that cannot get a page and nothing decoding to finish: free memory by
+        // preempting the newest one and plan again (vLLM does the same).
+        preempt(k, I.running.back());
+    }
+    IterationWork w;
+    for (const BatchItem& b : I.batch) {
+        const Live& L = live_[b.req];
+        if (b.chunk)
+            w.add_chunk(double(L.pos), double(b.chunk));
+        else
+            w.add_decode(double(L.pos));
+    }
+    double end = now + cost_.seconds(w) * 1000.0;
+    I.steps = 1;
+    if (c_.fast_decode && w.prefill_chunks == 0 && I.queue.empty() && I.status == Inst::up) {
+        // Decode only and nobody waiting: run until the first request finishes, with its pages now.
+        uint64_t m = UINT64_MAX;
+        for (const BatchItem& b : I.batch) {
+            const Live& L = live_[b.req];
+            m = std::min<uint64_t>(m, out_[b.req].output - L.generated);
+        }
+        // Take the run's pages now. If any is missing, give back what was taken and stop the run at
+        // the first page boundary instead: the step that needs the page then preempts exactly as
+        // one-step-at-a-time would.
+        bool all = true;
+        for (const BatchItem& b : I.batch)
+            if (!grow(k, b.req, live_[b.req].pos + m)) {
+                all = false;
+                break;
+            }
+        if (!all) {
+            for (const BatchItem& b : I.batch) {
+                Live& L = live_[b.req];
+                const uint64_t pt = c_.page_tokens;
+                const uint64_t need = (L.pos + 1 - L.base + pt - 1) / pt * pt;
+                if (L.kv_alloc > need && I.pool->truncate_kv(OwnerId(b.req) + 1, need) == AllocStatus::ok)
+                    L.kv_alloc = need;
+                m = std::min(m, L.base + L.kv_alloc - L.pos);
+            }
+        }
+        I.run_decode = w.decode;
+        I.run_context0 = w.decode_context;
+        I.steps = uint32_t(std::min<uint64_t>(m, UINT32_MAX));
+        end = now;
+        for (uint32_t j = 0; j < I.steps; ++j) end += step_ms(k, j);
+    }
+    I.busy = true;
+    I.iter_start = now;
+    q_.push(end, ev_iteration_end, k, ++I.iter_id);
+}
+
+double FleetSim::step_ms(uint32_t k, uint32_t j) const {
+    const Inst& I = inst_[k];
+    IterationWork w;
+    w.decode = I.run_decode;
+    w.decode_context = I.run_context0 + double(j) * double(I.run_decode);
+    return cost_.seconds(w) * 1000.0;
+}
+
+void FleetSim::cut_run(uint32_t k, double now) {
+    Inst& I = inst_[k];
+    if (!I.busy || I.steps <= 1) return;
+    double t = I.iter_start;
+    uint32_t j = 0;
+    while (j < I.steps) {
+        t += step_ms(k, j++);
+        if (t >= now) break;
+    }
+    if (j == I.steps) return;
+    I.steps = j;
+    q_.push(t, ev_iteration_end, k, ++I.iter_id);
+}
+
+uint32_t FleetSim::steps_done_by(uint32_t k, double now) const {
+    const Inst& I = inst_[k];
+    if (!I.busy || I.steps <= 1) return 0;
+    double t = I.iter_start;
+    uint32_t j = 0;
+    while (j < I.steps) {
+        t += step_ms(k, j);
+        if (t > now) break;
+        ++j;
+    }
+    return j;
+}
+
+void FleetSim::apply_decode_steps(uint32_t k, uint32_t m) {
+    for (const BatchItem& b : inst_[k].batch) {
+        Live& L = live_[b.req];
+        L.pos += m;
+        L.generated += m;
+        t_.iter_decode_tokens += m;
+        stats_[k].decode_tokens += m;
+    }
+}
+
+FleetSim::AdmitResult FleetSim::admit(uint32_t k, uint32_t r, double now) {
+    Inst& I = inst_[k];
+    Live& L = live_[r];
+    RequestOutcome& o = out_[r];
+    const Request& q = w_->requests[r];
+    const uint64_t len = lookup_len(r);
+    const uint64_t page = c_.cache.page_size;
+    uint64_t kv = 0, st = 0;
+    bool tainted_source = false;
+    if (L.carry) {
+        kv = L.carry_kv;
+        st = L.carry_state;
+    } else if (c_.caching) {
+        L.adm = admit_request(cache_of(k, r), c_.policy, *q.tokens, len, q.cache_len());
+        L.leased = true;
+        kv = L.adm.kv_hit;
+        st = L.adm.state_hit;
+        tainted_source = st > 0 && L.adm.lease.state.handle == kTaintedHandle;
+    }
+    uint64_t resume = c_.guard ? st : kv;
+    // Logits need at least one computed token: a whole-context hit recomputes the last one.
+    if (L.target > 0) resume = std::min(resume, L.target - 1);
+    const uint64_t base = L.carry ? 0 : resume;
+    const uint64_t left = q.output_len > L.generated ? q.output_len - L.generated : 0;
+    if (L.target + left - base > I.pool_tokens) {
+        release_request(k, r);
+        return too_large;
+    }
+    StateRef s = kNoRef;
+    if (I.pool->alloc_state(OwnerId(r) + 1, &s) != AllocStatus::ok) {
+        release_request(k, r);
+        return no_memory;
+    }
+    L.slot = true;
+    L.state_ref = s;
+    L.base = base;
+    L.kv_alloc = 0;
+    // Admitted: account for the resume.
+    if (!c_.guard && kv > st) {
+        ++t_.violations;
+        if (L.carry) ++t_.violations_moved;
+        ++o.violations;
+        L.tainted = true;
+    } else if (!L.carry) {
+        L.tainted = false;
+    }
+    if (c_.guard && kv > st) t_.guard_held_back += std::min(kv, L.target) - std::min(st, L.target);
+    if (tainted_source && resume > 0) {
+        ++t_.tainted_resumes;
+        ++o.violations;
+        L.tainted = true;
+    }
+    if (!o.admitted) {
+        o.admitted = true;
+        o.kv_hit = std::min<uint64_t>(kv, q.prompt_len);
+        o.state_hit = std::min<uint64_t>(st, q.prompt_len);
+    }
+    o.skipped += resume;
+    if (L.carry) {
+        // Nothing leased locally: plan this request's checkpoints from where it resumes.
+        L.adm = Admission{};
+        L.adm.prompt_len = len;
+        L.adm.cache_len = cache_len_of(q, page);
+        if (c_.caching)
+            L.adm.plan = plan_checkpoints(c_.policy, uint32_t(page), L.adm.cache_len, resume, resume);
+        L.carry = false;
+    }
+    L.pos = resume;
+    L.resume = resume;
+    L.plan_next = 0;
+    L.inserted = 0;
+    L.replicated = std::min(L.replicated, resume);
+    L.admit_seq = admit_seq_++;
+    L.phase = Phase::running;
+    L.inst = int32_t(k);
+    I.running.push_back(r);
+    ++stats_[k].admitted;
+    stats_[k].peak_running = std::max<uint32_t>(stats_[k].peak_running, uint32_t(I.running.size()));
+    if (L.fault >= 0) {
+        FaultOutcome& fo = fault_out_[uint32_t(L.fault)];
+        fo.recovered_ms = std::max(fo.recovered_ms, now);
+        L.fault = -1;
+    }
+    return admitted;
+}
+
+// Inserts what the request has computed into its instance's prefix cache: progress after every
+// prefill chunk, everything (with the output when the output tokens are known) at completion.
+void FleetSim::cache_progress(uint32_t k, uint32_t r, double now, bool final) {
+    Live& L = live_[r];
+    const Request& q = w_->requests[r];
+    RadixCache& c = cache_of(k, r);
+    const uint64_t page = c_.cache.page_size;
+    const uint64_t upto = (final ? L.adm.cache_len : std::min(L.pos, L.adm.cache_len)) / page * page;
+    if (upto > L.inserted && upto > L.resume) {
+        cp_scratch_.clear();
+        const auto& plan = L.adm.plan;
+        while (L.plan_next < plan.size() && plan[L.plan_next].pos <= upto) {
+            const PlannedCheckpoint& p = plan[L.plan_next++];
+            // A request that resumed past its state (no guard) never computed the states before it.
+            if (p.pos <= L.resume) continue;
+            cp_scratch_.push_back({p.pos, {L.tainted ? kTaintedHandle : 0, cost_.state_bytes()}, p.kind});
+        }
+        c.insert(q.tokens, upto, cp_scratch_);
+        L.inserted = upto;
+        const bool boundary = final || L.pos >= L.target;
+        if (boundary) {
+            apply_retention(c_.policy, c, *q.tokens, upto);
+            replicate(k, r, upto, now);
+        }
+        c.enforce_capacity();
+    }
+    if (final && L.leased) {
+        c.release(L.adm.lease);
+        L.leased = false;
+        c.enforce_capacity();
+    }
+}
+
+void FleetSim::end_iteration(uint32_t k, double now) {
+    Inst& I = inst_[k];
+    I.busy = false;
+    InstanceStats& st = stats_[k];
+    st.busy_ms += now - I.iter_start;
+    st.iterations += I.steps;
+    bool pre = false, dec = false;
+    for (const BatchItem& b : I.batch) (b.chunk ? pre : dec) = true;
+    timeline_.add(k, I.iter_start, now, I.status == Inst::draining ? 3 : pre && dec ? 2 : pre ? 0 : 1);
+    for (const BatchItem& b : I.batch) {
+        const uint32_t r = b.req;
+        Live& L = live_[r];
+        RequestOutcome& o = out_[r];
+        if (L.phase != Phase::running || L.inst != int32_t(k)) continue;
+        bool finished = false;
+        if (b.chunk) {
+            L.pos += b.chunk;
+            o.prefill_work += b.chunk;
+            t_.iter_prefill_tokens += b.chunk;
+            st.prefill_tokens += b.chunk;
+            if (c_.caching) cache_progress(k, r, now, false);
+            if (L.pos >= L.target) {
+                if (o.first_token_ms < 0) o.first_token_ms = now;
+                if (L.generated < o.output) {
+                    ++L.generated;
+                    ++t_.iter_first_tokens;
+                }
+                finished = L.generated >= o.output;
+            }
+        } else {
+            L.pos += I.steps;
+            L.generated += I.steps;
+            t_.iter_decode_tokens += I.steps;
+            st.decode_tokens += I.steps;
+            finished = L.generated >= o.output;
+            if (!finished && I.steps > 1) {
+                // Give back pages taken ahead for a run that was cut short.
+                const uint64_t pt = c_.page_tokens;
+                const uint64_t need = (L.pos - L.base + pt - 1) / pt * pt;
+                if (L.kv_alloc > need && I.pool->truncate_kv(OwnerId(r) + 1, need) == AllocStatus::ok)
+                    L.kv_alloc = need;
+            }
+        }
+        if (finished) complete(k, r, now);
+    }
+    I.batch.clear();
+    I.steps = 1;
+    if (I.status == Inst::draining) {
+        if (I.migrate_pending) {
+            migrate_running(k, now);
+            return;
+        }
+        if (I.running.empty()) {
+            go_down(k, now);
+            return;
+        }
+    }
+    start_iteration(k, now);
+}
+
+void FleetSim::complete(uint32_t k, uint32_t r, double now) {
+    Inst& I = inst_[k];
+    Live& L = live_[r];
+    if (c_.caching) cache_progress(k, r, now, true);
+    release_request(k, r);
+    I.running.erase(std::find(I.running.begin(), I.running.end(), r));
+    L.phase = Phase::done;
+    RequestOutcome& o = out_[r];
+    o.completed = true;
+    o.finish_ms = now;
+    o.generated = L.generated;
+    o.instance = int32_t(k);
+    ++stats_[k].completed;
+    ++finished_;
+}
+
+}  // namespace k3

@@ -1,0 +1,594 @@
+// FleetSim: the event loop, routing, faults and recovery. Instance scheduling (batching,
+// admission, completion) is in fleet_instance.cpp.
+#include <algorithm>
+
+#include "core/fleet/fleet_sim_internal.h"
+#include "core/lifecycle/migration_cost.h"
+#include "core/model/accounting.h"
+
+namespace k3 {
+
+const char* fail_reason_name(FailReason f) {
+    switch (f) {
+        case FailReason::none:
+            return "none";
+        case FailReason::no_instance:
+            return "no instance left";
+        case FailReason::too_large:
+            return "larger than an instance's working memory";
+        case FailReason::stalled:
+            return "stalled";
+    }
+    return "?";
+}
+
+const std::vector<std::string>& FleetSim::timeline_categories() {
+    static const std::vector<std::string> c = {"prefill", "decode", "prefill + decode", "draining", "down"};
+    return c;
+}
+
+// What routers see: instances that are up, their requests in flight, their cache matches.
+// Matches are remembered for the request being routed (routers, the best-match statistic and the
+// queue cost ask for the same ones).
+class FleetRouterView final : public RouterView {
+  public:
+    explicit FleetRouterView(const FleetSim& s) : s_(s), memo_(s.inst_.size()), have_(s.inst_.size(), 0) {}
+    uint32_t instances() const override { return uint32_t(s_.inst_.size()); }
+    bool eligible(uint32_t i) const override { return s_.inst_[i].status == FleetSim::Inst::up; }
+    double load(uint32_t i) const override {
+        return double(s_.inst_[i].queue.size() + s_.inst_[i].running.size());
+    }
+    // One request per view: the memo is keyed by instance only.
+    Match match(uint32_t i, const Request& r, uint64_t len) const override {
+        if (!s_.c_.caching) return {};
+        if (!have_[i]) {
+            const auto& caches = s_.inst_[i].caches;
+            const size_t ns = s_.c_.quotas ? std::min<size_t>(r.tenant, caches.size() - 1) : 0;
+            memo_[i] = caches[ns]->match(*r.tokens, len);
+            have_[i] = 1;
+        }
+        return memo_[i];
+    }
+
+  private:
+    const FleetSim& s_;
+    mutable std::vector<Match> memo_;
+    mutable std::vector<uint8_t> have_;
+};
+
+FleetSim::FleetSim(std::shared_ptr<const Workload> w, const FleetConfig& c)
+    : w_(std::move(w)), c_(c), router_(c.router, c.instances, c.seed) {
+    error_ = w_ ? check_fleet_config(c_) : "no workload";
+    if (!error_.empty()) {
+        done_ = true;
+        return;
+    }
+    cost_ = CostModel(c_.model, c_.hardware, c_.gpus, c_.efficiency);
+    const size_t n = w_->requests.size();
+    live_.resize(n);
+    out_.resize(n);
+    tenants_ = std::max<uint32_t>(1, uint32_t(c_.tenants.size()));
+    for (size_t i = 0; i < n; ++i) {
+        const Request& r = w_->requests[i];
+        out_[i].arrival_ms = r.arrival_ms / c_.load;
+        out_[i].prompt = r.prompt_len;
+        out_[i].output = r.output_len;
+        out_[i].tenant = r.tenant;
+        tenants_ = std::max(tenants_, r.tenant + 1);
+    }
+    order_.resize(n);
+    for (size_t i = 0; i < n; ++i) order_[i] = uint32_t(i);
+    std::stable_sort(order_.begin(), order_.end(),
+                     [&](uint32_t a, uint32_t b) { return out_[a].arrival_ms < out_[b].arrival_ms; });
+
+    if (c_.queue == QueuePolicy::token_bucket) {
+        double sum = 0;
+        for (uint32_t t = 0; t < tenants_; ++t) sum += t < c_.tenants.size() ? c_.tenants[t].weight : 1.0;
+        std::vector<double> rates(tenants_);
+        for (uint32_t t = 0; t < tenants_; ++t)
+            rates[t] =
+                c_.bucket_rate_tokens_per_s * (t < c_.tenants.size() ? c_.tenants[t].weight : 1.0) / sum;
+        buckets_.configure(rates, c_.bucket_burst_s);
+    }
+    {
+        double sum = 0;
+        for (uint32_t t = 0; t < tenants_; ++t) sum += t < c_.tenants.size() ? c_.tenants[t].weight : 1.0;
+        for (uint32_t t = 0; t < tenants_; ++t) {
+            const double share = (t < c_.tenants.size() ? c_.tenants[t].weight : 1.0) / sum;
+            cap_run_.push_back(std::max<uint32_t>(1, uint32_t(double(c_.max_running) * share)));
+            cap_pre_.push_back(std::max<uint32_t>(1, uint32_t(double(c_.max_prefills) * share)));
+        }
+        run_t_.assign(tenants_, 0);
+        pre_t_.assign(tenants_, 0);
+    }
+    inst_.resize(c_.instances);
+    stats_.resize(c_.instances);
+    for (uint32_t k = 0; k < c_.instances && error_.empty(); ++k) reset_instance(k);
+    if (!error_.empty()) {
+        done_ = true;
+        return;
+    }
+    if (c_.recovery != Recovery::recompute) {
+        CacheConfig hc = c_.cache;
+        // A bounded host tier gives half its bytes to KV and half to checkpoints.
+        hc.kv_capacity_tokens =
+            c_.host_tier_bytes ? std::max<uint64_t>(1, c_.host_tier_bytes / 2 / cost_.kv_bytes_per_token())
+                               : 0;
+        hc.state_capacity =
+            c_.host_tier_bytes ? std::max<uint64_t>(1, c_.host_tier_bytes / 2 / cost_.state_bytes()) : 0;
+        host_ = std::make_unique<RadixCache>(hc);
+    }
+    fault_out_.resize(c_.faults.size());
+    for (size_t f = 0; f < c_.faults.size(); ++f) {
+        fault_out_[f].spec = c_.faults[f];
+        q_.push(c_.faults[f].at_ms, ev_fault, uint32_t(f));
+    }
+    timeline_.reset(c_.instances);
+    const double horizon = n ? out_[order_.back()].arrival_ms : 0;
+    sample_dt_ = horizon > 0 && c_.series_points > 0 ? horizon / double(c_.series_points) : 0;
+    if (sample_dt_ > 0) q_.push(0, ev_sample);
+    if (n == 0) done_ = true;
+}
+
+FleetSim::~FleetSim() {
+    // Leases first, then the trees (RadixCache's destructor lets go of everything anyway).
+    for (uint32_t k = 0; k < inst_.size(); ++k)
+        for (uint32_t r : inst_[k].running) release_request(k, r);
+}
+
+double FleetSim::progress() const {
+    return live_.empty() ? 1.0 : done_ ? 1.0 : double(finished_) / double(live_.size());
+}
+
+double FleetSim::run(const Deadline* deadline, uint64_t max_events) {
+    uint64_t n = 0;
+    const size_t N = live_.size();
+    while (!done_) {
+        const bool arrival =
+            next_arrival_ < N && (q_.empty() || out_[order_[next_arrival_]].arrival_ms < q_.top().t);
+        if (arrival) {
+            const uint32_t r = order_[next_arrival_++];
+            now_ = out_[r].arrival_ms;
+            arrive(r, now_);
+        } else if (!q_.empty()) {
+            const FleetEvent e = q_.pop();
+            now_ = e.t;
+            handle(e);
+        } else {
+            // Nothing can happen any more: whatever is still in flight is stuck (a bug if it ever shows).
+            for (uint32_t r = 0; r < N; ++r)
+                if (live_[r].phase != Phase::done && live_[r].phase != Phase::failed) {
+                    if (live_[r].inst >= 0 && live_[r].phase == Phase::running) {
+                        auto& run = inst_[uint32_t(live_[r].inst)].running;
+                        release_request(uint32_t(live_[r].inst), r);
+                        run.erase(std::find(run.begin(), run.end(), r));
+                    }
+                    fail(r, FailReason::stalled, now_);
+                }
+        }
+        ++t_.events;
+        ++n;
+        finish_if_done(now_);
+        if (n >= max_events) break;
+        if (deadline && (n & 255) == 0 && deadline->passed()) break;
+    }
+    return progress();
+}
+
+void FleetSim::finish_if_done(double now) {
+    if (done_ || finished_ < live_.size()) return;
+    done_ = true;
+    for (const RequestOutcome& o : out_) t_.end_ms = std::max(t_.end_ms, o.finish_ms);
+    const double end = std::max(t_.end_ms, now);
+    for (uint32_t k = 0; k < inst_.size(); ++k) {
+        Inst& I = inst_[k];
+        if (I.status == Inst::down) {
+            stats_[k].down_ms += end - I.down_since;
+            timeline_.add(k, I.down_since, end, 4);
+        }
+        InstanceStats& s = stats_[k];
+        for (const auto& c : I.caches) {
+            const CacheStats& cs = c->stats();
+            s.cache_nodes += cs.nodes;
+            s.cache_kv_tokens += cs.kv_tokens;
+            s.cache_states += cs.states;
+            s.cache_kv_evicted += cs.kv_tokens_evicted;
+            s.cache_states_evicted += cs.states_evicted;
+        }
+    }
+}
+
+void FleetSim::handle(const FleetEvent& e) {
+    switch (e.kind) {
+        case ev_iteration_end:
+            if (inst_[e.a].iter_id == e.b && inst_[e.a].busy) end_iteration(e.a, e.t);
+            break;
+        case ev_wake:
+            if (inst_[e.a].wake_at == e.t) inst_[e.a].wake_at = -1;
+            kick(e.a, e.t);
+            break;
+        case ev_fault:
+            if (c_.faults[e.a].kind == FaultKind::crash)
+                crash(e.a, e.t);
+            else
+                drain(e.a, e.t);
+            break;
+        case ev_up:
+            come_up(e.a, e.t);
+            break;
+        case ev_down:
+            if (inst_[e.a].status == Inst::draining) go_down(e.a, e.t);
+            break;
+        case ev_replicated: {
+            Replication& x = repl_[e.a];
+            if (inst_[x.inst].epoch == x.epoch && host_) {
+                host_->insert(w_->requests[x.req].tokens, x.len, std::move(x.cps));
+                host_->enforce_capacity();
+                ++t_.host_inserts;
+            }
+            x.cps = {};
+            break;
+        }
+        case ev_reroute:
+            reroute(uint32_t(e.b), e.t);
+            break;
+        case ev_deliver: {
+            const uint32_t r = uint32_t(e.b);
+            const int32_t k = live_[r].carry_to;
+            live_[r].carry_to = -1;
+            if (k >= 0 && inst_[uint32_t(k)].status == Inst::up)
+                enqueue(uint32_t(k), r, e.t);
+            else
+                route(r, e.t);
+            break;
+        }
+        case ev_sample:
+            sample(e.t);
+            break;
+    }
+}
+
+// ---- requests ----
+
+void FleetSim::arrive(uint32_t r, double now) {
+    live_[r].target = w_->requests[r].prompt_len;
+    route(r, now);
+}
+
+bool FleetSim::any_instance_returns() const {
+    for (uint32_t k = 0; k < inst_.size(); ++k) {
+        if (inst_[k].status != Inst::down) return true;
+        for (const FaultSpec& f : c_.faults)
+            if (f.instance == k && f.down_ms > 0 && f.at_ms + f.down_ms >= now_) return true;
+    }
+    return false;
+}
+
+void FleetSim::route(uint32_t r, double now) {
+    Live& L = live_[r];
+    const Request& q = w_->requests[r];
+    const uint64_t len = lookup_len(r);
+    const FleetRouterView view(*this);
+    const RouteDecision d = router_.choose(q, len, view);
+    if (d.instance < 0) {
+        if (any_instance_returns()) {
+            L.phase = Phase::held;
+            gateway_.push_back(r);
+            ++t_.gateway_waits;
+        } else {
+            fail(r, FailReason::no_instance, now);
+        }
+        return;
+    }
+    if (!L.routed) {
+        L.routed = true;
+        if (c_.caching)
+            for (uint32_t k = 0; k < inst_.size(); ++k)
+                if (view.eligible(k))
+                    out_[r].best_state_hit =
+                        std::max(out_[r].best_state_hit, view.match(k, q, len).state_len);
+    }
+    enqueue(uint32_t(d.instance), r, now, &view);
+}
+
+void FleetSim::enqueue(uint32_t k, uint32_t r, double now, const FleetRouterView* view) {
+    Live& L = live_[r];
+    Inst& I = inst_[k];
+    L.inst = int32_t(k);
+    L.phase = Phase::queued;
+    if (L.carry)
+        L.cost = double(L.target - std::min(L.target, c_.guard ? L.carry_state : L.carry_kv));
+    else if (view && c_.caching) {
+        const uint64_t len = lookup_len(r);
+        L.cost = double(len - view->match(k, w_->requests[r], len).state_len);
+    } else
+        L.cost = double(uncached_cost(k, r));
+    I.queue.push_back(r, w_->requests[r].tenant, L.cost);
+    ++stats_[k].routed;
+    stats_[k].peak_queue = std::max<uint64_t>(stats_[k].peak_queue, I.queue.size());
+    cut_run(k, now);  // it joins at the next step boundary
+    kick(k, now);
+}
+
+void FleetSim::fail(uint32_t r, FailReason why, double now) {
+    Live& L = live_[r];
+    L.phase = Phase::failed;
+    out_[r].failed = why;
+    out_[r].generated = L.generated;
+    out_[r].finish_ms = -1;
+    (void)now;
+    ++finished_;
+}
+
+void FleetSim::release_request(uint32_t k, uint32_t r) {
+    Live& L = live_[r];
+    Inst& I = inst_[k];
+    if (L.leased) {
+        cache_of(k, r).release(L.adm.lease);
+        L.leased = false;
+    }
+    if (L.slot || L.kv_alloc) I.pool->release(OwnerId(r) + 1);
+    L.slot = false;
+    L.kv_alloc = 0;
+}
+
+// A request that was queued or running on an instance that failed or drained goes elsewhere. With a
+// host tier it may resume from what was replicated there, if that is deeper than what the chosen
+// instance's own cache offers.
+void FleetSim::reroute(uint32_t r, double now) {
+    Live& L = live_[r];
+    const Request& q = w_->requests[r];
+    L.target = uint64_t(q.prompt_len) + L.generated;
+    L.pos = L.base = 0;
+    if (L.carry || !host_) {
+        route(r, now);
+        return;
+    }
+    const uint64_t len = lookup_len(r);
+    const FleetRouterView view(*this);
+    const RouteDecision d = router_.choose(q, len, view);
+    if (d.instance < 0) {
+        route(r, now);  // to the gateway, or failed
+        return;
+    }
+    const Match hm = host_->match(*q.tokens, len);
+    const Match lm = view.match(uint32_t(d.instance), q, len);
+    const uint64_t host_resume = c_.guard ? hm.state_len : hm.kv_len;
+    const uint64_t local_resume = c_.guard ? lm.state_len : lm.kv_len;
+    if (host_resume > local_resume) {
+        // The replicated KV and one checkpoint come back as a blob of module 10 (exact size).
+        const lifecycle::StrategyCost mv =
+            lifecycle::migration_costs(c_.model, {double(hm.kv_len), 0}, c_.link, cost_.instance_hardware(),
+                                       c_.efficiency)[lifecycle::MigrationStrategy::move_all];
+        const uint64_t bytes = uint64_t(mv.bytes);
+        L.carry = true;
+        L.carry_kv = hm.kv_len;
+        L.carry_state = hm.state_len;
+        L.carry_to = d.instance;
+        L.phase = Phase::held;
+        ++t_.host_restores;
+        if (L.fault >= 0) {
+            ++fault_out_[uint32_t(L.fault)].host_restores;
+            fault_out_[uint32_t(L.fault)].host_bytes += bytes;
+        }
+        q_.push(now + mv.transfer_s * 1000.0, ev_deliver, 0, r);
+        return;
+    }
+    enqueue(uint32_t(d.instance), r, now, &view);
+}
+
+// ---- faults ----
+
+void FleetSim::crash(uint32_t f, double now) {
+    const uint32_t k = c_.faults[f].instance;
+    Inst& I = inst_[k];
+    if (I.status == Inst::down) return;
+    FaultOutcome& fo = fault_out_[f];
+    ++I.epoch;
+    ++I.iter_id;
+    if (I.busy) {
+        // Decode steps of a run that finished before the crash happened; the step in flight is lost.
+        apply_decode_steps(k, steps_done_by(k, now));
+        stats_[k].busy_ms += now - I.iter_start;
+        timeline_.add(k, I.iter_start, now, I.status == Inst::draining ? 3 : 2);
+        I.busy = false;
+    }
+    for (const auto& c : I.caches) fo.cached_tokens_lost += c->stats().kv_tokens;
+    std::vector<uint32_t> moved = I.running;
+    for (uint32_t r : I.running) {
+        Live& L = live_[r];
+        fo.lost_tokens += L.pos - L.base;
+        t_.lost_tokens += L.pos - L.base;
+        release_request(k, r);
+        ++fo.running_moved;
+    }
+    for (const WaitQueue::Entry& e : I.queue.take_all()) moved.push_back(e.req);
+    I.running.clear();
+    I.batch.clear();
+    for (uint32_t r : moved) {
+        Live& L = live_[r];
+        L.phase = Phase::held;
+        L.fault = int32_t(f);
+        ++out_[r].moves;
+        ++fo.requests_moved;
+        q_.push(now + c_.detect_ms, ev_reroute, 0, r);
+    }
+    reset_instance(k);
+    I.status = Inst::down;
+    I.down_since = now;
+    if (c_.faults[f].down_ms > 0) q_.push(now + c_.faults[f].down_ms, ev_up, k);
+}
+
+void FleetSim::drain(uint32_t f, double now) {
+    const uint32_t k = c_.faults[f].instance;
+    Inst& I = inst_[k];
+    if (I.status != Inst::up) return;
+    FaultOutcome& fo = fault_out_[f];
+    cut_run(k, now);
+    I.status = Inst::draining;
+    I.drain_fault = int32_t(f);
+    // Requests that have not started go elsewhere now; they have nothing to carry.
+    for (const WaitQueue::Entry& e : I.queue.take_all()) {
+        Live& L = live_[e.req];
+        L.phase = Phase::held;
+        L.fault = int32_t(f);
+        ++out_[e.req].moves;
+        ++fo.requests_moved;
+        q_.push(now, ev_reroute, 0, e.req);
+    }
+    if (c_.recovery == Recovery::migrate) {
+        if (I.busy)
+            I.migrate_pending = true;
+        else
+            migrate_running(k, now);
+    } else if (!I.busy && I.running.empty()) {
+        go_down(k, now);
+    }
+}
+
+// Live migration on drain: each running request's KV and state move to another instance over the
+// link, one after the other, and resume there where they stopped (module 10's blob). Moving KV with
+// only the last checkpoint leaves the state behind the KV: the guard recomputes from the checkpoint.
+void FleetSim::migrate_running(uint32_t k, double now) {
+    Inst& I = inst_[k];
+    I.migrate_pending = false;
+    const int32_t f = I.drain_fault;
+    for (uint32_t r : I.running) {
+        Live& L = live_[r];
+        uint64_t state_pos = L.pos;
+        if (c_.migration_move == MigrationMove::kv_and_checkpoint) {
+            state_pos = L.resume;
+            for (const PlannedCheckpoint& p : L.adm.plan)
+                if (p.pos <= L.pos && p.pos > state_pos && p.pos > L.resume) state_pos = p.pos;
+        }
+        // Module 10's blob: KV of every token, a state, token ids and sampler (the exact blob size).
+        const lifecycle::StrategyCost mv =
+            lifecycle::migration_costs(c_.model, {double(L.pos), 0}, c_.link, cost_.instance_hardware(),
+                                       c_.efficiency)[lifecycle::MigrationStrategy::move_all];
+        const uint64_t bytes = uint64_t(mv.bytes);
+        I.link_free = std::max(now, I.link_free) + mv.transfer_s * 1000.0;
+        release_request(k, r);
+        L.target = uint64_t(w_->requests[r].prompt_len) + L.generated;
+        L.carry = true;
+        L.carry_kv = L.pos;
+        L.carry_state = state_pos;
+        L.pos = L.base = 0;
+        L.phase = Phase::held;
+        ++out_[r].moves;
+        if (f >= 0) {
+            FaultOutcome& fo = fault_out_[uint32_t(f)];
+            ++fo.requests_moved;
+            ++fo.running_moved;
+            ++fo.migrated;
+            fo.migrated_bytes += bytes;
+            L.fault = f;
+        }
+        const FleetRouterView view(*this);
+        const RouteDecision d = router_.choose(w_->requests[r], lookup_len(r), view);
+        L.carry_to = d.instance;  // -1: delivered to whatever is up when it arrives
+        q_.push(I.link_free, ev_deliver, 0, r);
+    }
+    I.running.clear();
+    I.batch.clear();
+    q_.push(std::max(now, I.link_free), ev_down, k);
+}
+
+void FleetSim::go_down(uint32_t k, double now) {
+    Inst& I = inst_[k];
+    if (I.drain_fault >= 0) fault_out_[uint32_t(I.drain_fault)].drained_ms = now;
+    for (uint32_t r : I.running) release_request(k, r);  // none after a drain; kept for safety
+    I.running.clear();
+    reset_instance(k);
+    I.status = Inst::down;
+    I.down_since = now;
+    if (I.drain_fault >= 0) {
+        const FaultSpec& f = c_.faults[uint32_t(I.drain_fault)];
+        if (f.down_ms > 0) q_.push(now + f.down_ms, ev_up, k);
+    }
+    I.drain_fault = -1;
+}
+
+void FleetSim::come_up(uint32_t k, double now) {
+    Inst& I = inst_[k];
+    if (I.status != Inst::down) return;
+    stats_[k].down_ms += now - I.down_since;
+    timeline_.add(k, I.down_since, now, 4);
+    I.status = Inst::up;
+    std::vector<uint32_t> waiting;
+    waiting.swap(gateway_);
+    for (uint32_t r : waiting) route(r, now);
+    kick(k, now);
+}
+
+void FleetSim::sample(double now) {
+    LoadSample s;
+    s.t_ms = now;
+    s.in_flight.resize(inst_.size());
+    uint64_t placed = 0;
+    for (uint32_t k = 0; k < inst_.size(); ++k) {
+        s.in_flight[k] = uint32_t(inst_[k].queue.size() + inst_[k].running.size());
+        placed += s.in_flight[k];
+    }
+    // Arrived, not finished, on no instance: at the gateway or moving between instances.
+    s.held = uint32_t(next_arrival_ - finished_ - placed);
+    samples_.push_back(std::move(s));
+    // Keep sampling while anything else can still happen.
+    if (!q_.empty() || next_arrival_ < live_.size()) q_.push(now + sample_dt_, ev_sample);
+}
+
+void FleetSim::replicate(uint32_t k, uint32_t r, uint64_t len, double now) {
+    Live& L = live_[r];
+    if (!host_ || len <= L.replicated) return;
+    Replication x;
+    x.inst = k;
+    x.req = r;
+    x.epoch = inst_[k].epoch;
+    x.len = len;
+    for (const PlannedCheckpoint& p : L.adm.plan)
+        if (p.pos > L.replicated && p.pos <= len && p.pos > L.resume)
+            x.cps.push_back({p.pos, {L.tainted ? kTaintedHandle : 0, cost_.state_bytes()}, p.kind});
+    const uint64_t bytes =
+        (len - L.replicated) * cost_.kv_bytes_per_token() + x.cps.size() * cost_.state_bytes();
+    L.replicated = len;
+    Inst& I = inst_[k];
+    I.link_free = std::max(now, I.link_free) + double(bytes) / c_.link.bytes_per_s * 1000.0;
+    repl_.push_back(std::move(x));
+    q_.push(I.link_free, ev_replicated, uint32_t(repl_.size() - 1));
+}
+
+// ---- views ----
+
+std::vector<TimelineSpan> FleetSim::timeline() const {
+    TimelineRecorder copy = timeline_;
+    return copy.finish(c_.max_timeline_spans);
+}
+
+std::string FleetSim::audit() const {
+    for (uint32_t k = 0; k < inst_.size(); ++k) {
+        for (const auto& c : inst_[k].caches)
+            if (std::string a = c->audit(); !a.empty())
+                return "instance " + std::to_string(k) + " cache: " + a;
+        if (inst_[k].pool)
+            if (std::string a = inst_[k].pool->audit(); !a.empty())
+                return "instance " + std::to_string(k) + " pool: " + a;
+    }
+    if (host_)
+        if (std::string a = host_->audit(); !a.empty()) return "host tier: " + a;
+    return {};
+}
+
+uint64_t FleetSim::leases_held() const {
+    uint64_t n = 0;
+    for (const Inst& I : inst_)
+        for (const auto& c : I.caches) n += c->stats().leases;
+    return n;
+}
+
+uint64_t FleetSim::pool_owners() const {
+    uint64_t n = 0;
+    for (const Inst& I : inst_)
+        if (I.pool) n += I.pool->owners().size();
+    return n;
+}
+
+}  // namespace k3

@@ -1,0 +1,232 @@
+// A discrete-event simulation of a fleet of serving instances of a hybrid model (DESIGN.md §2
+// modules 11-13, reference/serving.md §4-5).
+//
+// Each instance has
+//   - a prefix cache: the radix tree with state checkpoints of core/cache in metadata mode, one per
+//     tenant namespace when tenants get cache quotas; requests resume from their state-usable match
+//     and leave checkpoints where the policy says, inserted as their prefill chunks complete (as
+//     vLLM caches computed blocks and SGLang caches unfinished requests), so a request that arrives
+//     while an earlier one is still prefilling sees what is done so far;
+//   - working memory: a static-split page pool (core/memory/pool.h, metadata mode) with one working
+//     state slot per running request and KV pages for the part of its context it computed itself;
+//   - continuous batching with chunked prefill: every iteration decodes one token for each decoding
+//     request and fills the rest of a token budget with prefill chunks; when a decoding request
+//     needs a KV page and none is free, the most recently admitted request is preempted (vLLM's
+//     recompute preemption: its memory is freed and it later resumes from the cache);
+//   - an iteration time from the roofline cost model (core/fleet/cost_model.h): an estimate.
+// Requests arrive, a router (core/fleet/router.h) picks an instance, the instance's wait queue
+// (core/fleet/wait_queue.h) orders admission. Faults crash or drain instances; requests move,
+// resume from a host tier or migrate; a consistency guard decides where they may resume.
+//
+// Deterministic: events are ordered by (time, insertion number), every container is a vector or a
+// deque iterated in order, randomness comes from k3::Rng seeded from the config, and no figure
+// depends on the wall clock. The wall clock only decides where a slice stops.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/base/clock.h"
+#include "core/cache/request_flow.h"
+#include "core/fleet/cost_model.h"
+#include "core/fleet/event_queue.h"
+#include "core/fleet/fleet_config.h"
+#include "core/fleet/router.h"
+#include "core/fleet/timeline_recorder.h"
+#include "core/fleet/wait_queue.h"
+#include "core/fleet/workload.h"
+#include "core/memory/pool.h"
+
+namespace k3 {
+
+class FleetRouterView;
+
+enum class FailReason : uint8_t { none, no_instance, too_large, stalled };
+const char* fail_reason_name(FailReason f);
+
+// What happened to one request.
+struct RequestOutcome {
+    double arrival_ms = 0, first_token_ms = -1, finish_ms = -1;
+    uint32_t prompt = 0, output = 0, generated = 0, tenant = 0;
+    int32_t instance = -1;  // where it finished (or last ran)
+    // Cache hits at its first admission, over its prompt: KV-visible and state-usable.
+    uint64_t kv_hit = 0, state_hit = 0;
+    // The deepest state-usable match any eligible instance had when the request was first routed.
+    uint64_t best_state_hit = 0;
+    uint64_t prefill_work = 0;  // context tokens computed, over all attempts
+    uint64_t skipped = 0;       // context tokens resumed instead of computed, over all attempts
+    uint32_t preemptions = 0, moves = 0, violations = 0;
+    bool admitted = false, completed = false;
+    FailReason failed = FailReason::none;
+
+    double ttft_ms() const { return first_token_ms - arrival_ms; }
+    double e2e_ms() const { return finish_ms - arrival_ms; }
+    // Time per output token after the first (TPOT); 0 for single-token outputs.
+    double tpot_ms() const { return output > 1 ? (finish_ms - first_token_ms) / double(output - 1) : 0; }
+};
+
+struct InstanceStats {
+    double busy_ms = 0, down_ms = 0;
+    uint64_t iterations = 0, prefill_tokens = 0, decode_tokens = 0;
+    uint64_t routed = 0, admitted = 0, completed = 0, preemptions = 0;
+    uint32_t peak_running = 0;
+    uint64_t peak_queue = 0;
+    uint64_t cache_nodes = 0, cache_kv_tokens = 0, cache_states = 0;  // at the end (all namespaces)
+    uint64_t cache_kv_evicted = 0, cache_states_evicted = 0;
+};
+
+// One fault and what it cost.
+struct FaultOutcome {
+    FaultSpec spec;
+    uint64_t requests_moved = 0;      // running or queued on the instance
+    uint64_t running_moved = 0;       // of which had started
+    uint64_t lost_tokens = 0;         // computed context that was thrown away
+    uint64_t cached_tokens_lost = 0;  // KV tokens its prefix cache held
+    uint64_t migrated = 0;            // requests moved live
+    uint64_t migrated_bytes = 0;
+    uint64_t host_restores = 0;  // requests resumed from the host tier
+    uint64_t host_bytes = 0;
+    double drained_ms = -1;    // drain: when the instance was empty
+    double recovered_ms = -1;  // when the last moved request was running again
+};
+
+struct FleetTotals {
+    uint64_t events = 0;
+    double end_ms = 0;  // last completion
+    // Work ledger, tallied by the iterations (the requests keep their own tallies).
+    uint64_t iter_prefill_tokens = 0, iter_decode_tokens = 0, iter_first_tokens = 0;
+    uint64_t preemptions = 0;
+    uint64_t lost_tokens = 0;  // computed then thrown away (preemptions, crashes)
+    // Resumes where KV and state did not sit at the same position (the guard forbids them) and
+    // resumes from a checkpoint that such a request had written.
+    uint64_t violations = 0, tainted_resumes = 0;
+    uint64_t violations_moved = 0;  // of the violations: resumes of requests brought from elsewhere
+    uint64_t guard_held_back = 0;   // tokens the guard recomputed because the state was shallower
+    uint64_t host_inserts = 0, host_restores = 0;
+    uint64_t gateway_waits = 0;  // requests held because no instance was up
+};
+
+// Requests in flight per instance at regular times.
+struct LoadSample {
+    double t_ms = 0;
+    std::vector<uint32_t> in_flight;  // per instance: queued + running
+    uint32_t held = 0;                // at the gateway or moving
+};
+
+class FleetSim {
+  public:
+    FleetSim(std::shared_ptr<const Workload> w, const FleetConfig& c);
+    ~FleetSim();
+    FleetSim(const FleetSim&) = delete;
+    FleetSim& operator=(const FleetSim&) = delete;
+
+    // Empty if the simulation can run; else why not (nothing runs).
+    const std::string& error() const { return error_; }
+    // Advances until the deadline passes (checked every few hundred events) or max_events more
+    // events are processed or the run ends; returns progress (finished requests / requests).
+    double run(const Deadline* deadline = nullptr, uint64_t max_events = UINT64_MAX);
+    bool done() const { return done_; }
+    double progress() const;
+
+    const FleetConfig& config() const { return c_; }
+    const Workload& workload() const { return *w_; }
+    const CostModel& cost_model() const { return cost_; }
+    const std::vector<RequestOutcome>& outcomes() const { return out_; }
+    const std::vector<InstanceStats>& instance_stats() const { return stats_; }
+    const std::vector<FaultOutcome>& faults() const { return fault_out_; }
+    const FleetTotals& totals() const { return t_; }
+    const std::vector<LoadSample>& load_samples() const { return samples_; }
+    // Per-instance lanes (at most config().max_timeline_spans spans): categories
+    // timeline_categories(), times in seconds.
+    std::vector<TimelineSpan> timeline() const;
+    static const std::vector<std::string>& timeline_categories();
+    // Audits every cache and pool; "" when consistent.
+    std::string audit() const;
+    // Leases still held and pool owners still present (0 and 0 after a finished run).
+    uint64_t leases_held() const;
+    uint64_t pool_owners() const;
+
+  private:
+    struct Live;
+    struct Inst;
+    struct BatchItem {
+        uint32_t req;
+        uint32_t chunk;  // prefill tokens; 0 = one decode step
+    };
+    struct Replication;
+    enum AdmitResult { admitted, no_memory, too_large };
+
+    // ---- events (fleet_sim.cpp) ----
+    void handle(const FleetEvent& e);
+    void arrive(uint32_t r, double now);
+    void route(uint32_t r, double now);
+    void enqueue(uint32_t k, uint32_t r, double now, const FleetRouterView* view = nullptr);
+    void reroute(uint32_t r, double now);
+    void fail(uint32_t r, FailReason why, double now);
+    void crash(uint32_t f, double now);
+    void drain(uint32_t f, double now);
+    void migrate_running(uint32_t k, double now);
+    void go_down(uint32_t k, double now);
+    void come_up(uint32_t k, double now);
+    void sample(double now);
+    void replicate(uint32_t k, uint32_t r, uint64_t len, double now);
+    bool any_instance_returns() const;
+    void release_request(uint32_t k, uint32_t r);
+    void finish_if_done(double now);
+
+    // ---- instance scheduling (fleet_instance.cpp) ----
+    void kick(uint32_t k, double now);
+    void start_iteration(uint32_t k, double now);
+    void end_iteration(uint32_t k, double now);
+    AdmitResult admit(uint32_t k, uint32_t r, double now);
+    bool ensure_kv(uint32_t k, uint32_t r, uint64_t context);
+    bool grow(uint32_t k, uint32_t r, uint64_t context);
+    void preempt(uint32_t k, uint32_t r);
+    void complete(uint32_t k, uint32_t r, double now);
+    void cache_progress(uint32_t k, uint32_t r, double now, bool final);
+    double step_ms(uint32_t k, uint32_t j) const;
+    void cut_run(uint32_t k, double now);
+    uint32_t steps_done_by(uint32_t k, double now) const;
+    void apply_decode_steps(uint32_t k, uint32_t m);
+    RadixCache& cache_of(uint32_t k, uint32_t r);
+    uint64_t lookup_len(uint32_t r) const;
+    uint64_t uncached_cost(uint32_t k, uint32_t r) const;
+    void reset_instance(uint32_t k);
+
+    friend class FleetRouterView;
+
+    std::shared_ptr<const Workload> w_;
+    FleetConfig c_;
+    std::string error_;
+    CostModel cost_;
+    Router router_;
+    EventQueue q_;
+    size_t next_arrival_ = 0;
+    std::vector<uint32_t> order_;  // requests by scaled arrival time (ties: by id)
+    std::vector<Live> live_;
+    std::vector<Inst> inst_;
+    std::vector<RequestOutcome> out_;
+    std::vector<InstanceStats> stats_;
+    std::vector<FaultOutcome> fault_out_;
+    std::vector<uint32_t> gateway_;  // requests waiting for an instance to come up
+    std::unique_ptr<RadixCache> host_;
+    std::vector<Replication> repl_;
+    std::vector<NewCheckpoint> cp_scratch_;
+    TokenBuckets buckets_;
+    TimelineRecorder timeline_;
+    std::vector<LoadSample> samples_;
+    double sample_dt_ = 0;
+    FleetTotals t_;
+    uint64_t finished_ = 0, admit_seq_ = 0;
+    uint32_t tenants_ = 1;
+    // Quotas: running state slots and concurrent prefills a tenant may hold on one instance, and
+    // what it holds on the instance being scheduled.
+    std::vector<uint32_t> cap_run_, cap_pre_, run_t_, pre_t_;
+    std::vector<uint32_t> prefill_order_;
+    bool done_ = false;
+    double now_ = 0;
+};
+
+}  // namespace k3

@@ -1,0 +1,88 @@
+// Internal state of FleetSim shared by fleet_sim.cpp (events, routing, faults) and
+// fleet_instance.cpp (batching, admission, completion). Not part of the interface.
+#pragma once
+
+#include "core/fleet/fleet_sim.h"
+
+namespace k3 {
+
+enum class Phase : uint8_t { pending, queued, running, held, done, failed };
+enum EventKind : uint32_t {
+    ev_iteration_end,
+    ev_wake,
+    ev_fault,
+    ev_up,
+    ev_replicated,
+    ev_reroute,
+    ev_deliver,
+    ev_sample,
+    ev_down
+};
+
+// A checkpoint written by a request that resumed on a mismatched state is itself wrong: the
+// metadata-mode handle carries that mark so that later resumes from it are counted.
+inline constexpr uint64_t kTaintedHandle = 1;
+
+struct FleetSim::Live {
+    Phase phase = Phase::pending;
+    int32_t inst = -1;
+    uint32_t ns = 0;      // cache namespace
+    uint64_t target = 0;  // context to prefill before decoding: prompt + tokens generated so far
+    uint64_t pos = 0;     // context computed: KV and state sit here
+    uint64_t base = 0;    // first position this attempt's own pages hold: [base, pos)
+    uint64_t resume = 0;  // where this attempt resumed
+    uint32_t generated = 0;
+    uint64_t kv_alloc = 0;  // private tokens its pages cover
+    bool slot = false;
+    StateRef state_ref = kNoRef;
+    bool leased = false;
+    Admission adm;  // lease and checkpoint plan (caching)
+    uint32_t plan_next = 0;
+    uint64_t inserted = 0;    // cached prefix inserted into the instance's tree
+    uint64_t replicated = 0;  // prefix sent to the host tier
+    bool tainted = false;     // resumed on a state that did not match its KV
+    // Brought along from elsewhere (host tier, migration): KV and state positions.
+    bool carry = false;
+    uint64_t carry_kv = 0, carry_state = 0;
+    int32_t carry_to = -1;  // instance it is being delivered to
+    uint64_t admit_seq = 0;
+    double cost = 0;  // queue cost (uncached tokens)
+    bool routed = false;
+    int32_t fault = -1;  // the fault that moved it, until it runs again
+};
+
+struct FleetSim::Inst {
+    enum Status : uint8_t { up, draining, down };
+    Status status = up;
+    uint64_t epoch = 0;  // bumped by a crash: events of the old life are ignored
+    std::vector<std::unique_ptr<RadixCache>> caches;
+    std::unique_ptr<PagePool> pool;
+    uint64_t pool_tokens = 0;  // KV tokens the pool can hold
+    WaitQueue queue;
+    std::vector<uint32_t> running;  // in admission order
+    std::vector<BatchItem> batch;
+    uint32_t prefilling = 0;
+    bool busy = false;
+    double iter_start = 0;
+    uint64_t iter_id = 0;  // the iteration-end event that counts (a shortened run of steps reschedules)
+    // A run of decode-only steps simulated as one event (no request finishes and nothing is
+    // waiting before its end): `steps` steps of `decode` sequences whose contexts sum to
+    // `context0` at the first step. Any event that could change the batch cuts the run at the next
+    // step boundary, so the outcome is the same as stepping one iteration at a time.
+    uint32_t steps = 1;
+    uint32_t run_decode = 0;
+    double run_context0 = 0;
+    double wake_at = -1;   // pending wake event (token buckets)
+    double link_free = 0;  // outgoing link (replication, migration) busy until
+    double down_since = 0;
+    bool migrate_pending = false;
+    int32_t drain_fault = -1;
+};
+
+struct FleetSim::Replication {
+    uint32_t inst = 0, req = 0;
+    uint64_t epoch = 0, len = 0;
+    std::vector<NewCheckpoint> cps;
+};
+
+}  // namespace k3

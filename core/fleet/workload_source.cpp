@@ -1,0 +1,82 @@
+#include "core/fleet/workload_source.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/base/crc32c.h"
+
+namespace k3 {
+
+namespace {
+constexpr uint32_t kBundledCrc = 0x33f5c259u;  // tests/data/traces/mooncake_conversation_trace.jsonl
+constexpr uint64_t kBundledBytes = 3029533;
+}  // namespace
+
+const std::vector<std::string>& synthetic_kinds() {
+    static const std::vector<std::string> k = {"mix", "chat", "agentic", "shared"};
+    return k;
+}
+
+const std::vector<std::string>& synthetic_kind_labels() {
+    static const std::vector<std::string> k = {"mix of all three", "multi-turn chat", "agentic branching",
+                                               "shared system prompts"};
+    return k;
+}
+
+Workload synthetic_workload(const WorkloadSpec& s) {
+    const uint32_t n = s.sessions;
+    ChatConfig cc;
+    cc.sessions = n;
+    cc.seed = s.seed * 4 + 1;
+    AgenticConfig ac;
+    ac.tasks = std::max<uint32_t>(1, n / 4);
+    ac.seed = s.seed * 4 + 2;
+    SharedPromptConfig sc;
+    sc.requests = 2 * n;
+    sc.seed = s.seed * 4 + 3;
+    if (s.synthetic == "chat") return chat_workload(cc);
+    if (s.synthetic == "agentic") return agentic_workload(ac);
+    if (s.synthetic == "shared") return shared_prompt_workload(sc);
+    return merge_workloads({chat_workload(cc), agentic_workload(ac), shared_prompt_workload(sc)}, "mix");
+}
+
+LoadedWorkload load_workload(const WorkloadSpec& s) {
+    LoadedWorkload lw;
+    if (s.is_synthetic()) {
+        lw.workload = std::make_shared<const Workload>(synthetic_workload(s));
+        return lw;
+    }
+    static LoadedWorkload cached;  // one file at a time
+    TraceLimits lim;
+    lim.max_total_ids = 4u << 20;  // 2 G tokens: beyond what a page replays
+    std::string text, err, path;
+    if (!read_trace_text(s.trace, lim.max_bytes, text, path, err)) {
+        lw.error = err;
+        return lw;
+    }
+    const uint32_t crc = crc32c(text.data(), text.size());
+    const std::string key = path + "#" + std::to_string(text.size()) + "#" + std::to_string(crc);
+    if (cached.key == key && cached.workload) return cached;
+    TraceResult tr = parse_mooncake(text, lim);
+    if (!tr.ok()) {
+        lw.error = path + ": " + tr.error;
+        return lw;
+    }
+    lw.key = key;
+    lw.bundled = crc == kBundledCrc && text.size() == kBundledBytes;
+    lw.trace = std::make_shared<const MooncakeTrace>(std::move(tr.trace));
+    lw.workload = std::make_shared<const Workload>(mooncake_workload(*lw.trace));
+    cached = lw;
+    return lw;
+}
+
+std::string check_trace_param(const std::string& trace) {
+    // The bundled trace may arrive later (the web page fetches it before the run); a path must exist.
+    if (trace == "synthetic" || trace == kMooncakeTraceName) return {};
+    std::FILE* f = std::fopen(trace.c_str(), "rb");
+    if (!f) return "cannot open '" + trace + "'";
+    std::fclose(f);
+    return {};
+}
+
+}  // namespace k3

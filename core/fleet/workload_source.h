@@ -1,0 +1,44 @@
+// Where the modules get their workloads: a seeded synthetic mix or a trace file in the Mooncake
+// format (the bundled conversation trace by name). Parsed traces are kept between runs of the same
+// file, so moving a slider does not parse 3 MB again. Modules 5, 11, 12 and 13 share this.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/fleet/workload.h"
+
+namespace k3 {
+
+struct WorkloadSpec {
+    std::string trace = "synthetic";  // "synthetic", "mooncake" (bundled) or a path
+    std::string synthetic = "mix";    // mix, chat, agentic, shared
+    uint32_t sessions = 96;           // chat sessions; the mix adds sessions/4 agent tasks and 2 x sessions
+                                      // shared-prompt requests
+    uint64_t seed = 1;
+    bool is_synthetic() const { return trace == "synthetic"; }
+};
+
+struct LoadedWorkload {
+    std::shared_ptr<const Workload> workload;    // null when loading failed
+    std::shared_ptr<const MooncakeTrace> trace;  // null for synthetic workloads
+    bool bundled = false;                        // the trace is byte for byte the bundled conversation trace
+    std::string key;                             // what identifies the file (path, size, checksum)
+    std::string error;                           // why loading failed
+};
+
+// The synthetic workload of a spec (every generator seeded from spec.seed).
+Workload synthetic_workload(const WorkloadSpec& s);
+LoadedWorkload load_workload(const WorkloadSpec& s);
+
+// "" when the trace parameter names something loadable (synthetic, the bundled trace, which the
+// web page may fetch later, or a file that opens); otherwise what is wrong.
+std::string check_trace_param(const std::string& trace);
+
+// Choices of the synthetic parameter with their labels.
+const std::vector<std::string>& synthetic_kinds();
+const std::vector<std::string>& synthetic_kind_labels();
+
+}  // namespace k3

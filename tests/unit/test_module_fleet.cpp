@@ -1,0 +1,138 @@
+// Modules 11 `fleet`, 12 `tenants`, 13 `faults`: defaults pass every check, report keys of
+// DESIGN.md §10, reproducible reports, the Mooncake figure, isolation, the guard, bad parameters.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "core/experiments/registry.h"
+
+using namespace k3;
+
+namespace {
+Report run(const char* module, std::vector<std::pair<std::string, std::string>> kv) {
+    const Experiment& e = *find_experiment(module);
+    auto pp = parse_params(e.params, kv, RangePolicy::strict);
+    REQUIRE(pp.ok());
+    for (const ParamIssue& i : e.check(pp.params)) REQUIRE_MESSAGE(i.level != ParamIssue::error, i.message);
+    return run_to_end(e, pp.params);
+}
+double scalar(const Report& r, const char* k) {
+    const Scalar* s = r.find_scalar(k);
+    REQUIRE_MESSAGE(s != nullptr, k);
+    return s->value;
+}
+const Check* check_named(const Report& r, const std::string& prefix) {
+    for (const Check& c : r.checks)
+        if (c.name.rfind(prefix, 0) == 0) return &c;
+    return nullptr;
+}
+void all_pass(const Report& r) {
+    CHECK(!r.checks.empty());
+    for (const Check& c : r.checks) CHECK_MESSAGE(c.passed, c.name << ": " << c.detail);
+}
+std::string without_timing(Report r) {
+    r.timing = {};
+    return report_json(r);
+}
+}  // namespace
+
+TEST_CASE("fleet module: defaults, report keys, same report twice, a timeline") {
+    const Experiment* e = find_experiment("fleet");
+    REQUIRE(e != nullptr);
+    CHECK(e->number == 11);
+    CHECK(e->component == "fleet scheduling");
+    for (const char* k :
+         {"trace", "instances", "router", "interval", "state_capacity", "kv_capacity_tokens", "seed"})
+        CHECK_MESSAGE(e->defaults().spec(k) != nullptr, k);
+    const Report a = run("fleet", {});
+    all_pass(a);
+    for (const char* k :
+         {"token_hit_kv", "token_hit_state", "ttft_p50_ms", "ttft_p99_ms", "throughput_tokens_per_s"})
+        CHECK_MESSAGE(a.find_scalar(k) != nullptr, k);
+    CHECK(scalar(a, "token_hit_state") <= scalar(a, "token_hit_kv"));
+    CHECK(scalar(a, "token_hit_state") > 0);
+    CHECK(scalar(a, "ttft_p99_ms") >= scalar(a, "ttft_p50_ms"));
+    CHECK(scalar(a, "cost_per_million_tokens") < scalar(a, "cost_per_million_tokens_no_reuse"));
+    REQUIRE(a.timelines.size() == 1);
+    CHECK(a.timelines[0].lanes.size() == 4);
+    CHECK(!a.timelines[0].spans.empty());
+    CHECK(a.timelines[0].spans.size() <= 3000);
+    CHECK(without_timing(a) == without_timing(run("fleet", {})));
+    // A different seed changes the workload and the report.
+    CHECK(without_timing(a) != without_timing(run("fleet", {{"seed", "2"}})));
+}
+
+TEST_CASE("fleet module: one instance on the Mooncake trace gives module 5's 37.36 %") {
+    const Report r = run("fleet", {{"trace", "mooncake"},
+                                   {"instances", "1"},
+                                   {"state_capacity", "0"},
+                                   {"compare_routers", "0"},
+                                   {"compare_no_reuse", "0"}});
+    all_pass(r);
+    CHECK(std::round(scalar(r, "token_hit_kv") * 10000) == 3736);
+    CHECK(std::round(scalar(r, "token_hit_state") * 10000) == 3734);
+    CHECK(check_named(r, "Mooncake conversation trace, one instance") != nullptr);
+    CHECK(check_named(r, "One instance: hits equal an independent count") != nullptr);
+}
+
+TEST_CASE("fleet module: bad parameters are refused with a reason") {
+    const Experiment& e = *find_experiment("fleet");
+    auto pp = parse_params(e.params, {{"interval", "500"}}, RangePolicy::strict);
+    REQUIRE(pp.ok());
+    auto issues = e.check(pp.params);
+    REQUIRE(!issues.empty());
+    CHECK(issues[0].key == "interval");
+    pp = parse_params(e.params, {{"working_gib", "1"}, {"max_running", "256"}}, RangePolicy::strict);
+    issues = e.check(pp.params);
+    REQUIRE(!issues.empty());
+    CHECK(issues[0].key == "working_gib");
+    pp = parse_params(e.params, {{"trace", "/nonexistent/trace.jsonl"}}, RangePolicy::strict);
+    issues = e.check(pp.params);
+    REQUIRE(!issues.empty());
+    CHECK(issues[0].key == "trace");
+}
+
+TEST_CASE("tenants module: isolation keeps the well-behaved tenants near their solo run") {
+    const Experiment* e = find_experiment("tenants");
+    REQUIRE(e != nullptr);
+    CHECK(e->number == 12);
+    CHECK(e->component == "fleet scheduling");
+    const Report r = run("tenants", {});
+    all_pass(r);
+    CHECK(check_named(r, "With isolation") != nullptr);
+    CHECK(scalar(r, "isolation_ratio") <= 2.5);
+    CHECK(scalar(r, "no_isolation_ratio") >= 10);
+    CHECK(scalar(r, "jain_tenants") > 0);
+    CHECK(without_timing(r) == without_timing(run("tenants", {})));
+    // Without a mechanism there is nothing to check but the figures still come.
+    const Report f = run("tenants", {{"mechanism", "fcfs"}, {"quotas", "0"}});
+    all_pass(f);
+    CHECK(check_named(f, "With isolation") == nullptr);
+    CHECK(scalar(f, "isolation_ratio") == doctest::Approx(scalar(f, "no_isolation_ratio")));
+}
+
+TEST_CASE("faults module: zero violations with the guard, some without; migration loses nothing") {
+    const Experiment* e = find_experiment("faults");
+    REQUIRE(e != nullptr);
+    CHECK(e->number == 13);
+    const Report r = run("faults", {});
+    all_pass(r);
+    CHECK(scalar(r, "requests_moved") > 0);
+    CHECK(scalar(r, "consistency_violations") == 0);
+    CHECK(check_named(r, "With the guard, no request resumed") != nullptr);
+    const Report loose = run("faults", {{"guard", "0"}, {"compare", "0"}});
+    all_pass(loose);
+    CHECK(scalar(loose, "consistency_violations") > 0);
+    const Report m = run("faults", {{"fault", "drain"}, {"recovery", "migrate"}, {"compare", "0"}});
+    all_pass(m);
+    CHECK(check_named(m, "Live migration of KV and state lost no computed work") != nullptr);
+    CHECK(scalar(m, "migrated_bytes") > 0);
+    CHECK(without_timing(r) == without_timing(run("faults", {})));
+
+    auto pp = parse_params(e->params, {{"fault_instance", "9"}}, RangePolicy::strict);
+    REQUIRE(pp.ok());
+    bool found = false;
+    for (const ParamIssue& i : e->check(pp.params))
+        found |= i.key == "fault_instance" && i.level == ParamIssue::error;
+    CHECK(found);
+}
