@@ -196,6 +196,20 @@ void FleetSim::finish_if_done(double now) {
             s.cache_states_evicted += cs.states_evicted;
         }
     }
+    // Audit once, then let go of the trees and pools: a module keeps several finished runs for its
+    // comparison tables, and the trees of the Mooncake trace weigh tens of megabytes each.
+    final_audit_ = audit();
+    final_leases_ = leases_held();
+    final_owners_ = pool_owners();
+    freed_ = true;
+    for (Inst& I : inst_) {
+        I.caches.clear();
+        I.pool.reset();
+    }
+    host_.reset();
+    repl_.clear();
+    repl_.shrink_to_fit();
+    std::vector<Live>().swap(live_);
 }
 
 void FleetSim::handle(const FleetEvent& e) {
@@ -564,6 +578,7 @@ std::vector<TimelineSpan> FleetSim::timeline() const {
 }
 
 std::string FleetSim::audit() const {
+    if (freed_) return final_audit_;
     for (uint32_t k = 0; k < inst_.size(); ++k) {
         for (const auto& c : inst_[k].caches)
             if (std::string a = c->audit(); !a.empty())
@@ -578,6 +593,7 @@ std::string FleetSim::audit() const {
 }
 
 uint64_t FleetSim::leases_held() const {
+    if (freed_) return final_leases_;
     uint64_t n = 0;
     for (const Inst& I : inst_)
         for (const auto& c : I.caches) n += c->stats().leases;
@@ -585,6 +601,7 @@ uint64_t FleetSim::leases_held() const {
 }
 
 uint64_t FleetSim::pool_owners() const {
+    if (freed_) return final_owners_;
     uint64_t n = 0;
     for (const Inst& I : inst_)
         if (I.pool) n += I.pool->owners().size();

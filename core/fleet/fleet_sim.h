@@ -142,7 +142,8 @@ class FleetSim {
     // timeline_categories(), times in seconds.
     std::vector<TimelineSpan> timeline() const;
     static const std::vector<std::string>& timeline_categories();
-    // Audits every cache and pool; "" when consistent.
+    // Audits every cache and pool; "" when consistent. A finished run audits once and then frees its
+    // prefix trees and pools (the figures are kept): these report that final state.
     std::string audit() const;
     // Leases still held and pool owners still present (0 and 0 after a finished run).
     uint64_t leases_held() const;
@@ -227,6 +228,9 @@ class FleetSim {
     std::vector<uint32_t> prefill_order_;
     bool done_ = false;
     double now_ = 0;
+    bool freed_ = false;
+    std::string final_audit_;
+    uint64_t final_leases_ = 0, final_owners_ = 0;
 };
 
 }  // namespace k3
