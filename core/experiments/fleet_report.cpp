@@ -211,8 +211,9 @@ FleetConfig fleet_config(const Params& p) {
 
 std::vector<ParamIssue> validate_fleet_params(const Params& p) {
     std::vector<ParamIssue> out;
-    if (std::string e = check_trace_param(p.str("trace")); !e.empty())
-        out.push_back({ParamIssue::error, "trace", e});
+    if (has(p, "trace"))
+        if (std::string e = check_trace_param(p.str("trace")); !e.empty())
+            out.push_back({ParamIssue::error, "trace", e});
     const FleetConfig c = fleet_config(p);
     if (c.policy.interval % 64 != 0)
         out.push_back({ParamIssue::error, "interval",

@@ -26,7 +26,8 @@ void set_param_default(std::vector<ParamSpec>& specs, const std::string& key, co
 // The configuration of the parameters that are declared (others keep FleetConfig's defaults).
 FleetConfig fleet_config(const Params& p);
 WorkloadSpec fleet_workload_spec(const Params& p);
-// Errors (interval grid, trace, working memory) and warnings (device memory) of the shared parameters.
+// Errors (interval grid, trace if declared, working memory) and warnings (device memory) of the shared
+// parameters.
 std::vector<ParamIssue> validate_fleet_params(const Params& p);
 // The page's budget: refuse workloads whose prefix trees would be too large.
 std::string check_fleet_size(const Workload& w, const FleetConfig& c);
