@@ -72,7 +72,7 @@ std::vector<ParamSpec> ring_params() {
             .in_group("Drafter")
             .active_when("drafter", "self")
             .describe("Symmetric per-output-channel quantisation of every projection matrix of the drafter."),
-        ParamSpec::integer("new_tokens", "Tokens to generate", "tokens", 8, 256, 64)
+        ParamSpec::integer("new_tokens", "Tokens to generate", "tokens", 8, 256, 48)
             .in_group("Request")
             .describe("Tokens the request decodes after its prompt."),
         ParamSpec::integer("prompt_len", "Prompt length", "tokens", 1, 256, 32).in_group("Request"),
