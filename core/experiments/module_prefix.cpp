@@ -88,9 +88,9 @@ std::vector<ParamSpec> prefix_params() {
             .log()
             .in_group("Cache")
             .describe(
-                "Tokens per KV page; the tree caches whole pages, matches page by page and keeps states "
-                "only on page boundaries. 1 is SGLang's default (its no_buffer mode needs it): a request's "
-                "end state then sits exactly at its end."),
+                "Tokens per KV page; the tree caches whole pages, matches page by page and keeps states only "
+                "on page boundaries. 1 is SGLang's default (its no_buffer mode needs it): a request's end "
+                "state then sits exactly at its end."),
         ParamSpec::integer("state_capacity", "State capacity", "states", 0, 4096, 0)
             .in_group("Cache")
             .describe("Checkpoints the tree may hold (LRU); 0 = unbounded."),
@@ -634,8 +634,7 @@ void PrefixRun::report_all() {
                true)
         .help =
         "Largest difference of a next-token logit between KV-only reuse and the same request run cold. "
-        "Rounding "
-        "differences are below " +
+        "Rounding differences are below " +
         format_sig(kTolerance, 2) + " of the largest logit.";
     size_t exact_expected = 0, exact_ok = 0;
     for (size_t k = 2; k < kNumMethods; ++k)
@@ -647,8 +646,8 @@ void PrefixRun::report_all() {
     rep.scalar("bitwise_resumes", "Resumes from aligned checkpoints, bitwise equal to cold", "requests",
                double(exact_ok), true)
         .help =
-        "Requests that resumed from an fp32 checkpoint on the chunk grid over exactly computed pages, "
-        "whose every logit has the bits of the cold run (all three state methods).";
+        "Requests that resumed from an fp32 checkpoint on the chunk grid over exactly computed pages, whose "
+        "every logit has the bits of the cold run (all three state methods).";
     rep.scalar("checkpoint_bytes", "One checkpoint", "B", double(acc.state_bytes));
     rep.scalar("state_equivalent_tokens", "One checkpoint weighs as much KV as", "tokens",
                std::round(acc.state_equivalent_tokens()));
@@ -797,9 +796,9 @@ void PrefixRun::report_all() {
                       " over exactly computed pages have every logit's bits of their cold run");
     else
         rep.notes.push_back(
-            "No request resumed from an exact fp32 checkpoint on the chunk grid, so the bitwise "
-            "check has nothing to test: use the fp32 codec, an interval that is a multiple of "
-            "the chunk, and a shared prefix of at least one chunk (" +
+            "No request resumed from an exact fp32 checkpoint on the chunk grid, so the bitwise check has "
+            "nothing to test: use the fp32 codec, an interval that is a multiple of the chunk, and a shared "
+            "prefix of at least one chunk (" +
             std::to_string(chunk_) + " tokens).");
     {
         size_t reused = 0, caught = 0;
@@ -847,8 +846,8 @@ void PrefixRun::report_all() {
                   others == 0
                       ? "every state resume was bitwise (none off the grid or past decoded tokens)"
                       : format_grouped(double(within)) + " of " + format_grouped(double(others)) +
-                            " state resumes that are not bitwise (off the grid, past decoded tokens) "
-                            "differ by at most " +
+                            " state resumes that are not bitwise (off the grid, past decoded tokens) differ "
+                            "by at most " +
                             format_sig(kTolerance, 2) + " of the largest logit, with the same greedy tokens");
     }
     {
@@ -899,8 +898,8 @@ void PrefixRun::report_all() {
                         format_bytes(double(acc.state_bytes)) + ", one token of KV " + format_bytes(kvb) +
                         ".");
     rep.notes.push_back(
-        "Every method is fed the cold run's output tokens (teacher forcing), so each decode step "
-        "compares logits of the same inputs. \"Within rounding\": at most " +
+        "Every method is fed the cold run's output tokens (teacher forcing), so each decode step compares "
+        "logits of the same inputs. \"Within rounding\": at most " +
         format_sig(kTolerance, 2) + " of the largest logit and the same greedy tokens.");
     if (p_.str("codec") != "fp32")
         rep.notes.push_back("Checkpoints are stored as " + p_.str("codec") +
@@ -916,81 +915,56 @@ Experiment make_prefix_experiment() {
     e.title = "Dual-granularity prefix cache";
     e.component = "prefix caching";
     e.purpose =
-        "What a second request sharing a prefix really saves on a hybrid model, and why reusing the KV "
-        "alone gives wrong outputs: served on the runnable model, compared with cold runs bit for bit.";
+        "What a second request sharing a prefix really saves on a hybrid model, and why reusing the KV alone "
+        "gives wrong outputs: served on the runnable model, compared with cold runs bit for bit.";
     e.how_it_works =
         "A hybrid model caches two things for a prefix: the attention layers' KV, which can be cut at any "
-        "page, "
-        "and the recurrent state of the KDA layers, which exists only where a checkpoint was taken. A "
-        "request can "
-        "skip exactly the tokens up to the deepest position where it has both, the state-usable match; the "
-        "KV-visible match beyond it says where a checkpoint would have paid (reference/serving.md §0, "
-        "§2).\n\n"
-        "The module serves one seeded workload on the runnable tiny model five ways and compares every "
-        "output "
-        "with the same request run cold, logit by logit:\n"
-        "- no cache: every prompt prefilled from scratch (the reference);\n"
-        "- KV-only reuse: the tree's KV is reused up to the KV-visible match and the KDA state starts from "
-        "zeros "
-        "(vLLM's has_initial_states false, #43090) or from what the previous request left in the slot "
-        "(stale, "
-        "SGLang #22493). It is wrong: the KDA layers never saw the skipped tokens. LMCache #2863 reported "
-        "about "
-        "40 % garbled outputs from an attention-only external cache on a hybrid;\n"
-        "- state at request end only (SGLang no_buffer's request-end state, llama.cpp's prompt "
-        "checkpoints);\n"
-        "- states every N tokens, N a multiple of the kernel chunk (SGLang extra_buffer's chunk-end "
-        "tracking, "
-        "vLLM align mode's block boundaries);\n"
-        "- states at branch points: the request end plus the junction where a request's KV match ran deeper "
-        "than its state match, floored to the chunk grid (Marconi, MLSys 2025; SGLang's branching seqlen; "
-        "vLLM #37898).\n\n"
-        "Serving a request (core/cache/prefix_server.h): match the prompt in the radix tree (at most prompt "
-        "- 1 "
-        "tokens, so the last prompt token is always computed for the next-token logits, as vLLM caps a hit); "
-        "lend the tree's KV pages of the resumed prefix to the request (reference counted, never copied) and "
-        "copy the checkpoint into the request's working state slot (copy-on-write: a checkpoint in the tree "
-        "is "
-        "never written, SGLang's MambaRadixCache does the same); prefill the rest, split at the policy's "
-        "checkpoint positions, saving a state at each; decode; insert prompt and output with the new "
-        "checkpoints. The tree adopts the request's pages for the part it did not hold; the rest return to "
-        "the pool.\n\n"
-        "Why a resume on the chunk grid is bitwise: the chunked KDA kernel restarts at every call, so "
-        "prefill(A) "
+        "page, and the recurrent state of the KDA layers, which exists only where a checkpoint was taken. A "
+        "request can skip exactly the tokens up to the deepest position where it has both, the state-usable "
+        "match; the KV-visible match beyond it says where a checkpoint would have paid (reference/serving.md "
+        "§0, §2).\n\nThe module serves one seeded workload on the runnable tiny model five ways and compares "
+        "every output with the same request run cold, logit by logit:\n- no cache: every prompt prefilled "
+        "from scratch (the reference);\n- KV-only reuse: the tree's KV is reused up to the KV-visible match "
+        "and the KDA state starts from zeros (vLLM's has_initial_states false, #43090) or from what the "
+        "previous request left in the slot (stale, SGLang #22493). It is wrong: the KDA layers never saw the "
+        "skipped tokens. LMCache #2863 reported about 40 % garbled outputs from an attention-only external "
+        "cache on a hybrid;\n- state at request end only (SGLang no_buffer's request-end state, llama.cpp's "
+        "prompt checkpoints);\n- states every N tokens, N a multiple of the kernel chunk (SGLang "
+        "extra_buffer's chunk-end tracking, vLLM align mode's block boundaries);\n- states at branch points: "
+        "the request end plus the junction where a request's KV match ran deeper than its state match, "
+        "floored to the chunk grid (Marconi, MLSys 2025; SGLang's branching seqlen; vLLM #37898).\n\nServing "
+        "a request (core/cache/prefix_server.h): match the prompt in the radix tree (at most prompt - 1 "
+        "tokens, so the last prompt token is always computed for the next-token logits; vLLM's "
+        "kv_cache_manager.py caps a hit at num_tokens - 1 for the same reason); lend the tree's KV pages of "
+        "the resumed prefix to the request (reference counted, never copied) and copy the checkpoint into "
+        "the request's working state slot (copy-on-write: a checkpoint in the tree is never written, "
+        "SGLang's MambaRadixCache does the same); prefill the rest, split at the policy's checkpoint "
+        "positions, saving a state at each; decode; insert prompt and output with the new checkpoints. The "
+        "tree adopts the request's pages for the part it did not hold; the rest return to the pool.\n\nWhy a "
+        "resume on the chunk grid is bitwise: the chunked KDA kernel restarts at every call, so prefill(A) "
         "then prefill(B) has the bits of prefill(A + B) when |A| is a multiple of the chunk. A resume "
-        "anywhere "
-        "else chunks the rest differently and differs by rounding, which the run measures. For the same "
-        "reason "
-        "a request-end state that falls inside the prompt is taken at the chunk boundary below it (vLLM's "
-        "align "
-        "mode keeps the last block-aligned state before the prompt end).\n\n"
-        "Each method is fed the cold run's output tokens (teacher forcing) so that every decode step "
-        "compares "
-        "logits of the same inputs; the first step whose greedy token would differ is reported too. Times "
-        "are "
-        "measured on this device and reported apart from the counts.";
+        "anywhere else chunks the rest differently and differs by rounding, which the run measures. For the "
+        "same reason a request-end state that falls inside the prompt is taken at the chunk boundary below "
+        "it (vLLM's align mode keeps the last block-aligned state before the prompt end).\n\nEach method is "
+        "fed the cold run's output tokens (teacher forcing) so that every decode step compares logits of the "
+        "same inputs; the first step whose greedy token would differ is reported too. Times are measured on "
+        "this device and reported apart from the counts.";
     e.where_it_does_not_pay =
         "A checkpoint pays only when a later request resumes from it, and it is heavy: one state of the tiny "
         "model (448,512 B) weighs as much as 350 tokens of its attention KV; one Kimi-Linear-48B state (43 "
-        "MB) "
-        "as much as about 5,384 tokens of MLA cache (module 2).\n\n"
-        "- Unique prompts: every checkpoint, and the KV, is pure cost.\n"
-        "- States every N tokens: one state per N tokens of every path, most never resumed from (module 5 "
-        "counts the share on the Mooncake trace: about 2 % at N = 512).\n"
-        "- Request-end states miss prefixes shared only in part: requests with one system prompt and "
-        "different "
+        "MB) as much as about 5,384 tokens of MLA cache (module 2).\n\n- Unique prompts: every checkpoint, "
+        "and the KV, is pure cost.\n- States every N tokens: one state per N tokens of every path, most "
+        "never resumed from (module 5 counts the share on the Mooncake trace: about 2 % at N = 512).\n- "
+        "Request-end states miss prefixes shared only in part: requests with one system prompt and different "
         "questions share no end state, so each recomputes everything (vLLM #45238: one checkpoint in "
-        "request-unique tokens gives 0 % hits).\n"
-        "- Branch points pay from the third request of a branch on: the second finds KV but no state, "
-        "recomputes, and plants the junction.\n"
-        "- Multi-turn chat resumes at the previous turn's end, past tokens that were decoded with the "
-        "recurrent "
-        "kernel where a cold prefill uses the chunked one: exact only within rounding.\n"
-        "- KV-only reuse saves the most tokens and is wrong: a hit without the state must count as a miss "
-        "(vLLM intersects the hits to zero on purpose, #43090, #47491).\n"
-        "- On this tiny model a short prefix costs about as much to copy a state for as to recompute; the "
-        "time "
-        "saved grows with the skipped prefix, the state copy does not.";
+        "request-unique tokens gives 0 % hits).\n- Branch points pay from the third request of a branch on: "
+        "the second finds KV but no state, recomputes, and plants the junction.\n- Multi-turn chat resumes "
+        "at the previous turn's end, past tokens that were decoded with the recurrent kernel where a cold "
+        "prefill uses the chunked one: exact only within rounding.\n- KV-only reuse saves the most tokens "
+        "and is wrong: a hit without the state must count as a miss (vLLM intersects the hits to zero on "
+        "purpose, #43090, #47491).\n- The time saved is the prefill of the skipped tokens (copying a state "
+        "is a memcpy of its bytes); the price is the memory held between requests, which the table puts next "
+        "to the tokens saved: per token saved, states at every N hold far more than the KV they make usable.";
     e.params = prefix_params();
     e.validate = validate_prefix;
     e.headlines = {
