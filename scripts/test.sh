@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Everything, from a clean checkout: installs what is missing, builds native, sanitizer, fuzz and
-# WebAssembly, and runs every test. Prints the duration of each stage and a summary; exits non-zero
-# if anything failed. (.ci/run calls this through scripts/k3 test.)
+# Everything, from a clean checkout: installs what is missing, builds native, sanitizer (with the
+# fuzz targets) and WebAssembly, and runs every test. Prints the duration of each stage and a
+# summary; exits non-zero if anything failed. (.ci/run calls this through scripts/k3 test.)
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -24,14 +24,13 @@ ctest_in() { (cd "build/$1" && ctest --output-on-failure --timeout 900 "${@:2}")
 stage "set-up" scripts/setup.sh
 stage "build native (release: core, CLI, desktop app, tests)" build native
 stage "test native (unit, modules through the CLI, bad input)" ctest_in native
-stage "build asan (debug + AddressSanitizer + UBSan)" build asan
-stage "test asan" ctest_in asan
+stage "build asan (clang -O1: AddressSanitizer + UBSan, libFuzzer targets)" build asan -DK3_FUZZ_SECONDS="$FUZZ_SECONDS"
+stage "test asan (unit, modules through the CLI, bad input)" ctest_in asan -E '^fuzz_'
+stage "fuzz (bounded, ${FUZZ_SECONDS}s per target, under ASan + UBSan)" ctest_in asan -R '^fuzz_'
 stage "build wasm (SIMD: page, CLI, tests)" build wasm
 stage "test wasm (unit tests and modules under node)" ctest_in wasm
 stage "native and wasm give identical reports" tests/cli/compare_builds.sh build/native/core/k3cli \
       "node --no-experimental-fetch build/wasm/core/k3cli.js"
-stage "build fuzz (clang + libFuzzer)" build fuzz -DK3_FUZZ_SECONDS="$FUZZ_SECONDS"
-stage "fuzz (bounded, ${FUZZ_SECONDS}s per target)" ctest_in fuzz
 stage "browser (headless chromium + playwright-core)" node tests/e2e/page.test.mjs build/wasm/web build/native/core/k3cli
 stage "desktop (native app under Xvfb)" tests/desktop/smoke.sh build/native/ui/k3explorer build/native/core/k3cli
 
