@@ -46,29 +46,28 @@ void App::select(const Experiment* e) {
 
 void App::open_link(const std::string& hash) {
     const UrlState st = parse_url_hash(hash);
-    ResolvedView v = resolve_url(st);
+    show(resolve_url(st), st.tab);
+}
+
+// --module and --set of the desktop app take the same path as a link: "overview" opens the Overview,
+// values are clamped with a warning, problems are listed on screen.
+void App::open_module(const std::string& id, const std::vector<std::pair<std::string, std::string>>& kv) {
+    UrlState st;
+    st.module = id;
+    st.kv = kv;
+    show(resolve_url(st), "");
+}
+
+void App::show(const ResolvedView& v, const std::string& tab) {
     link_issues_ = v.issues;
     select(v.experiment);
     if (v.experiment) {
         params_ = v.params;
         params_changed(true);
     }
-    tab_ = st.tab == "how" || st.tab == "limits" ? st.tab : "";
+    tab_ = tab == "how" || tab == "limits" ? tab : "";
     tab_request_ = tab_ == "how" ? 1 : tab_ == "limits" ? 2 : 0;
     publish_hash();
-}
-
-void App::open_module(const std::string& id, const std::vector<std::pair<std::string, std::string>>& kv) {
-    const Experiment* e = find_experiment(id);
-    link_issues_.clear();
-    if (!e) {
-        link_issues_.push_back({ParamIssue::error, "m", "unknown module '" + id + "'"});
-        select(nullptr);
-        return;
-    }
-    select(e);
-    for (const auto& [k, v] : kv) params_.set(k, v, RangePolicy::clamp, link_issues_);
-    params_changed(true);
 }
 
 void App::params_changed(bool immediate) {

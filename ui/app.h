@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/experiments/experiment.h"
+#include "core/experiments/url_state.h"
 
 namespace k3::ui {
 
@@ -46,6 +47,7 @@ public:
 
 private:
     void select(const Experiment* e);
+    void show(const ResolvedView& v, const std::string& tab);  // a resolved link or --module
     void params_changed(bool immediate);
     void start_run();
     void publish_hash();

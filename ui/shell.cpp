@@ -120,12 +120,14 @@ void App::draw_sidebar(float width) {
         if (e && ImGui::IsItemHovered(ImGuiHoveredFlags_DelayNormal)) tooltip_wrapped(e->title + "\n\n" + e->purpose);
         ImGui::PopID();
     };
+    // Tight rows so that all fourteen modules and the footer fit a 800-pixel-high window.
+    ImGui::PushStyleVar(ImGuiStyleVar_ItemSpacing, ImVec2(ImGui::GetStyle().ItemSpacing.x, t.px(2)));
     item(nullptr, "Overview");
     for (const auto& c : components()) {
         bool any = false;
         for (const auto& e : experiments()) any |= e.component == c.id;
         if (!any) continue;  // a component whose modules are not built yet is not shown
-        ImGui::Dummy(ImVec2(0, t.px(4)));
+        ImGui::Dummy(ImVec2(0, t.px(8)));
         ImGui::PushFont(fonts().small);
         ImGui::PushStyleColor(ImGuiCol_Text, t.text_dim);
         ImGui::TextUnformatted(c.title);
@@ -134,6 +136,7 @@ void App::draw_sidebar(float width) {
         for (const auto& e : experiments())
             if (e.component == c.id) item(&e, std::to_string(e.number) + "  " + e.title);
     }
+    ImGui::PopStyleVar();
 
     // Footer: theme, build, keyboard hint.
     const float footer_h = t.px(78);
