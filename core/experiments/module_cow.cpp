@@ -30,7 +30,9 @@ std::vector<ParamSpec> cow_params() {
             .describe(
                 "Parallel sampling: n samples of one prompt, each with its own seed. Branching: each fork "
                 "appends its own suffix (a tool result, a candidate) to the shared prompt, then samples."),
-        ParamSpec::integer("forks", "Forks", "forks", 1, 32, 4).in_group("Forks"),
+        ParamSpec::integer("forks", "Forks", "forks", 1, 32, 4)
+            .in_group("Forks")
+            .describe("Sequences forked from the shared prompt (n of parallel sampling, or branches)."),
         ParamSpec::integer("prompt_tokens", "Shared prompt", "tokens", 1, 2048, 120)
             .log()
             .in_group("Forks")
@@ -42,14 +44,20 @@ std::vector<ParamSpec> cow_params() {
             .in_group("Forks")
             .active_when("scenario", "branching")
             .describe("Tokens each fork prefills after the fork (branching only)."),
-        ParamSpec::integer("gen", "Tokens sampled per fork", "tokens", 1, 64, 6).in_group("Forks"),
+        ParamSpec::integer("gen", "Tokens sampled per fork", "tokens", 1, 64, 6)
+            .in_group("Forks")
+            .describe("Decode steps each fork takes after the fork (and its branch suffix)."),
         ParamSpec::real("temperature", "Temperature", "", 0, 2, 0.8)
             .in_group("Forks")
             .describe(
                 "Sampling temperature (0 = greedy: every fork of parallel sampling then writes the same "
                 "tokens)."),
-        ParamSpec::integer("page_size", "KV page size", "tokens", 1, 64, 16).log().in_group("Memory"),
-        ParamSpec::integer("seed", "Seed", "", 0, 1e9, 1).in_group("Forks"),
+        ParamSpec::integer("page_size", "KV page size", "tokens", 1, 64, 16)
+            .log()
+            .in_group("Memory")
+            .describe("Tokens per KV page: full pages of the prefix are shared, the last partly filled one "
+                      "is copied by each fork that writes into it."),
+        ParamSpec::seed("Seed of the prompt, the branch suffixes and each fork's sampler.").in_group("Forks"),
     };
 }
 

@@ -23,7 +23,8 @@ std::vector<ParamSpec> faults_params() {
                             {"crash (everything on the instance is lost)", "drain (planned maintenance)"})
               .describe("A crash loses the instance's memory at once; a drain stops new work and lets the "
                         "running requests finish or migrate.")),
-        f(ParamSpec::integer("fault_instance", "Instance", "", 0, 63, 0)),
+        f(ParamSpec::integer("fault_instance", "Instance", "", 0, 63, 0)
+              .describe("Which instance (0-based) crashes or drains; must be below the instance count.")),
         f(ParamSpec::real("fault_at", "When", "fraction", 0, 1, 0.3)
               .describe("Fault time as a fraction of the time the requests arrive over.")),
         f(ParamSpec::real("down_s", "Down for", "s", 0, 3600, 30)

@@ -63,10 +63,9 @@ std::vector<ParamSpec> kda_params() {
             .describe("Scales the log-decay (1 / FLA's normalizer). Large values decay the state within a "
                       "few tokens and stress the chunked kernel's cumulative gates (down to -50 per step "
                       "and beyond)."),
-        ParamSpec::integer("seed", "Seed", "", 0, 2147483647, 1)
-            .in_group("Inputs")
-            .describe("Seed of q, k ~ U(0,1) (L2-normalised), v ~ N(0,1), beta = sigmoid(N(0,1)), g and the "
-                      "start state S0 ~ N(0,1)."),
+        ParamSpec::seed("Seed of q, k ~ U(0,1) (L2-normalised), v ~ N(0,1), beta = sigmoid(N(0,1)), g and "
+                        "the start state S0 ~ N(0,1).")
+            .in_group("Inputs"),
     };
 }
 

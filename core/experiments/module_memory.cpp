@@ -38,25 +38,34 @@ std::vector<ParamSpec> memory_params() {
                              "periodic. Kimi Linear and Qwen3-Next use 4 (3:1).")),
         custom(ParamSpec::flag("attn_last", "Last layer is attention", true)
                    .describe("Kimi Linear's 27th layer is MLA (20 KDA + 7 MLA).")),
-        custom(ParamSpec::integer("heads", "Linear q/k heads", "", 1, 256, 32)),
+        custom(ParamSpec::integer("heads", "Linear q/k heads", "heads", 1, 256, 32)
+                   .describe("Query/key heads of each linear-attention (KDA or GDN) layer.")),
         custom(ParamSpec::integer("v_heads", "Linear value heads", "", 1, 256, 32)
                    .describe("One state matrix per value head; a multiple of the q/k heads (GDN uses "
                              "32 value heads over 16 q/k heads).")),
-        custom(ParamSpec::integer("head_k", "Key head dim K", "", 1, 1024, 128)),
-        custom(ParamSpec::integer("head_v", "Value head dim V", "", 1, 1024, 128)),
+        custom(ParamSpec::integer("head_k", "Key head dim K", "", 1, 1024, 128)
+                   .describe("Rows of each head's K x V state matrix.")),
+        custom(ParamSpec::integer("head_v", "Value head dim V", "", 1, 1024, 128)
+                   .describe("Columns of each head's K x V state matrix.")),
         custom(ParamSpec::integer("conv_width", "Short conv width", "", 1, 16, 4)
                    .describe("The conv window keeps width - 1 raw projection rows per stream.")),
-        custom(ParamSpec::choice("state_dtype", "State dtype", {"fp32", "bf16", "fp16"}, "fp32")),
-        custom(ParamSpec::choice("conv_dtype", "Conv window dtype", {"fp32", "bf16", "fp16"}, "bf16")),
+        custom(ParamSpec::choice("state_dtype", "State dtype", {"fp32", "bf16", "fp16"}, "fp32")
+                   .describe("Element type of the recurrent state: fp32 for the presets (SGLang's --mamba-ssm-dtype, "
+                             "Qwen configs set mamba_ssm_dtype float32); bf16 halves it.")),
+        custom(ParamSpec::choice("conv_dtype", "Conv window dtype", {"fp32", "bf16", "fp16"}, "bf16")
+                   .describe("Element type of the short-conv windows (the raw q/k/v projections).")),
         custom(ParamSpec::choice("attn_kind", "Attention cache", {"mla", "gqa"}, "mla",
-                                 {"MLA latent", "GQA K/V heads"})),
+                                 {"MLA latent", "GQA K/V heads"})
+                   .describe("What the attention layers cache per token: MLA's compressed latent plus the "
+                             "shared rope key (Kimi Linear), or K and V per KV head (Qwen3-Next).")),
         custom(ParamSpec::integer("mla_latent", "MLA latent dim", "", 0, 8192, 512)
                    .describe("kv_lora_rank: the compressed latent cached per token (MLA only).")),
         custom(ParamSpec::integer("mla_rope", "MLA rope dims", "", 0, 1024, 64)
                    .describe("The shared key part cached next to the latent (MLA only).")),
         custom(ParamSpec::integer("kv_heads", "KV heads", "", 1, 256, 2).describe("GQA only.")),
         custom(ParamSpec::integer("attn_head_dim", "Attention head dim", "", 1, 1024, 256).describe("GQA only.")),
-        custom(ParamSpec::choice("kv_dtype", "KV dtype", {"fp32", "bf16", "fp16", "fp8"}, "bf16")),
+        custom(ParamSpec::choice("kv_dtype", "KV dtype", {"fp32", "bf16", "fp16", "fp8"}, "bf16")
+                   .describe("Element type of the attention cache.")),
     };
 }
 

@@ -82,10 +82,12 @@ std::vector<ParamSpec> pool_params() {
             .describe("Distinct shared prefixes, lengths spread geometrically between the two bounds below."),
         ParamSpec::integer("prefix_min", "Shortest prefix", "tokens", 1, 131072, 256)
             .log()
-            .in_group("Workload"),
+            .in_group("Workload")
+            .describe("Length of the shortest shared prefix."),
         ParamSpec::integer("prefix_max", "Longest prefix", "tokens", 1, 131072, 4096)
             .log()
-            .in_group("Workload"),
+            .in_group("Workload")
+            .describe("Length of the longest shared prefix (at least the shortest)."),
         ParamSpec::real("shift_at", "Mix shifts after", "fraction", 0, 1, 0.5)
             .in_group("Workload")
             .describe("Share of the stream after which prompts change length (the mix shift)."),
@@ -98,7 +100,7 @@ std::vector<ParamSpec> pool_params() {
             .in_group("Workload")
             .describe("When the pool maps are recorded, as a share of the arrival period (the same step for "
                       "every design)."),
-        ParamSpec::integer("seed", "Seed", "", 0, 1e9, 1).in_group("Workload"),
+        ParamSpec::seed("Seed of the request stream (arrivals, prompt and output lengths).").in_group("Workload"),
     };
 }
 

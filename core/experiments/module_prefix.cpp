@@ -73,7 +73,7 @@ std::vector<ParamSpec> prefix_params() {
             .in_group("Workload")
             .describe("Tokens each request generates (greedy in the cold run; the other methods are fed "
                       "the cold run's tokens so that every step compares like with like)."),
-        ParamSpec::integer("seed", "Seed", "", 0, 1e9, 1).in_group("Workload"),
+        ParamSpec::seed("Seed of the workload's tokens (the tiny model's weights are fixed, seed 1).").in_group("Workload"),
         ParamSpec::integer("interval", "Checkpoint interval N", "tokens", 1, 4096, 64)
             .log()
             .in_group("Cache")

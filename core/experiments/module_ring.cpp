@@ -75,10 +75,10 @@ std::vector<ParamSpec> ring_params() {
         ParamSpec::integer("new_tokens", "Tokens to generate", "tokens", 8, 256, 48)
             .in_group("Request")
             .describe("Tokens the request decodes after its prompt."),
-        ParamSpec::integer("prompt_len", "Prompt length", "tokens", 1, 256, 32).in_group("Request"),
-        ParamSpec::integer("seed", "Seed", "", 0, 2147483647, 1)
+        ParamSpec::integer("prompt_len", "Prompt length", "tokens", 1, 256, 32)
             .in_group("Request")
-            .describe("Seed of the prompt and of the chance drafter."),
+            .describe("Random prompt tokens prefilled before speculation starts."),
+        ParamSpec::seed("Seed of the prompt and of the chance drafter.").in_group("Request"),
     };
 }
 

@@ -36,8 +36,10 @@ std::vector<ParamSpec> tenants_params() {
         t(ParamSpec::real("burst_factor", "Burst factor", "x", 1, 100, 12)
               .log()
               .describe("Tenant 0 starts sessions this many times as often during the burst.")),
-        t(ParamSpec::real("burst_start_s", "Burst start", "s", 0, 3600, 30)),
-        t(ParamSpec::real("burst_s", "Burst length", "s", 0, 3600, 40)),
+        t(ParamSpec::real("burst_start_s", "Burst start", "s", 0, 3600, 30)
+              .describe("Simulated time at which tenant 0 starts bursting.")),
+        t(ParamSpec::real("burst_s", "Burst length", "s", 0, 3600, 40)
+              .describe("How long tenant 0 keeps bursting.")),
         t(ParamSpec::real("noisy_user_len", "Tenant 0 message length", "tokens", 16, 65536, 6000)
               .log()
               .describe("Mean user-message length of tenant 0 (long documents); the others use 400.")),
@@ -61,7 +63,7 @@ std::vector<ParamSpec> tenants_params() {
     for (auto&& s : fleet_router_params()) v.push_back(std::move(s));
     for (auto&& s : fleet_cache_params()) v.push_back(std::move(s));
     for (auto&& s : fleet_instance_params()) v.push_back(std::move(s));
-    v.push_back(ParamSpec::integer("seed", "Seed", "", 0, 1e9, 1).in_group("Tenants"));
+    v.push_back(ParamSpec::seed("Seed of every tenant's arrivals and request sizes.").in_group("Tenants"));
     set_param_default(v, "instances", 2.0);
     set_param_default(v, "max_batch_tokens", 2048.0);
     set_param_default(v, "router", std::string("least_loaded"));

@@ -35,6 +35,8 @@ struct ParamSpec {
     static ParamSpec choice(std::string key, std::string label, std::vector<std::string> choices,
                             std::string def, std::vector<std::string> labels = {});
     static ParamSpec flag(std::string key, std::string label, bool def);
+    // The `seed` every stochastic module declares: the portable RNG's seed, 1 by default.
+    static ParamSpec seed(std::string help);
     // Free text (a file path, say); `suggestions` are offered in the UI.
     static ParamSpec text(std::string key, std::string label, std::string def,
                           std::vector<std::string> suggestions = {});
