@@ -1,7 +1,6 @@
-// The runnable model for the modules that serve requests on it (4 `prefix`, 5 `checkpoints`, 6 `cow`):
-// made once per (preset, seed, kernel chunk) and kept, since generating the seeded weights takes a
-// large share of a short run (most of it in WebAssembly). The last model asked for is kept.
-// Not thread-safe, like the model itself: modules are stepped one at a time.
+// The runnable model for the modules that serve requests on it (4 `prefix`, 5 `checkpoints`, 6 `cow`),
+// kept by core/model/model_cache.h: the pointer stays valid while the model is among the last few
+// asked for (a module asks once per run).
 #pragma once
 
 #include <cstdint>

@@ -44,14 +44,6 @@ static float float_of(uint32_t b) {
     return f;
 }
 
-uint16_t f32_to_bf16(float f) {
-    const uint32_t b = bits_of(f);
-    if ((b & 0x7fffffffu) > 0x7f800000u) return uint16_t((b >> 16) | 0x40);  // NaN stays NaN
-    return uint16_t((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);                 // round to nearest even
-}
-
-float bf16_to_f32(uint16_t h) { return float_of(uint32_t(h) << 16); }
-
 uint16_t f32_to_f16(float f) {
     uint32_t x = bits_of(f);
     const uint16_t sign = uint16_t((x >> 16) & 0x8000u);

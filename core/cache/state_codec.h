@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/base/bf16.h"
+
 namespace k3 {
 
 enum class StateCodec : uint8_t { fp32, bf16, fp16, int8 };
@@ -33,8 +35,6 @@ double codec_error_bound(StateCodec c, double x, double row_max);
 const char* codec_bound_text(StateCodec c);
 
 // Scalar conversions (exposed for tests).
-uint16_t f32_to_bf16(float f);
-float bf16_to_f32(uint16_t h);
 uint16_t f32_to_f16(float f);
 float f16_to_f32(uint16_t h);
 

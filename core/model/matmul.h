@@ -28,12 +28,7 @@ struct Weights16 {
     int in = 0, out = 0;
 };
 
-// bf16 <-> fp32. Rounding is to nearest, ties to even (finite inputs; weights are never NaN).
-inline uint16_t to_bf16(float f) {
-    uint32_t b;
-    std::memcpy(&b, &f, 4);
-    return uint16_t((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
-}
+// Weights are stored as bf16 pairs (core/base/bf16.h rounds them); these read one half of a pair.
 inline float bf16_bits_to_float(uint32_t b) {
     float f;
     std::memcpy(&f, &b, 4);

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "core/base/bf16.h"
 #include "core/base/fmath.h"
 #include "core/base/rng.h"
 
@@ -98,7 +99,7 @@ float Matrix::at(int i, int o) const {
 
 void Matrix::set(int i, int o, float v) {
     uint32_t& w = pairs[size_t(i / 2) * out + o];
-    const uint32_t b = to_bf16(v);
+    const uint32_t b = f32_to_bf16(v);
     w = i % 2 ? (w & 0xffffu) | (b << 16) : (w & 0xffff0000u) | b;
 }
 

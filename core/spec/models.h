@@ -1,8 +1,5 @@
 // The runnable models the speculative-decoding modules (7, 8) and `k3cli bench spec` run on: the
-// target and its quantised self-drafters, made once per (preset, seed, bits) and kept, because
-// generating the seeded weights is most of a short run (more so in WebAssembly). At most a few are
-// kept (the oldest goes first; a run holding one keeps it alive). Not thread-safe, like the models:
-// modules run one at a time.
+// target and its quantised self-drafters, kept by core/model/model_cache.h.
 #pragma once
 
 #include <cstdint>

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/base/bf16.h"
 #include "core/base/fmath.h"
 #include "core/base/rng.h"
 #include "core/model/matmul.h"
@@ -40,15 +41,15 @@ TEST_CASE("model kernels: bf16 pair layout stores and widens exactly") {
     for (int i = 0; i < 5; ++i)
         for (int o = 0; o < 3; ++o) {
             const float x = v[size_t(i) * 3 + o];
-            CHECK(m.at(i, o) == bf16_hi(uint32_t(to_bf16(x)) << 16));
+            CHECK(m.at(i, o) == bf16_hi(uint32_t(f32_to_bf16(x)) << 16));
             CHECK(std::fabs(m.at(i, o) - x) <=
                   std::fabs(x) * 0x1p-8f);  // half a bf16 ulp (8 significant bits)
         }
     for (int o = 0; o < 3; ++o) CHECK((m.pairs[size_t(2) * 3 + o] >> 16) == 0u);
-    CHECK(to_bf16(1.0f) == 0x3f80);
-    CHECK(to_bf16(1.0f + 0x1p-8f) == 0x3f80);      // tie to even (down)
-    CHECK(to_bf16(1.0f + 3 * 0x1p-8f) == 0x3f82);  // tie to even (up)
-    CHECK(to_bf16(-2.5f) == 0xc020);
+    CHECK(f32_to_bf16(1.0f) == 0x3f80);
+    CHECK(f32_to_bf16(1.0f + 0x1p-8f) == 0x3f80);      // tie to even (down)
+    CHECK(f32_to_bf16(1.0f + 3 * 0x1p-8f) == 0x3f82);  // tie to even (up)
+    CHECK(f32_to_bf16(-2.5f) == 0xc020);
 }
 
 TEST_CASE("model kernels: matmul scalar and simd give the same bits, row by row") {
