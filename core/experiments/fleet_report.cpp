@@ -15,26 +15,6 @@ const std::vector<std::string> kPresetLabels = {"Kimi-Linear-48B-A3B", "Qwen3-Ne
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr uint64_t kMaxTreeNodes = 3000000;  // about 300 MB of trees: the page's budget
 
-std::vector<std::string> hardware_ids() {
-    std::vector<std::string> v;
-    for (const Hardware& h : hardware_presets()) v.push_back(h.id);
-    return v;
-}
-std::vector<std::string> hardware_names() {
-    std::vector<std::string> v;
-    for (const Hardware& h : hardware_presets()) v.push_back(h.name);
-    return v;
-}
-std::vector<std::string> link_ids() {
-    std::vector<std::string> v;
-    for (const Link& l : link_presets()) v.push_back(l.id);
-    return v;
-}
-std::vector<std::string> link_names() {
-    std::vector<std::string> v;
-    for (const Link& l : link_presets()) v.push_back(l.name);
-    return v;
-}
 bool has(const Params& p, const char* key) { return p.spec(key) != nullptr; }
 
 }  // namespace
@@ -127,7 +107,7 @@ std::vector<ParamSpec> fleet_instance_params() {
                  .describe(
                      "Published configuration: state and KV bytes (module 2) and parameter counts for the "
                      "roofline.")),
-        inst(ParamSpec::choice("hardware", "GPU", hardware_ids(), "h100", hardware_names())
+        inst(ParamSpec::choice("hardware", "GPU", hardware_preset_ids(), "h100", hardware_preset_names())
                  .describe(
                      "Datasheet peak dense BF16 FLOP/s and HBM bandwidth: times are roofline estimates.")),
         inst(ParamSpec::integer("gpus", "GPUs per instance", "GPUs", 1, 16, 2)
@@ -154,7 +134,7 @@ std::vector<ParamSpec> fleet_instance_params() {
         ParamSpec::real("price_per_gpu_hour", "Price per GPU-hour", "$", 0.01, 100, 2.5)
             .in_group("Cost")
             .describe("Your price: money per million tokens = GPU-hours x price / millions of tokens."),
-        ParamSpec::choice("link", "Link", link_ids(), "ib-ndr", link_names())
+        ParamSpec::choice("link", "Link", link_preset_ids(), "ib-ndr", link_preset_names())
             .in_group("Cost")
             .describe("Instance to host tier and instance to instance: replication, restores and migration."),
     };

@@ -144,45 +144,6 @@ uint64_t checkpoint_bytes(const ModelConfig& c, const MemoryAccount& a, StateCod
     return uint64_t(a.linear_layers) * (rec + a.conv_bytes_per_layer);
 }
 
-struct ReplayResult {
-    std::string label;
-    double x = 0;  // what was varied
-    ReplayConfig cfg;
-    ReplayTotals t;
-    CacheStats s;
-};
-
-// Runs a list of replays one slice at a time.
-class ReplayQueue {
-  public:
-    void add(std::string label, double x, const ReplayConfig& c) {
-        todo_.push_back({std::move(label), x, c, {}, {}});
-    }
-    double step(const Workload& w, const Deadline& d) {
-        while (next_ < todo_.size()) {
-            if (!cur_) cur_ = std::make_unique<WorkloadReplay>(w, todo_[next_].cfg);
-            cur_->run(&d);
-            if (!cur_->done()) break;
-            todo_[next_].t = cur_->totals();
-            todo_[next_].s = cur_->cache().stats();
-            cur_.reset();
-            ++next_;
-            if (d.passed()) break;
-        }
-        if (next_ >= todo_.size()) return 1.0;
-        const double part =
-            cur_ ? double(cur_->processed()) / double(std::max<size_t>(w.requests.size(), 1)) : 0;
-        return (double(next_) + part) / double(todo_.size());
-    }
-    const std::vector<ReplayResult>& results() const { return todo_; }
-    bool empty() const { return todo_.empty(); }
-
-  private:
-    std::vector<ReplayResult> todo_;
-    size_t next_ = 0;
-    std::unique_ptr<WorkloadReplay> cur_;
-};
-
 class CheckpointsRun : public StagedRun {
   public:
     explicit CheckpointsRun(const Params& p);

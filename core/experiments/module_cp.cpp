@@ -29,17 +29,6 @@ constexpr double kTol = 1e-5;  // fp32 relative RMS against the single-rank run
 const std::vector<std::string> kPresets = {"kimi-linear-48b", "qwen3-next-80b"};
 const std::vector<std::string> kPresetLabels = {"Kimi-Linear-48B-A3B", "Qwen3-Next-80B-A3B"};
 
-std::vector<std::string> link_ids() {
-    std::vector<std::string> v;
-    for (const Link& l : link_presets()) v.push_back(l.id);
-    return v;
-}
-std::vector<std::string> link_labels() {
-    std::vector<std::string> v;
-    for (const Link& l : link_presets()) v.push_back(l.name);
-    return v;
-}
-
 std::vector<ParamSpec> cp_params() {
     return {
         ParamSpec::integer("tokens", "Prompt tokens", "tokens", 16, 4096, 500)
@@ -75,7 +64,7 @@ std::vector<ParamSpec> cp_params() {
             .log()
             .in_group("At scale")
             .describe("Prompt length split over the ranks for the at-scale figures and the speed-up sweep."),
-        ParamSpec::choice("link", "Link", link_ids(), "nvlink4", link_labels())
+        ParamSpec::choice("link", "Link", link_preset_ids(), "nvlink4", link_preset_names())
             .in_group("At scale")
             .describe("Interconnect for the exchange time estimate (nominal line rate, no latency)."),
     };

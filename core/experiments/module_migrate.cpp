@@ -34,27 +34,6 @@ const std::vector<std::string> kFaultLabels = {"none",
                                                "[V][K] state order (re-checksummed)",
                                                "position one token off (re-checksummed)"};
 
-std::vector<std::string> ids_of_links() {
-    std::vector<std::string> v;
-    for (const Link& l : link_presets()) v.push_back(l.id);
-    return v;
-}
-std::vector<std::string> names_of_links() {
-    std::vector<std::string> v;
-    for (const Link& l : link_presets()) v.push_back(l.name);
-    return v;
-}
-std::vector<std::string> ids_of_hardware() {
-    std::vector<std::string> v;
-    for (const Hardware& h : hardware_presets()) v.push_back(h.id);
-    return v;
-}
-std::vector<std::string> names_of_hardware() {
-    std::vector<std::string> v;
-    for (const Hardware& h : hardware_presets()) v.push_back(h.name);
-    return v;
-}
-
 std::vector<ParamSpec> migrate_params() {
     return {
         ParamSpec::integer("prompt", "Prompt", "tokens", 1, 2048, 100)
@@ -104,11 +83,11 @@ std::vector<ParamSpec> migrate_params() {
             .in_group("At scale")
             .describe("Tokens between the destination's nearest KDA state checkpoint and the request's position "
                       "(move_kv recomputes them)."),
-        ParamSpec::choice("link", "Link", ids_of_links(), "ib-ndr", names_of_links())
+        ParamSpec::choice("link", "Link", link_preset_ids(), "ib-ndr", link_preset_names())
             .in_group("At scale")
             .describe("Interconnect between the instances (nominal line rate, no latency). Also used for the "
                       "transfer time at the runnable scale."),
-        ParamSpec::choice("hardware", "Hardware", ids_of_hardware(), "h100", names_of_hardware())
+        ParamSpec::choice("hardware", "Hardware", hardware_preset_ids(), "h100", hardware_preset_names())
             .in_group("At scale")
             .describe("Destination GPU for the roofline estimate of recompute time."),
         ParamSpec::choice("regime", "Recompute regime", {"alone", "in_batch"}, "alone",

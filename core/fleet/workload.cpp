@@ -1,6 +1,7 @@
 #include "core/fleet/workload.h"
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 
 #include "core/base/fmath.h"
@@ -200,6 +201,27 @@ Workload agentic_workload(const AgenticConfig& c) {
     }
     sort_by_arrival(w);
     return w;
+}
+
+Workload reuse_mix_workload(const ReuseMixConfig& c) {
+    const double share = std::clamp(c.reuse_share, 0.0, 1.0);
+    const uint32_t shared = uint32_t(std::floor(double(c.requests) * share + 0.5));
+    SharedPromptConfig s;
+    s.requests = shared;
+    s.system_prompts = c.prefixes;
+    s.system_len = c.prefix_len;
+    s.user_len_mean = c.suffix_len_mean;
+    s.output_len_mean = c.output_len_mean;
+    s.rate_per_s = c.rate_per_s * share;
+    s.seed = c.seed * 2 + 1;
+    SharedPromptConfig u = s;  // unique: no shared part, the whole prompt drawn as the suffix
+    u.requests = c.requests - shared;
+    u.system_prompts = 1;
+    u.system_len = 0;
+    u.user_len_mean = double(c.prefix_len) + c.suffix_len_mean;
+    u.rate_per_s = c.rate_per_s * (1 - share);
+    u.seed = c.seed * 2 + 2;
+    return merge_workloads({shared_prompt_workload(s), shared_prompt_workload(u)}, "reuse-mix");
 }
 
 Workload merge_workloads(std::vector<Workload> parts, std::string name) {

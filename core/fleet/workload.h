@@ -87,6 +87,20 @@ struct AgenticConfig {
 // share the whole prefix up to the fork.
 Workload agentic_workload(const AgenticConfig& c);
 
+struct ReuseMixConfig {
+    uint32_t requests = 160;
+    double reuse_share = 0.5;  // share of the requests that start with a shared prefix
+    uint32_t prefixes = 8;     // shared prefixes; popularity falls as 1 / rank (Zipf, s = 1)
+    uint32_t prefix_len = 4096;
+    double suffix_len_mean = 300;  // unique part after the prefix
+    double output_len_mean = 64;
+    double rate_per_s = 4;  // Poisson arrivals of all requests
+    uint64_t seed = 4;
+};
+// Single-turn requests of which a set share begin with one of a few shared prefixes (shared_prompt_workload)
+// and the rest are unique prompts of the same mean length (module 14's affinity map).
+Workload reuse_mix_workload(const ReuseMixConfig& c);
+
 // Merges workloads into one in arrival order (ties: earlier workload first); ids are renumbered,
 // sessions made distinct.
 Workload merge_workloads(std::vector<Workload> parts, std::string name);

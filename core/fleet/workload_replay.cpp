@@ -40,4 +40,24 @@ double WorkloadReplay::run(const Deadline* deadline, uint64_t max_requests) {
     return w_.requests.empty() ? 1.0 : double(next_) / double(w_.requests.size());
 }
 
+void ReplayQueue::add(std::string label, double x, const ReplayConfig& c) {
+    todo_.push_back({std::move(label), x, c, {}, {}});
+}
+
+double ReplayQueue::step(const Workload& w, const Deadline& d) {
+    while (next_ < todo_.size()) {
+        if (!cur_) cur_ = std::make_unique<WorkloadReplay>(w, todo_[next_].cfg);
+        cur_->run(&d);
+        if (!cur_->done()) break;
+        todo_[next_].t = cur_->totals();
+        todo_[next_].s = cur_->cache().stats();
+        cur_.reset();
+        ++next_;
+        if (d.passed()) break;
+    }
+    if (next_ >= todo_.size()) return 1.0;
+    const double part = cur_ ? double(cur_->processed()) / double(std::max<size_t>(w.requests.size(), 1)) : 0;
+    return (double(next_) + part) / double(todo_.size());
+}
+
 }  // namespace k3

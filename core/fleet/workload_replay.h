@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "core/base/clock.h"
@@ -68,6 +70,30 @@ class WorkloadReplay {
     size_t next_ = 0;
     ReplayTotals t_;
     std::vector<RequestHit> hits_;
+};
+
+// Several replays of one workload, run one after the other in slices (the sweeps of modules 5 and 14).
+struct ReplayResult {
+    std::string label;
+    double x = 0;  // what was varied
+    ReplayConfig cfg;
+    ReplayTotals t;
+    CacheStats s;  // the cache at the end of the replay
+};
+
+class ReplayQueue {
+  public:
+    void add(std::string label, double x, const ReplayConfig& c);
+    // Replays until the deadline passes (at least one request); returns the fraction of all replays done.
+    double step(const Workload& w, const Deadline& d);
+    const std::vector<ReplayResult>& results() const { return todo_; }
+    bool empty() const { return todo_.empty(); }
+    bool done() const { return next_ >= todo_.size(); }
+
+  private:
+    std::vector<ReplayResult> todo_;
+    size_t next_ = 0;
+    std::unique_ptr<WorkloadReplay> cur_;
 };
 
 }  // namespace k3

@@ -77,10 +77,9 @@ MigrationCosts costs(const ModelConfig& cfg, const MigrationCase& mc, double lin
 
 MigrationCosts migration_costs(const ModelConfig& cfg, const MigrationCase& mc, const Link& link,
                                const Hardware& hw, const Efficiency& eff, RecomputeRegime regime) {
-    ModelConfig c = cfg;
-    if (regime == RecomputeRegime::in_batch) c.total_params = 0;  // weights streamed for the batch anyway
     return costs(cfg, mc, link.bytes_per_s, [&](double tokens, double cached) {
-        const WorkCost w = prefill_cost(c, hw, tokens, cached, eff);
+        const WorkCost w = regime == RecomputeRegime::in_batch ? prefill_cost_in_batch(cfg, hw, tokens, cached, eff)
+                                                               : prefill_cost(cfg, hw, tokens, cached, eff);
         return Recompute{w.seconds, w.flops};
     });
 }

@@ -70,8 +70,8 @@ struct MigrationCosts {
 enum class RecomputeRegime : uint8_t { alone, in_batch };
 
 // Roofline estimate: recompute_s = prefill_cost(cfg, hw, tokens, tokens already there, eff).seconds
-// (in_batch: with the weight traffic left out). cfg needs active_params and total_params (the
-// accounting presets have them).
+// (in_batch: prefill_cost_in_batch, without the weight traffic). cfg needs active_params and
+// total_params (the accounting presets have them).
 MigrationCosts migration_costs(const ModelConfig& cfg, const MigrationCase& mc, const Link& link,
                                const Hardware& hw, const Efficiency& eff = {},
                                RecomputeRegime regime = RecomputeRegime::alone);

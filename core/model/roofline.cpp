@@ -36,6 +36,20 @@ std::optional<Link> link_preset(std::string_view id) {
     return std::nullopt;
 }
 
+namespace {
+template <class T>
+std::vector<std::string> field_of(const std::vector<T>& presets, std::string T::*field) {
+    std::vector<std::string> v;
+    for (const T& p : presets) v.push_back(p.*field);
+    return v;
+}
+}  // namespace
+
+std::vector<std::string> hardware_preset_ids() { return field_of(hardware_presets(), &Hardware::id); }
+std::vector<std::string> hardware_preset_names() { return field_of(hardware_presets(), &Hardware::name); }
+std::vector<std::string> link_preset_ids() { return field_of(link_presets(), &Link::id); }
+std::vector<std::string> link_preset_names() { return field_of(link_presets(), &Link::name); }
+
 static double attention_flops_per_token(const ModelConfig& c, double context) {
     // Scores and the weighted sum over the cached context, per attention layer: MLA in its absorbed
     // form works in the latent space (latent + rope per head), GQA per head dimension.
@@ -48,7 +62,7 @@ double flops_per_token(const ModelConfig& c, double context) {
     return 2.0 * c.active_params + attention_flops_per_token(c, context) + kda;
 }
 
-static WorkCost finish(double flops, double bytes, const Hardware& hw, const Efficiency& eff) {
+WorkCost work_cost(double flops, double bytes, const Hardware& hw, const Efficiency& eff) {
     WorkCost w;
     w.flops = flops;
     w.bytes = bytes;
@@ -65,7 +79,14 @@ WorkCost prefill_cost(const ModelConfig& c, const Hardware& hw, double tokens, d
     const double flops = tokens * flops_per_token(c, context + tokens / 2);
     // Weights once (bf16, all experts a large batch touches), KV written, state read and written.
     const double bytes = 2.0 * c.total_params + double(a.kv_bytes_per_token) * tokens + 2.0 * double(a.state_bytes);
-    return finish(flops, bytes, hw, eff);
+    return work_cost(flops, bytes, hw, eff);
+}
+
+WorkCost prefill_cost_in_batch(const ModelConfig& c, const Hardware& hw, double tokens, double context,
+                               const Efficiency& eff) {
+    ModelConfig no_weights = c;
+    no_weights.total_params = 0;
+    return prefill_cost(no_weights, hw, tokens, context, eff);
 }
 
 WorkCost decode_step_cost(const ModelConfig& c, const Hardware& hw, double batch, double context,
@@ -74,7 +95,7 @@ WorkCost decode_step_cost(const ModelConfig& c, const Hardware& hw, double batch
     const double flops = batch * flops_per_token(c, context);
     const double weights = 2.0 * std::min(c.total_params, batch * c.active_params);
     const double per_seq = 2.0 * double(a.state_bytes) + double(a.kv_bytes_per_token) * context;
-    return finish(flops, weights + batch * per_seq, hw, eff);
+    return work_cost(flops, weights + batch * per_seq, hw, eff);
 }
 
 double transfer_seconds(double bytes, const Link& link) { return bytes / link.bytes_per_s; }

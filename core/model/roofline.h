@@ -24,6 +24,10 @@ struct Hardware {
 std::vector<Hardware> hardware_presets();
 std::optional<Hardware> hardware_preset(std::string_view id);
 
+// Ids and display names of the hardware presets, in order (parameter choices).
+std::vector<std::string> hardware_preset_ids();
+std::vector<std::string> hardware_preset_names();
+
 struct Link {
     std::string id, name;
     double bytes_per_s = 0;  // one direction
@@ -32,6 +36,8 @@ struct Link {
 // PCIe Gen5 x16, 100 GbE (nominal line rates).
 std::vector<Link> link_presets();
 std::optional<Link> link_preset(std::string_view id);
+std::vector<std::string> link_preset_ids();
+std::vector<std::string> link_preset_names();
 
 // How much of the peak a serving engine reaches; the defaults are assumptions, shown with results.
 struct Efficiency {
@@ -44,6 +50,10 @@ struct WorkCost {
     bool compute_bound = false;
 };
 
+// The roofline of any piece of work: seconds = max(FLOPs / (peak x compute efficiency),
+// bytes / (bandwidth x memory efficiency)).
+WorkCost work_cost(double flops, double bytes, const Hardware& hw, const Efficiency& eff = {});
+
 // FLOPs of one token through the model at `context` tokens of history: 2 x active parameters for
 // the projections and MLP/MoE, plus attention over the cached context, plus the KDA core (4 K V
 // multiply-adds per value head per linear layer). Needs cfg.active_params (the accounting presets
@@ -53,6 +63,11 @@ double flops_per_token(const ModelConfig& cfg, double context);
 // Prefill of `tokens` new tokens after `context` cached ones, as one batch.
 WorkCost prefill_cost(const ModelConfig& cfg, const Hardware& hw, double tokens, double context,
                       const Efficiency& eff = {});
+// The same prefill folded into batches that stream the weights anyway (chunked prefill next to other
+// requests): its FLOPs and its own KV and state traffic, without the weight traffic. What a prefix-cache
+// hit or a recompute at a destination saves or costs in a busy engine.
+WorkCost prefill_cost_in_batch(const ModelConfig& cfg, const Hardware& hw, double tokens, double context,
+                               const Efficiency& eff = {});
 // One decode step of `batch` sequences at a mean context of `context` tokens: weights are read
 // once per step (active experts of the batch, at most all of them), each sequence's state is read
 // and written and its KV read.

@@ -3,8 +3,11 @@
 // closed form of reference/kda.md §4.3; the work and byte counts.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <tuple>
+#include <vector>
 
 #include "core/base/fmath.h"
 #include "core/cp/context_parallel.h"
@@ -214,4 +217,29 @@ TEST_CASE("cp: bytes exchanged and critical-path work") {
     // 2 x [n^2 (K + (K+V)/2) + 3 n K V + n^2 V / 2].
     CHECK(map_work(Variant::kda, kShape, 16, kC, false) == 2.0 * (256 * 30 + 2 * 16 * 16 * 12 + 2 * 16 * 16 * 16));
     CHECK(run_work(Variant::kda, kShape, 16, kC) == 2.0 * (256 * 30 + 3 * 16 * 16 * 12 + 256 * 6));
+}
+
+TEST_CASE("cp: work counts in one step equal the chunk-by-chunk sums") {
+    // Whole chunks are counted at once; the sum chunk by chunk must give the same bits, also for
+    // odd K + V (half-integer terms) and for a million-token slice of Kimi-Linear's geometry.
+    const Shape odd{2, 2, 16, 13};
+    const Shape kimi{32, 32, 128, 128};
+    for (const auto& [s, T, C] : {std::tuple{odd, 203, 16}, std::tuple{kimi, 1 << 20, 64}, std::tuple{kimi, 1000003, 64}}) {
+        for (Variant v : kVariants) {
+            double run = 0, map = 0, mapo = 0;
+            for (int t0 = 0; t0 < T; t0 += C) {
+                const int n = std::min(C, T - t0);
+                run += run_work(v, s, n, C);
+                map += map_work(v, s, n, C, false);
+                mapo += map_work(v, s, n, C, true);
+            }
+            CHECK(run_work(v, s, T, C) == run);
+            CHECK(map_work(v, s, T, C, false) == map);
+            CHECK(map_work(v, s, T, C, true) == mapo);
+        }
+    }
+    // Even slices are costed once for all ranks: the same as uneven ones that happen to be equal.
+    const CpCost even = cp_cost(Variant::kda, kimi, std::vector<int>(64, 4096), 64, Combiner::scan, Fixup::rerun);
+    CHECK(even.local_total == 64 * map_work(Variant::kda, kimi, 4096, 64, false));
+    CHECK(even.fixup_critical == run_work(Variant::kda, kimi, 4096, 64));
 }

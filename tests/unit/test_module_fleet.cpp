@@ -5,34 +5,21 @@
 #include <cmath>
 
 #include "core/experiments/registry.h"
+#include "test_module_util.h"
 
 using namespace k3;
 
 namespace {
-Report run(const char* module, std::vector<std::pair<std::string, std::string>> kv) {
-    const Experiment& e = *find_experiment(module);
-    auto pp = parse_params(e.params, kv, RangePolicy::strict);
-    REQUIRE(pp.ok());
-    for (const ParamIssue& i : e.check(pp.params)) REQUIRE_MESSAGE(i.level != ParamIssue::error, i.message);
-    return run_to_end(e, pp.params);
+using test::without_timing;
+Report run(const char* module, const std::vector<std::pair<std::string, std::string>>& kv) {
+    return test::run_module(module, kv);
 }
-double scalar(const Report& r, const char* k) {
-    const Scalar* s = r.find_scalar(k);
-    REQUIRE_MESSAGE(s != nullptr, k);
-    return s->value;
-}
+double scalar(const Report& r, const char* k) { return test::scalar_of(r, k); }
+void all_pass(const Report& r) { test::all_checks_pass(r); }
 const Check* check_named(const Report& r, const std::string& prefix) {
     for (const Check& c : r.checks)
         if (c.name.rfind(prefix, 0) == 0) return &c;
     return nullptr;
-}
-void all_pass(const Report& r) {
-    CHECK(!r.checks.empty());
-    for (const Check& c : r.checks) CHECK_MESSAGE(c.passed, c.name << ": " << c.detail);
-}
-std::string without_timing(Report r) {
-    r.timing = {};
-    return report_json(r);
 }
 }  // namespace
 

@@ -23,3 +23,17 @@ TEST_CASE("roofline: decode of one sequence is memory bound, a long prefill comp
     CHECK(transfer_seconds(50e9, *link_preset("ib-ndr")) == doctest::Approx(1.0));
     CHECK(hardware_presets().size() == 3);
 }
+
+TEST_CASE("roofline: a prefill inside running batches leaves the weight traffic out") {
+    ModelConfig c = *model_preset("kimi-linear-48b");
+    const Hardware h = *hardware_preset("h100");
+    const WorkCost b = prefill_cost_in_batch(c, h, 512, 4096);
+    const WorkCost a = prefill_cost(c, h, 512, 4096);
+    CHECK(b.flops == a.flops);
+    CHECK(a.bytes - b.bytes == doctest::Approx(2.0 * c.total_params));
+    c.total_params = 0;
+    CHECK(prefill_cost(c, h, 512, 4096).seconds == b.seconds);
+    // Without the 96 GB weight stream a short prefill is no longer memory bound.
+    CHECK_FALSE(a.compute_bound);
+    CHECK(b.compute_bound);
+}

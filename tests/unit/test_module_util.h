@@ -1,0 +1,40 @@
+// Running a module the way the CLI does, for the module tests.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/experiments/registry.h"
+
+namespace k3::test {
+
+// Parses key=value pairs strictly, requires no error from the module's validation, runs to the end.
+inline Report run_module(const char* module, const std::vector<std::pair<std::string, std::string>>& kv) {
+    const Experiment& e = *find_experiment(module);
+    auto pp = parse_params(e.params, kv, RangePolicy::strict);
+    REQUIRE(pp.ok());
+    for (const ParamIssue& i : e.check(pp.params)) REQUIRE_MESSAGE(i.level != ParamIssue::error, i.message);
+    return run_to_end(e, pp.params);
+}
+
+inline double scalar_of(const Report& r, const char* key) {
+    const Scalar* s = r.find_scalar(key);
+    REQUIRE_MESSAGE(s != nullptr, key);
+    return s->value;
+}
+
+inline void all_checks_pass(const Report& r) {
+    CHECK(!r.checks.empty());
+    for (const Check& c : r.checks) CHECK_MESSAGE(c.passed, c.name << ": " << c.detail);
+}
+
+// The report's JSON without the wall-clock part: equal across runs and builds.
+inline std::string without_timing(Report r) {
+    r.timing = {};
+    return report_json(r);
+}
+
+}  // namespace k3::test
