@@ -78,7 +78,7 @@ void App::draw_module(const Experiment& e) {
     const Theme& t = theme();
     // Header: component, title, purpose; toolbar on the right.
     ImGui::PushFont(fonts().small);
-    ImGui::TextDisabled("Module %d  ·  %s", e.number, e.component.c_str());
+    ImGui::TextDisabled("Module %d  ·  %s", e.number, component_title(e.component));
     ImGui::PopFont();
     ImGui::PushFont(fonts().title);
     ImGui::TextUnformatted(e.title.c_str());

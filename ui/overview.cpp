@@ -44,7 +44,7 @@ const ComponentText kComponents[] = {
     {"context parallelism", "Splitting a prompt over ranks when states cannot be added: affine composition."},
     {"request lifecycle", "Split, pause, resume and migrate a request with its exact state."},
     {"fleet scheduling", "Routing with instance affinity, budget isolation between tenants, faults and recovery."},
-    {"opposition", "Where each method stops paying."},
+    {"opposition", "Break-even maps of every method above, and a verdict on when to use each."},
 };
 
 }  // namespace
@@ -66,9 +66,7 @@ bool App::overview_card(const OverviewFigure& fig, float width) {
     ImDrawList* dl = ImGui::GetWindowDrawList();
     dl->AddRectFilled(p0, ImVec2(p0.x + width, p0.y + h), hov ? t.panel_alt : t.panel, t.px(6));
     dl->AddRect(p0, ImVec2(p0.x + width, p0.y + h), hov ? t.accent : t.border, t.px(6));
-    std::string value = format_with_unit(fig.scalar.value, fig.scalar.unit), unit;
-    const size_t sp = value.rfind(' ');
-    if (sp != std::string::npos && fig.scalar.unit != "fraction") unit = value.substr(sp + 1), value = value.substr(0, sp);
+    const auto [value, unit] = value_and_unit(fig.scalar);
     ImGui::PushFont(f.headline);
     const ImVec2 vs = ImGui::CalcTextSize(value.c_str());
     dl->AddText(ImVec2(p0.x + pad, p0.y + t.px(10)), t.text, value.c_str());
@@ -78,7 +76,9 @@ bool App::overview_card(const OverviewFigure& fig, float width) {
     ImGui::PopFont();
     ImGui::PushFont(f.small);
     dl->AddText(nullptr, 0, ImVec2(p0.x + pad, p0.y + t.px(48)), t.text, fig.caption.c_str(), nullptr, width - 2 * pad);
-    const std::string from = "Module " + std::to_string(fig.exp->number) + " \xc2\xb7 " + fig.exp->title + "  \xe2\x86\x92";
+    const std::string from =
+        ellipsize("Module " + std::to_string(fig.exp->number) + " \xc2\xb7 " + fig.exp->title, width - 2 * pad - t.px(24)) +
+        "  \xe2\x86\x92";
     dl->AddText(ImVec2(p0.x + pad, p0.y + h - t.px(24)), t.accent, from.c_str());
     ImGui::PopFont();
     ImGui::PopID();

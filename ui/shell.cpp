@@ -106,12 +106,7 @@ void App::draw_sidebar(float width) {
         ImGui::PushID(e ? e->id.c_str() : "overview");
         if (sel) ImGui::PushStyleColor(ImGuiCol_Header, with_alpha(t.accent, 0.22f));
         // Long titles are cut with an ellipsis; the tooltip has the whole title and the purpose.
-        std::string shown = label;
-        const float room = ImGui::GetContentRegionAvail().x - t.px(6);
-        if (ImGui::CalcTextSize(shown.c_str()).x > room) {
-            while (!shown.empty() && ImGui::CalcTextSize((shown + "...").c_str()).x > room) shown.pop_back();
-            shown += "...";
-        }
+        const std::string shown = ellipsize(label, ImGui::GetContentRegionAvail().x - t.px(6));
         if (ImGui::Selectable(shown.c_str(), sel, 0, ImVec2(0, t.px(24))) && !sel) {
             link_issues_.clear();
             select(e);

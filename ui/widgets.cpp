@@ -57,22 +57,10 @@ void headline_card(const Scalar& s, float width) {
     dl->PushClipRect(p0, ImVec2(p0.x + width - t.px(4), p0.y + h), true);
     // The label wraps onto at most two lines; a longer one is cut with an ellipsis (full text in the tooltip).
     const float wrap = width - 2 * pad;
-    std::string label = s.label;
-    if (ImGui::CalcTextSize(label.c_str(), nullptr, false, wrap).y > ImGui::GetTextLineHeight() * 2.5f) {
-        while (!label.empty() && ImGui::CalcTextSize((label + "...").c_str(), nullptr, false, wrap).y >
-                                     ImGui::GetTextLineHeight() * 2.5f)
-            label.pop_back();
-        label += "...";
-    }
+    const std::string label = ellipsize(s.label, wrap, 2);
     dl->AddText(nullptr, 0, ImVec2(p0.x + pad, p0.y + t.px(8)), t.text_dim, label.c_str(), nullptr, wrap);
     ImGui::PopFont();
-    std::string value = format_with_unit(s.value, s.unit);
-    std::string unit;
-    const size_t sp = value.rfind(' ');
-    if (sp != std::string::npos && s.unit != "fraction") {
-        unit = value.substr(sp + 1);
-        value = value.substr(0, sp);
-    }
+    const auto [value, unit] = value_and_unit(s);
     ImGui::PushFont(f.headline);
     const ImVec2 vs = ImGui::CalcTextSize(value.c_str());
     dl->AddText(ImVec2(p0.x + pad, p0.y + h - vs.y - t.px(10)), t.text, value.c_str());
@@ -171,6 +159,29 @@ void legend_row(const std::vector<std::string>& names) {
         ImGui::TextUnformatted(names[c].c_str());
     }
     ImGui::PopFont();
+}
+
+std::string ellipsize(const std::string& text, float width, int lines) {
+    const float limit = ImGui::GetTextLineHeight() * (float(lines) + 0.5f);
+    auto fits = [&](const std::string& t) {
+        return lines <= 1 ? ImGui::CalcTextSize(t.c_str()).x <= width
+                          : ImGui::CalcTextSize(t.c_str(), nullptr, false, width).y <= limit;
+    };
+    if (fits(text)) return text;
+    std::string cut = text;
+    // Drop whole UTF-8 characters (continuation bytes are 10xxxxxx).
+    while (!cut.empty() && !fits(cut + "...")) {
+        do cut.pop_back();
+        while (!cut.empty() && (static_cast<unsigned char>(cut.back()) & 0xC0) == 0x80);
+    }
+    return cut + "...";
+}
+
+std::pair<std::string, std::string> value_and_unit(const Scalar& s) {
+    std::string value = format_with_unit(s.value, s.unit);
+    const size_t sp = value.rfind(' ');
+    if (sp == std::string::npos || s.unit == "fraction") return {value, ""};
+    return {value.substr(0, sp), value.substr(sp + 1)};
 }
 
 }  // namespace k3::ui

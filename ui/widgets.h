@@ -19,6 +19,11 @@ void headline_card(const Scalar& s, float width);
 void check_row(const Check& c);
 // Text that wraps at the available width, in a colour.
 void text_wrapped_colored(ImU32 color, const std::string& text);
+
+// `text` cut with "..." so that it fits `lines` lines of `width` pixels in the current font.
+std::string ellipsize(const std::string& text, float width, int lines = 1);
+// A scalar formatted for a large display: the number and its unit apart (fractions keep their "%").
+std::pair<std::string, std::string> value_and_unit(const Scalar& s);
 // A coloured banner (warnings, errors) with an optional dismiss button; returns true if dismissed.
 bool banner(ImU32 color, const std::string& text, const char* id, bool dismissable);
 // A row of colour swatches with names (series_color(i) for names[i]), in the small font.

@@ -364,6 +364,12 @@ Experiment make_fleet_experiment() {
         return p.str("trace") == kMooncakeTraceName ? std::vector<std::string>{kMooncakeTraceFile}
                                                     : std::vector<std::string>{};
     };
+    e.headlines = {
+        {"Token hit the prefix-affinity router sees (KV-visible) above what the engines can use "
+         "(state-usable): 4 instances, synthetic mix",
+         {},
+         "hit_gap"},
+    };
     e.start = [](const Params& p) { return std::make_unique<FleetRun>(p); };
     e.live = false;
     return e;

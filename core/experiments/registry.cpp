@@ -44,4 +44,10 @@ const std::vector<Component>& components() {
     return c;
 }
 
+const char* component_title(const std::string& id) {
+    for (const Component& c : components())
+        if (id == c.id) return c.title;
+    return id.c_str();
+}
+
 }  // namespace k3

@@ -21,6 +21,8 @@ struct Component {
     const char* title;
 };
 const std::vector<Component>& components();
+// The title of a component id (the id itself if unknown).
+const char* component_title(const std::string& id);
 
 namespace detail {
 struct ExperimentRegistrar {
