@@ -19,7 +19,7 @@ stage() {  # stage NAME COMMAND...
 }
 configure() { [ -f "build/$1/build.ninja" ] || cmake --preset "$1" "${@:2}" >/dev/null; }
 build() { configure "$@" && cmake --build --preset "$1"; }
-ctest_in() { (cd "build/$1" && ctest --output-on-failure --timeout 900 "${@:2}"); }
+ctest_in() { (cd "build/$1" && ctest -j2 --output-on-failure --timeout 900 "${@:2}"); }
 
 stage "set-up" scripts/setup.sh
 stage "build native (release: core, CLI, desktop app, tests)" build native
