@@ -40,10 +40,9 @@ std::vector<ParamSpec> fleet_workload_params() {
                 .log()
                 .describe("Chat sessions; the mix adds sessions/4 agent tasks and 2 x sessions shared-prompt "
                           "requests.")),
-        ParamSpec::integer("seed", "Seed", "", 0, 1e9, 1)
-            .in_group("Workload")
-            .describe("Seeds the synthetic workload and the randomised routers (power of two choices, the "
-                      "hash ring)."),
+        ParamSpec::seed("Seeds the synthetic workload and the randomised routers (power of two choices, the hash "
+                        "ring).")
+            .in_group("Workload"),
         ParamSpec::real("load", "Load multiplier", "x", 0.05, 64, 1)
             .log()
             .in_group("Workload")

@@ -46,7 +46,7 @@ std::vector<ParamSpec> checkpoint_params() {
                            .log()
                            .describe("Chat sessions; the mix adds sessions/4 agent tasks and 2 x sessions "
                                      "shared-prompt requests.")),
-        when_synthetic(ParamSpec::integer("seed", "Seed", "", 0, 1e9, 1)),
+        when_synthetic(ParamSpec::seed("Seed of the synthetic workload.")),
         ParamSpec::choice("policy", "Checkpoint policy", policy_ids(), "interval", policy_labels())
             .in_group("Checkpoints")
             .describe("Where requests leave state checkpoints and which ones the tree keeps (How it works)."),

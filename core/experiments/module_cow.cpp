@@ -52,12 +52,12 @@ std::vector<ParamSpec> cow_params() {
             .describe(
                 "Sampling temperature (0 = greedy: every fork of parallel sampling then writes the same "
                 "tokens)."),
+        ParamSpec::seed("Seed of the prompt, the branch suffixes and each fork's sampler.").in_group("Forks"),
         ParamSpec::integer("page_size", "KV page size", "tokens", 1, 64, 16)
             .log()
             .in_group("Memory")
             .describe("Tokens per KV page: full pages of the prefix are shared, the last partly filled one "
                       "is copied by each fork that writes into it."),
-        ParamSpec::seed("Seed of the prompt, the branch suffixes and each fork's sampler.").in_group("Forks"),
     };
 }
 

@@ -54,9 +54,8 @@ std::vector<ParamSpec> cp_params() {
             .in_group("Run")
             .describe("The layer state before the prompt: zeros, or a random S_0 and conv windows as if a "
                       "prefix had been processed (then the closed form has an S_0 term)."),
-        ParamSpec::integer("seed", "Seed", "", 0, 2147483647, 1)
-            .in_group("Run")
-            .describe("Seed of the layer weights, the layer inputs x ~ N(0, 1) and the uneven slices."),
+        ParamSpec::seed("Seed of the layer weights, the layer inputs x ~ N(0, 1) and the uneven slices.")
+            .in_group("Run"),
         ParamSpec::choice("preset", "Model at scale", kPresets, "kimi-linear-48b", kPresetLabels)
             .in_group("At scale")
             .describe("Published configuration for the bytes and work at real scale (formulas, not runs)."),

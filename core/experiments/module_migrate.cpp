@@ -57,9 +57,8 @@ std::vector<ParamSpec> migrate_params() {
             .describe("The destination holds KDA state checkpoints every this many prompt tokens (a prefix cache); "
                       "move_kv restarts from the last one. A multiple of the chunk size 64, so the recompute "
                       "keeps the original chunk boundaries and stays bit-exact."),
-        ParamSpec::integer("seed", "Seed", "", 0, 2147483647, 1)
-            .in_group("Request (runnable model)")
-            .describe("Seed of the model weights (both instances) and of the prompt."),
+        ParamSpec::seed("Seed of the model weights (both instances) and of the prompt.")
+            .in_group("Request (runnable model)"),
         ParamSpec::choice("fault", "Injected fault", kFaults, "none", kFaultLabels)
             .in_group("Fault injection")
             .describe("Damage done to the move-everything blob before the second instance reads it. Forged "
@@ -69,7 +68,8 @@ std::vector<ParamSpec> migrate_params() {
             .describe("Bit flip: the byte to change; truncate: bytes kept. Clamped to the blob's size - 1."),
         ParamSpec::integer("fault_bit", "Bit to flip", "", 0, 7, 0)
             .in_group("Fault injection")
-            .active_when("fault", "bit_flip"),
+            .active_when("fault", "bit_flip")
+            .describe("Which bit (0 = least significant) of the byte at the fault offset is flipped."),
         ParamSpec::choice("preset", "Model at scale", {"kimi-linear-48b", "qwen3-next-80b"}, "kimi-linear-48b",
                           {"Kimi-Linear-48B-A3B", "Qwen3-Next-80B-A3B"})
             .in_group("At scale")

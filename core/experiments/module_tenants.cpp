@@ -60,10 +60,10 @@ std::vector<ParamSpec> tenants_params() {
                   "multiple of their solo run's. It cannot be 1: their prefills share forward passes with "
                   "the burst's chunks, and a request arriving mid-iteration waits for it to end.")),
     };
+    v.push_back(ParamSpec::seed("Seed of every tenant's arrivals and request sizes.").in_group("Tenants"));
     for (auto&& s : fleet_router_params()) v.push_back(std::move(s));
     for (auto&& s : fleet_cache_params()) v.push_back(std::move(s));
     for (auto&& s : fleet_instance_params()) v.push_back(std::move(s));
-    v.push_back(ParamSpec::seed("Seed of every tenant's arrivals and request sizes.").in_group("Tenants"));
     set_param_default(v, "instances", 2.0);
     set_param_default(v, "max_batch_tokens", 2048.0);
     set_param_default(v, "router", std::string("least_loaded"));

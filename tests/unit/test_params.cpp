@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <set>
 
 #include "core/experiments/registry.h"
 #include "core/experiments/url_state.h"
@@ -130,4 +131,24 @@ TEST_CASE("every registered module: defaults validate, URL of defaults is just t
             }
         }
     }
+}
+
+TEST_CASE("every module's parameters have help text and contiguous groups (one panel section each)") {
+    std::set<int> numbers;
+    for (const Experiment& e : experiments()) {
+        CAPTURE(e.id);
+        CHECK(numbers.insert(e.number).second);
+        std::set<std::string> closed;
+        std::string current;
+        for (const ParamSpec& s : e.params) {
+            CAPTURE(s.key);
+            CHECK(!s.help.empty());
+            if (s.group != current) {
+                CHECK(closed.count(s.group) == 0);  // a group that reappears would show twice
+                closed.insert(current);
+                current = s.group;
+            }
+        }
+    }
+    CHECK(numbers.size() == experiments().size());
 }
