@@ -17,6 +17,7 @@
 
 #include <ctime>
 
+#include "core/base/stats.h"
 #include "core/base/clock.h"
 #include "core/cli/bench.h"
 #include "core/kda/chunked.h"
@@ -62,12 +63,6 @@ struct Variant {
     std::function<double()> run;  // one measured call; returns the head-tokens it processed
     std::vector<double> rates;    // head-tokens/s, one per round
 };
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 void bench_kda(BenchContext& ctx) {
     ctx.arch = simd_arch();

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "core/base/stats.h"
 #include "core/base/clock.h"
 #include "core/base/rng.h"
 #include "core/cli/bench.h"
@@ -32,12 +33,6 @@ namespace k3::cli {
 namespace {
 
 using namespace k3::spec;
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 struct Decoding {
     std::string name;

@@ -14,6 +14,20 @@
 
 namespace k3 {
 
+// Steps simulations one after another within the deadline: `runs` hold a std::unique_ptr<FleetSim>
+// `sim` each, `next` is the first unfinished one. Returns the progress of the whole list in [0, 1].
+template <class Run>
+double run_in_turn(std::vector<Run>& runs, size_t& next, const Deadline& d) {
+    while (next < runs.size()) {
+        runs[next].sim->run(&d);
+        if (!runs[next].sim->done()) break;
+        ++next;
+        if (d.passed()) break;
+    }
+    if (next >= runs.size()) return 1.0;
+    return (double(next) + runs[next].sim->progress()) / double(runs.size());
+}
+
 // ---- parameters ----
 std::vector<ParamSpec> fleet_workload_params();  // trace, synthetic, sessions, seed, load
 std::vector<ParamSpec> fleet_router_params();    // router and its thresholds

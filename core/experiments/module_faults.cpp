@@ -166,14 +166,7 @@ void FaultsRun::setup() {
 
 double FaultsRun::simulate(const Deadline& d) {
     if (!error_.empty()) return 1.0;
-    while (next_ < runs_.size()) {
-        runs_[next_].sim->run(&d);
-        if (!runs_[next_].sim->done()) break;
-        ++next_;
-        if (d.passed()) break;
-    }
-    if (next_ >= runs_.size()) return 1.0;
-    return (double(next_) + runs_[next_].sim->progress()) / double(runs_.size());
+    return run_in_turn(runs_, next_, d);
 }
 
 void FaultsRun::report_all() {

@@ -120,14 +120,7 @@ double FleetRun::variants(const Deadline& d, bool no_reuse) {
     if (refused_) return 1.0;
     std::vector<Variant>& v = no_reuse ? baseline_ : routers_;
     size_t& next = no_reuse ? next_baseline_ : next_variant_;
-    while (next < v.size()) {
-        v[next].sim->run(&d);
-        if (!v[next].sim->done()) break;
-        ++next;
-        if (d.passed()) break;
-    }
-    if (v.empty() || next >= v.size()) return 1.0;
-    return (double(next) + v[next].sim->progress()) / double(v.size());
+    return run_in_turn(v, next, d);
 }
 
 void FleetRun::report_all() {

@@ -1,3 +1,4 @@
+#include "core/base/stats.h"
 #include "core/spec/rollback_lab.h"
 
 #include <algorithm>
@@ -15,13 +16,6 @@
 namespace k3::spec {
 
 namespace {
-
-double median(std::vector<double> v) {
-    if (v.empty()) return 0;
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 bool same(const model::SequenceSnapshot& a, const model::SequenceSnapshot& b) {
     return a.position == b.position && a.state == b.state && a.kv == b.kv;
