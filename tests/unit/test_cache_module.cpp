@@ -5,27 +5,14 @@
 #include <cstdio>
 
 #include "core/experiments/registry.h"
+#include "test_module_util.h"
 
 using namespace k3;
 
 namespace {
-Report run(std::vector<std::pair<std::string, std::string>> kv) {
-    const Experiment& e = *find_experiment("checkpoints");
-    auto pp = parse_params(e.params, kv, RangePolicy::strict);
-    REQUIRE(pp.ok());
-    REQUIRE(e.check(pp.params).empty());
-    return run_to_end(e, pp.params);
-}
-double scalar(const Report& r, const char* k) {
-    const Scalar* s = r.find_scalar(k);
-    REQUIRE_MESSAGE(s != nullptr, k);
-    return s->value;
-}
-const Check* check_named(const Report& r, const std::string& prefix) {
-    for (const Check& c : r.checks)
-        if (c.name.rfind(prefix, 0) == 0) return &c;
-    return nullptr;
-}
+Report run(std::vector<std::pair<std::string, std::string>> kv) { return test::run_module("checkpoints", kv, false); }
+using test::check_named;
+double scalar(const Report& r, const char* k) { return test::scalar_of(r, k); }
 }  // namespace
 
 TEST_CASE("checkpoints module: defaults run, every check passes, same report twice") {

@@ -3,22 +3,13 @@
 #include <doctest/doctest.h>
 
 #include "core/experiments/registry.h"
+#include "test_module_util.h"
 
 using namespace k3;
 
 namespace {
-Report run_cow(std::vector<std::pair<std::string, std::string>> kv) {
-    const Experiment& e = *find_experiment("cow");
-    auto pp = parse_params(e.params, kv, RangePolicy::strict);
-    REQUIRE(pp.ok());
-    REQUIRE(e.check(pp.params).empty());
-    return run_to_end(e, pp.params);
-}
-double scalar(const Report& r, const char* k) {
-    const Scalar* s = r.find_scalar(k);
-    REQUIRE_MESSAGE(s != nullptr, k);
-    return s->value;
-}
+Report run_cow(std::vector<std::pair<std::string, std::string>> kv) { return test::run_module("cow", kv, false); }
+double scalar(const Report& r, const char* k) { return test::scalar_of(r, k); }
 }  // namespace
 
 TEST_CASE("cow module: defaults run, every check passes, same report twice") {

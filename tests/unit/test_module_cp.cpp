@@ -3,19 +3,12 @@
 #include <doctest/doctest.h>
 
 #include "core/experiments/registry.h"
+#include "test_module_util.h"
 
 using namespace k3;
 
 namespace {
-
-Report run_cp(const std::vector<std::pair<std::string, std::string>>& kv) {
-    const Experiment& e = *find_experiment("cp");
-    auto pp = parse_params(e.params, kv, RangePolicy::strict);
-    REQUIRE(pp.ok());
-    for (const ParamIssue& i : e.check(pp.params)) REQUIRE_MESSAGE(i.level != ParamIssue::error, i.message);
-    return run_to_end(e, pp.params);
-}
-
+Report run_cp(const std::vector<std::pair<std::string, std::string>>& kv) { return test::run_module("cp", kv); }
 }  // namespace
 
 TEST_CASE("cp module: declared as module 9 with texts and parameters") {

@@ -10,17 +10,13 @@
 using namespace k3;
 
 namespace {
+using test::check_named;
 using test::without_timing;
 Report run(const char* module, const std::vector<std::pair<std::string, std::string>>& kv) {
     return test::run_module(module, kv);
 }
 double scalar(const Report& r, const char* k) { return test::scalar_of(r, k); }
 void all_pass(const Report& r) { test::all_checks_pass(r); }
-const Check* check_named(const Report& r, const std::string& prefix) {
-    for (const Check& c : r.checks)
-        if (c.name.rfind(prefix, 0) == 0) return &c;
-    return nullptr;
-}
 }  // namespace
 
 TEST_CASE("fleet module: defaults, report keys, same report twice, a timeline") {

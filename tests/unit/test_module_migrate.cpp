@@ -3,26 +3,16 @@
 #include <doctest/doctest.h>
 
 #include "core/experiments/registry.h"
+#include "test_module_util.h"
 
 using namespace k3;
 
 namespace {
-
+using test::check_named;
 Report run_migrate(std::vector<std::pair<std::string, std::string>> kv) {
-    const Experiment& e = *find_experiment("migrate");
     kv.insert(kv.begin(), {{"prompt", "70"}, {"before", "4"}, {"after", "4"}});  // small and quick
-    auto pp = parse_params(e.params, kv, RangePolicy::strict);
-    REQUIRE(pp.ok());
-    REQUIRE(e.check(pp.params).empty());
-    return run_to_end(e, pp.params);
+    return test::run_module("migrate", kv, false);
 }
-
-const Check* check_named(const Report& r, const std::string& prefix) {
-    for (const Check& c : r.checks)
-        if (c.name.rfind(prefix, 0) == 0) return &c;
-    return nullptr;
-}
-
 }  // namespace
 
 TEST_CASE("migrate module: declared as module 10 with texts, parameters and headlines") {

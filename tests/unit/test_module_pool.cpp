@@ -3,31 +3,16 @@
 #include <doctest/doctest.h>
 
 #include "core/experiments/registry.h"
+#include "test_module_util.h"
 #include "core/memory/pool_sim.h"
 
 using namespace k3;
 
 namespace {
 
-Report run_pool(std::vector<std::pair<std::string, std::string>> kv = {}) {
-    const Experiment& e = *find_experiment("pool");
-    auto pp = parse_params(e.params, kv, RangePolicy::strict);
-    REQUIRE(pp.ok());
-    REQUIRE(e.check(pp.params).empty());
-    return run_to_end(e, pp.params);
-}
-
-double scalar(const Report& r, const std::string& key) {
-    const Scalar* s = r.find_scalar(key);
-    REQUIRE_MESSAGE(s, key);
-    return s->value;
-}
-
-const Table* table(const Report& r, const std::string& prefix) {
-    for (const auto& t : r.tables)
-        if (t.name.rfind(prefix, 0) == 0) return &t;
-    return nullptr;
-}
+Report run_pool(std::vector<std::pair<std::string, std::string>> kv = {}) { return test::run_module("pool", kv, false); }
+double scalar(const Report& r, const std::string& key) { return test::scalar_of(r, key.c_str()); }
+const Table* table(const Report& r, const std::string& prefix) { return test::table_named(r, prefix); }
 
 double cell(const Table& t, size_t row, const std::string& column) {
     for (size_t c = 0; c < t.columns.size(); ++c)

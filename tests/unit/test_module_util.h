@@ -11,12 +11,15 @@
 
 namespace k3::test {
 
-// Parses key=value pairs strictly, requires no error from the module's validation, runs to the end.
-inline Report run_module(const char* module, const std::vector<std::pair<std::string, std::string>>& kv) {
+// Parses key=value pairs strictly, requires no error (and, unless `warnings_ok`, no warning) from the
+// module's validation, runs to the end.
+inline Report run_module(const char* module, const std::vector<std::pair<std::string, std::string>>& kv,
+                         bool warnings_ok = true) {
     const Experiment& e = *find_experiment(module);
     auto pp = parse_params(e.params, kv, RangePolicy::strict);
     REQUIRE(pp.ok());
-    for (const ParamIssue& i : e.check(pp.params)) REQUIRE_MESSAGE(i.level != ParamIssue::error, i.message);
+    for (const ParamIssue& i : e.check(pp.params))
+        REQUIRE_MESSAGE((warnings_ok && i.level == ParamIssue::warning), i.message);
     return run_to_end(e, pp.params);
 }
 
@@ -24,6 +27,18 @@ inline double scalar_of(const Report& r, const char* key) {
     const Scalar* s = r.find_scalar(key);
     REQUIRE_MESSAGE(s != nullptr, key);
     return s->value;
+}
+
+// The first check (table) whose name starts with `prefix`, or null.
+inline const Check* check_named(const Report& r, const std::string& prefix) {
+    for (const Check& c : r.checks)
+        if (c.name.rfind(prefix, 0) == 0) return &c;
+    return nullptr;
+}
+inline const Table* table_named(const Report& r, const std::string& prefix) {
+    for (const Table& t : r.tables)
+        if (t.name.rfind(prefix, 0) == 0) return &t;
+    return nullptr;
 }
 
 inline void all_checks_pass(const Report& r) {

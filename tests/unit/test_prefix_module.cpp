@@ -3,22 +3,13 @@
 #include <doctest/doctest.h>
 
 #include "core/experiments/registry.h"
+#include "test_module_util.h"
 
 using namespace k3;
 
 namespace {
-Report run_prefix(std::vector<std::pair<std::string, std::string>> kv) {
-    const Experiment& e = *find_experiment("prefix");
-    auto pp = parse_params(e.params, kv, RangePolicy::strict);
-    REQUIRE(pp.ok());
-    for (const ParamIssue& i : e.check(pp.params)) REQUIRE_MESSAGE(i.level == ParamIssue::warning, i.message);
-    return run_to_end(e, pp.params);
-}
-double scalar(const Report& r, const char* k) {
-    const Scalar* s = r.find_scalar(k);
-    REQUIRE_MESSAGE(s != nullptr, k);
-    return s->value;
-}
+Report run_prefix(std::vector<std::pair<std::string, std::string>> kv) { return test::run_module("prefix", kv); }
+double scalar(const Report& r, const char* k) { return test::scalar_of(r, k); }
 const Table* table(const Report& r, const std::string& name) {
     for (const Table& t : r.tables)
         if (t.name == name) return &t;

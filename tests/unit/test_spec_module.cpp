@@ -6,18 +6,13 @@
 #include <string>
 
 #include "core/experiments/registry.h"
+#include "test_module_util.h"
 
 using namespace k3;
 
 namespace {
 
-Report run(const char* id, const std::vector<std::pair<std::string, std::string>>& kv) {
-    const Experiment& e = *find_experiment(id);
-    auto pp = parse_params(e.params, kv, RangePolicy::strict);
-    REQUIRE(pp.ok());
-    for (const auto& i : e.check(pp.params)) REQUIRE_MESSAGE(i.level != ParamIssue::error, i.message);
-    return run_to_end(e, pp.params);
-}
+Report run(const char* id, const std::vector<std::pair<std::string, std::string>>& kv) { return test::run_module(id, kv); }
 
 bool has_param(const Experiment& e, const char* key) {
     for (const auto& p : e.params)
