@@ -13,6 +13,7 @@
 #include "core/cache/state_codec.h"
 #include "core/cache/tree_view.h"
 #include "core/experiments/registry.h"
+#include "core/experiments/tree_report.h"
 #include "core/fleet/trace_reference.h"
 #include "core/fleet/workload_replay.h"
 #include "core/fleet/workload_source.h"
@@ -619,30 +620,7 @@ void CheckpointsRun::report_all() {
     }
     // The tree itself: single-child chains merged, checkpoints as markers, heaviest subtrees first.
     {
-        Tree tv;
-        tv.name = "Radix tree at the end of the headline run";
-        tv.x_label = "token position";
-        tv.categories = {"holds checkpoints", "KV only, a state was evicted", "KV only"};
-        tv.marker_label = "state checkpoint";
-        for (const CompressedNode& n : view_.nodes) {
-            TreeNode tn;
-            tn.parent = n.parent;
-            tn.start = double(n.start);
-            tn.end = double(n.end);
-            tn.category = !n.checkpoints.empty() ? 0 : n.tombstones > 0 ? 1 : 2;
-            for (uint64_t m : n.checkpoints) tn.markers.push_back(double(m));
-            tn.label = n.parent < 0
-                           ? "root: " + format_grouped(double(n.subtree_tokens)) + " KV tokens cached"
-                           : "tokens " + format_grouped(double(n.start)) + " to " +
-                                 format_grouped(double(n.end)) + ": " +
-                                 format_grouped(double(n.checkpoints.size())) + " checkpoints, " +
-                                 format_grouped(double(n.tombstones)) + " tombstones, " +
-                                 format_grouped(double(n.merged)) + " tree nodes, " +
-                                 format_grouped(double(n.children)) + " branches below, " +
-                                 format_grouped(double(n.subtree_tokens)) + " KV tokens in the subtree";
-            tv.nodes.push_back(std::move(tn));
-        }
-        r.trees.push_back(std::move(tv));
+        r.trees.push_back(prefix_tree_report("Radix tree at the end of the headline run", view_));
         if (view_.total > view_.nodes.size())
             r.notes.push_back("The tree view merges single-child chains and shows the " +
                               format_grouped(double(view_.nodes.size())) + " heaviest of " +

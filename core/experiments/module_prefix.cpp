@@ -14,6 +14,7 @@
 #include "core/cache/shared_model.h"
 #include "core/cache/tree_view.h"
 #include "core/experiments/registry.h"
+#include "core/experiments/tree_report.h"
 #include "core/model/accounting.h"
 #include "core/model/sampler.h"
 
@@ -763,27 +764,7 @@ void PrefixRun::report_all() {
     // ---- radix trees ----
     for (size_t k = 1; k < kNumMethods; ++k) {
         const MethodRun& mr = runs_[k];
-        Tree tv;
-        tv.name = std::string("Radix tree at the end: ") + mr.m->label;
-        tv.x_label = "token position";
-        tv.categories = {"holds checkpoints", "KV only, a state was evicted", "KV only"};
-        tv.marker_label = "state checkpoint";
-        for (const CompressedNode& n : mr.tree.nodes) {
-            TreeNode tn;
-            tn.parent = n.parent;
-            tn.start = double(n.start);
-            tn.end = double(n.end);
-            tn.category = !n.checkpoints.empty() ? 0 : n.tombstones > 0 ? 1 : 2;
-            for (uint64_t m : n.checkpoints) tn.markers.push_back(double(m));
-            tn.label = n.parent < 0
-                           ? "root: " + format_grouped(double(n.subtree_tokens)) + " KV tokens cached"
-                           : "tokens " + format_grouped(double(n.start)) + " to " +
-                                 format_grouped(double(n.end)) + ": " +
-                                 format_grouped(double(n.checkpoints.size())) + " checkpoints, " +
-                                 format_grouped(double(n.children)) + " branches below";
-            tv.nodes.push_back(std::move(tn));
-        }
-        rep.trees.push_back(std::move(tv));
+        rep.trees.push_back(prefix_tree_report(std::string("Radix tree at the end: ") + mr.m->label, mr.tree));
     }
 
     // ---- checks ----
