@@ -2,6 +2,8 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
+#include <cstddef>
 #include <vector>
 
 namespace k3 {
@@ -12,6 +14,17 @@ inline double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
     const size_t n = v.size();
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Relative RMS error of x against ref (absolute RMS when ref is all zeros), in double.
+inline double rel_rms(const float* x, const float* ref, size_t n) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; ++i) {
+        const double d = double(x[i]) - double(ref[i]);
+        num += d * d;
+        den += double(ref[i]) * double(ref[i]);
+    }
+    return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
 
 }  // namespace k3

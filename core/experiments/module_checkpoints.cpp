@@ -406,18 +406,6 @@ void CheckpointsRun::codecs() {
         " greedy step(s) decoded with the exact run's tokens; the table compares the next-token logits.");
 }
 
-Series make_series(std::string name, std::string plot, std::string xl, std::string yl, std::string xu,
-                   std::string yu) {
-    Series s;
-    s.name = std::move(name);
-    s.plot = std::move(plot);
-    s.x_label = std::move(xl);
-    s.y_label = std::move(yl);
-    s.x_unit = std::move(xu);
-    s.y_unit = std::move(yu);
-    return s;
-}
-
 void CheckpointsRun::report_all() {
     Report& r = report_;
     if (refused_) return;

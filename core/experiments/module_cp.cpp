@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/base/stats.h"
 #include "core/base/clock.h"
 #include "core/base/numfmt.h"
 #include "core/base/rng.h"
@@ -83,15 +84,7 @@ std::vector<ParamIssue> validate_cp(const Params& p) {
     return out;
 }
 
-double rel(const float* x, const float* ref, size_t n) {
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; ++i) {
-        const double d = double(x[i]) - double(ref[i]);
-        num += d * d;
-        den += double(ref[i]) * double(ref[i]);
-    }
-    return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-}
+double rel(const float* x, const float* ref, size_t n) { return rel_rms(x, ref, n); }
 double rel(const FloatBuf& x, const FloatBuf& ref) { return rel(x.data(), ref.data(), ref.size()); }
 
 std::string sci(double v) { return format_sig(v, 3); }

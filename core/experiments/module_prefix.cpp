@@ -552,14 +552,7 @@ void PrefixRun::probe_off_grid() {
 
 Series series(std::string name, std::string plot, std::string xl, std::string yl, std::string xu,
               std::string yu) {
-    Series s;
-    s.name = std::move(name);
-    s.plot = std::move(plot);
-    s.x_label = std::move(xl);
-    s.y_label = std::move(yl);
-    s.x_unit = std::move(xu);
-    s.y_unit = std::move(yu);
-    return s;
+    return make_series(std::move(name), std::move(plot), std::move(xl), std::move(yl), std::move(xu), std::move(yu));
 }
 
 std::string exactness(const Row& r, double scale) {

@@ -84,9 +84,9 @@ std::vector<ParamIssue> validate_spec_storage(const Params& p) {
 
 Series series(std::string name, std::string plot, std::string x_label, std::string y_label,
               std::string x_unit, std::string y_unit, bool log_y = false) {
-    Series s{std::move(name), std::move(x_label), std::move(y_label), {}, {}, std::move(plot), false, log_y};
-    s.x_unit = std::move(x_unit);
-    s.y_unit = std::move(y_unit);
+    Series s = make_series(std::move(name), std::move(plot), std::move(x_label), std::move(y_label),
+                           std::move(x_unit), std::move(y_unit));
+    s.log_y = log_y;
     return s;
 }
 

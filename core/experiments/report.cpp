@@ -5,6 +5,18 @@
 
 namespace k3 {
 
+Series make_series(std::string name, std::string plot, std::string x_label, std::string y_label, std::string x_unit,
+                   std::string y_unit) {
+    Series s;
+    s.name = std::move(name);
+    s.plot = std::move(plot);
+    s.x_label = std::move(x_label);
+    s.y_label = std::move(y_label);
+    s.x_unit = std::move(x_unit);
+    s.y_unit = std::move(y_unit);
+    return s;
+}
+
 void Report::set_params(const Params& p) {
     params.clear();
     for (const auto& s : p.specs()) params.push_back({s.key, p.text(s.key), s.is_textual()});

@@ -30,6 +30,10 @@ struct Series {
     std::string x_unit, y_unit;        // "B", "tokens", "fraction", ... drive tick formatting
 };
 
+// A series with its plot, axis labels and units (points added by the caller).
+Series make_series(std::string name, std::string plot, std::string x_label, std::string y_label, std::string x_unit,
+                   std::string y_unit);
+
 using Cell = std::variant<double, std::string>;
 
 struct Table {

@@ -9,6 +9,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/base/stats.h"
 #include "core/base/fmath.h"
 #include "core/cp/context_parallel.h"
 #include "core/cp/reference.h"
@@ -23,15 +24,6 @@ namespace {
 const Shape kShape{2, 2, 16, 12};  // K != V catches transposed layouts
 constexpr int kT = 203, kC = 16;
 
-double rel_rms(const float* x, const float* ref, size_t n) {
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; ++i) {
-        const double d = double(x[i]) - double(ref[i]);
-        num += d * d;
-        den += double(ref[i]) * double(ref[i]);
-    }
-    return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-}
 
 bool same_bits(const FloatBuf& a, const FloatBuf& b) {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;

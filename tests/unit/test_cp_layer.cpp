@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/base/stats.h"
 #include "core/base/rng.h"
 #include "core/cp/layer_cp.h"
 #include "test_model_util.h"
@@ -20,14 +21,7 @@ bool same_bits(const FloatBuf& a, const FloatBuf& b) {
 }
 
 // Relative RMS difference of n floats.
-double rel(const float* x, const float* ref, size_t n) {
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; ++i) {
-        num += (double(x[i]) - double(ref[i])) * (double(x[i]) - double(ref[i]));
-        den += double(ref[i]) * double(ref[i]);
-    }
-    return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-}
+double rel(const float* x, const float* ref, size_t n) { return rel_rms(x, ref, n); }
 double rel(const FloatBuf& x, const FloatBuf& ref) { return rel(x.data(), ref.data(), ref.size()); }
 
 FloatBuf layer_input(int T, int D, uint64_t seed) {
