@@ -2,37 +2,32 @@
 
 #include <imgui.h>
 
-#include <sstream>
-
+#include "core/base/markdown.h"
 #include "ui/theme.h"
 #include "ui/widgets.h"
 
 namespace k3::ui {
 
-void draw_doc(const std::string& text) {
+void draw_doc(const std::string& markdown) {
     const Theme& t = theme();
     const float max_w = t.px(820);
     const float wrap = std::min(ImGui::GetContentRegionAvail().x, max_w);
     ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + wrap);
-    std::istringstream in(text);
-    std::string line;
-    bool gap = false;
-    while (std::getline(in, line)) {
-        if (line.empty()) {
-            gap = true;
-            continue;
-        }
-        if (gap) ImGui::Dummy(ImVec2(0, t.px(6)));
-        gap = false;
-        if (line.rfind("## ", 0) == 0) {
+    const std::vector<MdBlock> blocks = parse_markdown(markdown);
+    for (size_t i = 0; i < blocks.size(); ++i) {
+        const MdBlock& b = blocks[i];
+        // A gap between blocks, none inside a list.
+        if (i > 0 && !(b.kind == MdBlock::bullet && blocks[i - 1].kind == MdBlock::bullet))
+            ImGui::Dummy(ImVec2(0, t.px(6)));
+        if (b.kind == MdBlock::heading) {
             ImGui::PushFont(fonts().bold);
-            ImGui::TextUnformatted(line.c_str() + 3);
+            ImGui::TextUnformatted(b.text.c_str());
             ImGui::PopFont();
-        } else if (line.rfind("- ", 0) == 0) {
+        } else if (b.kind == MdBlock::bullet) {
             ImGui::Bullet();
-            ImGui::TextUnformatted(line.c_str() + 2);
+            ImGui::TextUnformatted(b.text.c_str());
         } else {
-            ImGui::TextUnformatted(line.c_str());
+            ImGui::TextUnformatted(b.text.c_str());
         }
     }
     ImGui::PopTextWrapPos();

@@ -17,7 +17,8 @@ inline double median(std::vector<double> v) {
 }
 
 // Relative RMS error of x against ref (absolute RMS when ref is all zeros), in double.
-inline double rel_rms(const float* x, const float* ref, size_t n) {
+template <class X, class R>
+double rel_rms(const X* x, const R* ref, size_t n) {
     double num = 0, den = 0;
     for (size_t i = 0; i < n; ++i) {
         const double d = double(x[i]) - double(ref[i]);

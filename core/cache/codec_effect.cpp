@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/base/bytes.h"
 #include "core/base/rng.h"
 #include "core/cache/checkpoint_store.h"
 #include "core/model/sampler.h"
@@ -84,7 +85,7 @@ std::vector<CodecEffect> measure_codec_effects(model::Model& m, const CodecEffec
             std::vector<float> got;
             if (std::string e = continue_from(&store, ref.handle, feed, got); !e.empty()) return fail(e);
             store.free(ref.handle);
-            ce.bitwise = ce.bitwise && std::memcmp(got.data(), exact.data(), got.size() * sizeof(float)) == 0;
+            ce.bitwise = ce.bitwise && bitwise_equal(got, exact);
             for (int s = 0; s < c.steps; ++s) {
                 const float* a = exact.data() + size_t(s) * size_t(V);
                 const float* b = got.data() + size_t(s) * size_t(V);

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/base/bytes.h"
+
 namespace k3 {
 
 const std::vector<std::string>& state_codec_ids() {
@@ -77,17 +79,10 @@ float f16_to_f32(uint16_t h) {
     return float_of(sign | ((e + 112) << 23) | (m << 13));
 }
 
-static void put16(uint8_t* p, uint16_t v) {
-    p[0] = uint8_t(v);
-    p[1] = uint8_t(v >> 8);
-}
-static uint16_t get16(const uint8_t* p) { return uint16_t(p[0] | (p[1] << 8)); }
-static void put32(uint8_t* p, uint32_t v) {
-    for (int i = 0; i < 4; ++i) p[i] = uint8_t(v >> (8 * i));
-}
-static uint32_t get32(const uint8_t* p) {
-    return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
-}
+static void put16(uint8_t* p, uint16_t v) { store_le(p, v, 2); }
+static uint16_t get16(const uint8_t* p) { return uint16_t(load_le(p, 2)); }
+static void put32(uint8_t* p, uint32_t v) { store_le(p, v, 4); }
+static uint32_t get32(const uint8_t* p) { return uint32_t(load_le(p, 4)); }
 
 static float row_max_abs(const float* x, size_t n) {
     float m = 0;

@@ -34,7 +34,6 @@ HeatMap heat(std::string name, std::string xl, std::string yl, std::string zl, s
     h.z.assign(h.x.size() * h.y.size(), NAN);  // NaN: no cell (drawn empty, null in JSON)
     h.log_x = log_x;
     h.log_y = log_y;
-    h.has_contour = true;
     h.contour = contour;
     return h;
 }
@@ -49,8 +48,8 @@ std::vector<double> column(const HeatMap& h, size_t ix) {
     return v;
 }
 std::string crossing(const HeatMap& h) {
-    return has_both_signs(h.z, h.contour) ? "the break-even contour crosses the map"
-                                          : "the map does not reach its break-even (" + format_number(h.contour) +
+    return has_both_signs(h.z, *h.contour) ? "the break-even contour crosses the map"
+                                          : "the map does not reach its break-even (" + format_number(*h.contour) +
                                                 ") anywhere on the grid";
 }
 std::string tokens(double v) { return format_grouped(v) + " tokens"; }

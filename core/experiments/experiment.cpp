@@ -47,6 +47,21 @@ double StagedRun::step(double budget_ms) {
 
 std::string StagedRun::stage() const { return current_ < stages_.size() ? stages_[current_].name : "done"; }
 
+namespace {
+class OneStepRun final : public StagedRun {
+public:
+    OneStepRun(std::string module, const Params& raw, std::string stage, std::function<void(Report&)> fill)
+        : StagedRun(std::move(module), raw) {
+        add_step(std::move(stage), 1, [this, fill = std::move(fill)] { fill(report_); });
+    }
+};
+}  // namespace
+
+std::unique_ptr<Run> one_step_run(std::string module, const Params& raw, std::string stage,
+                                  std::function<void(Report&)> fill) {
+    return std::make_unique<OneStepRun>(std::move(module), raw, std::move(stage), std::move(fill));
+}
+
 Report run_to_end(const Experiment& e, const Params& p) {
     auto run = e.start(p);
     while (run->step(1000.0) < 1.0) {

@@ -52,6 +52,10 @@ private:
     double wall_ms_ = 0;
 };
 
+// A run of one step that builds the whole report (a closed-form module): `fill(report)`.
+std::unique_ptr<Run> one_step_run(std::string module, const Params& raw, std::string stage,
+                                  std::function<void(Report&)> fill);
+
 // A figure the Overview page computes live and links to its module: run the module with `params`
 // (on top of its defaults) and show scalar `scalar_key` with a caption.
 struct Headline {
@@ -65,9 +69,9 @@ struct Headline {
 using Validator = std::function<std::vector<ParamIssue>(const Params&)>;
 
 struct Experiment {
-    int number = 0;  // module number of DESIGN.md §2: sidebar and list order
+    int number = 0;  // module number (README's module table): sidebar and list order
     std::string id, title, component, purpose;
-    std::string how_it_works, where_it_does_not_pay;  // Markdown-light text: paragraphs, "- " lists
+    std::string how_it_works, where_it_does_not_pay;  // Markdown (core/base/markdown.h), from module_doc.h
     std::vector<ParamSpec> params;
     Validator validate;  // optional
     std::function<std::unique_ptr<Run>(const Params&)> start;

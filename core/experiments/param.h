@@ -87,6 +87,9 @@ public:
     int i(std::string_view key) const { return int(num(key)); }
     bool flag(std::string_view key) const { return num(key) != 0; }
     const std::string& str(std::string_view key) const;
+    // The i-th declared parameter's value (ParamList::read).
+    double num_at(size_t i) const { return nums_.at(i); }
+    const std::string& str_at(size_t i) const { return strs_.at(i); }
 
     bool is_default(std::string_view key) const;
     bool is_active(const ParamSpec& s) const;  // see ParamSpec::active_when

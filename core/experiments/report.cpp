@@ -1,5 +1,7 @@
 #include "core/experiments/report.h"
 
+#include <stdexcept>
+
 #include "core/base/json.h"
 #include "core/base/numfmt.h"
 
@@ -15,6 +17,24 @@ Series make_series(std::string name, std::string plot, std::string x_label, std:
     s.x_unit = std::move(x_unit);
     s.y_unit = std::move(y_unit);
     return s;
+}
+
+Table make_table(std::string name, const std::vector<Column>& cols) {
+    Table t;
+    t.name = std::move(name);
+    for (const Column& c : cols) {
+        t.columns.push_back(c.name);
+        t.units.push_back(c.unit);
+    }
+    return t;
+}
+
+Table& Table::add(std::vector<Cell> row) {
+    if (row.size() != columns.size())
+        throw std::logic_error("table '" + name + "': a row of " + std::to_string(row.size()) + " cells for " +
+                               std::to_string(columns.size()) + " columns");
+    rows.push_back(std::move(row));
+    return *this;
 }
 
 void Report::set_params(const Params& p) {
@@ -36,9 +56,25 @@ void Report::timing_text(std::string key, std::string label, std::string text) {
     timing.texts.push_back({std::move(key), std::move(label), std::move(text)});
 }
 
-Check& Report::check(std::string name, bool passed, std::string detail) {
-    checks.push_back({std::move(name), passed, std::move(detail)});
+Check& Report::check(std::string key, std::string name, bool passed, std::string detail) {
+    checks.push_back({std::move(key), std::move(name), passed, std::move(detail)});
     return checks.back();
+}
+
+Table& Report::add_table(Table t) {
+    tables.push_back(std::move(t));
+    return tables.back();
+}
+
+Series& Report::add_series(Series s) {
+    series.push_back(std::move(s));
+    return series.back();
+}
+
+const Check* Report::find_check(const std::string& key) const {
+    for (const auto& c : checks)
+        if (c.key == key) return &c;
+    return nullptr;
 }
 
 const Scalar* Report::find_scalar(const std::string& key) const {
@@ -143,7 +179,7 @@ std::string report_json(const Report& r, bool pretty) {
     w.key("checks").begin_array();
     for (const auto& c : r.checks) {
         w.begin_object();
-        w.field("name", c.name).field("passed", c.passed).field("detail", c.detail);
+        w.field("key", c.key).field("name", c.name).field("passed", c.passed).field("detail", c.detail);
         w.end_object();
     }
     w.end_array();
@@ -178,7 +214,7 @@ std::string report_json(const Report& r, bool pretty) {
             w.key("x").numbers(h.x);
             w.key("y").numbers(h.y);
             w.key("z").numbers(h.z);
-            if (h.has_contour) w.field("contour", h.contour);
+            if (h.contour) w.field("contour", *h.contour);
             w.end_object();
         }
         w.end_array();
@@ -291,9 +327,10 @@ std::string report_csv(const Report& r) {
     out += "\n# scalars\nkey,value,unit,label\n";
     for (const auto& s : r.scalars)
         out += csv_field(s.key) + "," + format_number(s.value) + "," + csv_field(s.unit) + "," + csv_field(s.label) + "\n";
-    out += "\n# checks\nname,passed,detail\n";
+    out += "\n# checks\nkey,name,passed,detail\n";
     for (const auto& c : r.checks)
-        out += csv_field(c.name) + "," + (c.passed ? "true" : "false") + "," + csv_field(c.detail) + "\n";
+        out += csv_field(c.key) + "," + csv_field(c.name) + "," + (c.passed ? "true" : "false") + "," +
+               csv_field(c.detail) + "\n";
     for (const auto& t : r.tables) csv_table(out, t, "");
     for (const auto& s : r.series) csv_series(out, s, "");
     if (!r.timing.scalars.empty() || !r.timing.texts.empty()) {

@@ -3,6 +3,7 @@
 // Its JSON (report_json) is the contract between the core, the page, the CLI and the tests.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -28,6 +29,12 @@ struct Series {
     SeriesStyle style = SeriesStyle::line;
     std::vector<std::string> x_names;  // category names for bar charts (x = 0, 1, 2, ...)
     std::string x_unit, y_unit;        // "B", "tokens", "fraction", ... drive tick formatting
+
+    Series& add(double x_, double y_) {
+        x.push_back(x_);
+        y.push_back(y_);
+        return *this;
+    }
 };
 
 // A series with its plot, axis labels and units (points added by the caller).
@@ -36,15 +43,27 @@ Series make_series(std::string name, std::string plot, std::string x_label, std:
 
 using Cell = std::variant<double, std::string>;
 
+struct Column {
+    std::string name, unit;  // unit may be empty; it drives formatting in the UI
+};
+
 struct Table {
     std::string name;
     std::vector<std::string> columns;
     std::vector<std::vector<Cell>> rows;
     std::vector<std::string> units;  // per column, may be empty; drives formatting in the UI
+
+    // Appends a row; it must have one cell per column (std::logic_error otherwise: a bug in the module).
+    Table& add(std::vector<Cell> row);
 };
 
+// A table with its columns and their units (rows added by the caller).
+Table make_table(std::string name, const std::vector<Column>& cols);
+
+// A check: `key` is stable snake_case (tests and tools find a check by it), `name` the sentence
+// shown to the user, `detail` the figures that decided it.
 struct Check {
-    std::string name;
+    std::string key, name;
     bool passed = false;
     std::string detail;
 };
@@ -65,8 +84,7 @@ struct HeatMap {
     std::vector<double> x, y;  // axis values
     std::vector<double> z;     // y.size() rows of x.size() values
     bool log_x = false, log_y = false;
-    bool has_contour = false;
-    double contour = 0;
+    std::optional<double> contour;  // drawn as a line where z crosses it
 };
 
 // A token tree (a radix prefix cache): each node spans token positions [start, end) under its
@@ -142,8 +160,15 @@ struct Report {
     Scalar& scalar(std::string key, std::string label, std::string unit, double value, bool headline = false);
     Scalar& timing_scalar(std::string key, std::string label, std::string unit, double value);
     void timing_text(std::string key, std::string label, std::string text);
-    Check& check(std::string name, bool passed, std::string detail);
+    Check& check(std::string key, std::string name, bool passed, std::string detail);
+    // MIGRATION ONLY (issue 12): a check without a key, until every module gives one.
+    Check& check(std::string name, bool passed, std::string detail) {
+        return check("", std::move(name), passed, std::move(detail));
+    }
+    Table& add_table(Table t);
+    Series& add_series(Series s);
     const Scalar* find_scalar(const std::string& key) const;
+    const Check* find_check(const std::string& key) const;
     bool all_checks_passed() const;
 };
 

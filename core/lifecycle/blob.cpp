@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/base/bytes.h"
 #include "core/base/crc32c.h"
 
 namespace k3::lifecycle {
@@ -49,27 +50,15 @@ const char* kind_name(uint32_t k) {
     return "unknown";
 }
 
-// ---- little-endian field access ----
-void put32(std::vector<std::byte>& b, uint32_t v) {
-    for (int i = 0; i < 4; ++i) b.push_back(std::byte(v >> (8 * i)));
-}
-void put64(std::vector<std::byte>& b, uint64_t v) {
-    for (int i = 0; i < 8; ++i) b.push_back(std::byte(v >> (8 * i)));
-}
+// ---- little-endian field access (core/base/bytes.h) ----
+void put32(std::vector<std::byte>& b, uint32_t v) { append_le(b, v, 4); }
+void put64(std::vector<std::byte>& b, uint64_t v) { append_le(b, v, 8); }
 void put_bytes(std::vector<std::byte>& b, const void* p, size_t n) {
     const auto* c = static_cast<const std::byte*>(p);
     b.insert(b.end(), c, c + n);
 }
-uint32_t get32(const std::byte* p) {
-    uint32_t v = 0;
-    for (int i = 0; i < 4; ++i) v |= uint32_t(p[i]) << (8 * i);
-    return v;
-}
-uint64_t get64(const std::byte* p) {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; ++i) v |= uint64_t(p[i]) << (8 * i);
-    return v;
-}
+uint32_t get32(const std::byte* p) { return uint32_t(load_le(p, 4)); }
+uint64_t get64(const std::byte* p) { return load_le(p, 8); }
 
 BlobStatus fail(BlobError e, uint64_t offset, std::string msg) { return {e, std::move(msg), offset}; }
 

@@ -123,4 +123,28 @@ std::optional<ModelConfig> model_preset(std::string_view id) {
 
 std::vector<std::string> model_preset_ids() { return {"kimi-linear-48b", "qwen3-next-80b", "tiny", "small"}; }
 
+const char* preset_id(ModelPreset m) {
+    switch (m) {
+        case ModelPreset::kimi_linear_48b: return "kimi-linear-48b";
+        case ModelPreset::qwen3_next_80b: return "qwen3-next-80b";
+        case ModelPreset::tiny: return "tiny";
+        case ModelPreset::small: return "small";
+        case ModelPreset::custom: return "custom";
+    }
+    return "?";
+}
+
+const char* preset_label(ModelPreset m) {
+    switch (m) {
+        case ModelPreset::kimi_linear_48b: return "Kimi-Linear-48B-A3B";
+        case ModelPreset::qwen3_next_80b: return "Qwen3-Next-80B-A3B";
+        case ModelPreset::tiny: return "tiny (runnable)";
+        case ModelPreset::small: return "small (runnable)";
+        case ModelPreset::custom: return "custom";
+    }
+    return "?";
+}
+
+std::optional<ModelConfig> model_preset(ModelPreset m) { return model_preset(std::string_view(preset_id(m))); }
+
 }  // namespace k3

@@ -61,4 +61,11 @@ std::vector<LayerKind> hybrid_pattern(int n_layers, int attn_every, bool attn_la
 std::optional<ModelConfig> model_preset(std::string_view id);
 std::vector<std::string> model_preset_ids();
 
+// The presets as the modules' `preset` parameter names them; `custom` stands for dimensions a
+// module takes from parameters of its own (model_preset(custom) is empty).
+enum class ModelPreset : uint8_t { kimi_linear_48b, qwen3_next_80b, tiny, small, custom };
+const char* preset_id(ModelPreset m);     // "kimi-linear-48b", ..., "custom"
+const char* preset_label(ModelPreset m);  // "Kimi-Linear-48B-A3B", ..., "tiny (runnable)", "custom"
+std::optional<ModelConfig> model_preset(ModelPreset m);
+
 }  // namespace k3

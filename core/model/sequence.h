@@ -60,4 +60,9 @@ struct SequenceSnapshot {
     std::vector<std::byte> kv;  // every attention layer in order, position x cache-row bytes, token-major
 };
 
+// The same position and the same bytes of state and KV (whichever model wrote them).
+inline bool same_contents(const SequenceSnapshot& a, const SequenceSnapshot& b) {
+    return a.position == b.position && a.state == b.state && a.kv == b.kv;
+}
+
 }  // namespace k3::model

@@ -1,11 +1,12 @@
-#include "core/base/stats.h"
 #include "core/spec/rollback_lab.h"
 
 #include <algorithm>
 #include <cstring>
 
+#include "core/base/bytes.h"
 #include "core/base/clock.h"
 #include "core/base/rng.h"
+#include "core/base/stats.h"
 #include "core/kda/conv.h"
 #include "core/kda/gates.h"
 #include "core/kda/recurrent.h"
@@ -14,14 +15,6 @@
 #include "core/spec/drafter.h"
 
 namespace k3::spec {
-
-namespace {
-
-bool same(const model::SequenceSnapshot& a, const model::SequenceSnapshot& b) {
-    return a.position == b.position && a.state == b.state && a.kv == b.kv;
-}
-
-}  // namespace
 
 std::unique_ptr<RollbackLab> RollbackLab::create(model::Model& m, int draft_len, int prompt_len,
                                                  double accept, uint64_t seed, std::string* error) {
@@ -75,7 +68,7 @@ std::unique_ptr<RollbackLab> RollbackLab::create(model::Model& m, int draft_len,
     if (std::string e = rv.begin(seq); !e.empty()) return fail(e);
     if (std::string e = rv.extend(seq, lab->tokens_, &one_pass); !e.empty()) return fail(e);
     lab->logits_match_ = one_pass.size() == lab->snap_logits_.size() &&
-                         std::memcmp(one_pass.data(), lab->snap_logits_.data(), one_pass.size() * 4) == 0;
+                         bitwise_equal(one_pass, lab->snap_logits_);
     const int V = m.vocab();
     int kept = 1;
     while (kept < draft_len &&
@@ -104,18 +97,18 @@ std::string RollbackLab::compare(RecordVariant v, std::vector<RestoreOutcome>* o
         o.n = n;
         if (std::string e = m_.restore(seq, verified_); !e.empty()) return e;
         if (std::string e = snap_.keep(seq, n, true); !e.empty()) return e;
-        o.copy_exact = same(m_.save(seq), direct_[size_t(n)]);
+        o.copy_exact = model::same_contents(m_.save(seq), direct_[size_t(n)]);
         if (std::string e = m_.restore(seq, verified_r); !e.empty()) return e;
         if (std::string e = rv.keep(seq, n, true); !e.empty()) return e;
         const model::SequenceSnapshot got = m_.save(seq);
         const model::SequenceSnapshot& want = direct_[size_t(n)];
-        o.replay_exact = same(got, want);
+        o.replay_exact = model::same_contents(got, want);
         o.S_exact = o.windows_exact = got.state.size() == want.state.size();
         for (size_t l = 0; o.S_exact && l * per < got.state.size(); ++l) {
             o.S_exact =
-                o.S_exact && std::memcmp(got.state.data() + l * per, want.state.data() + l * per, sb) == 0;
-            o.windows_exact = o.windows_exact && std::memcmp(got.state.data() + l * per + sb,
-                                                             want.state.data() + l * per + sb, per - sb) == 0;
+                o.S_exact && bitwise_equal(got.state.data() + l * per, want.state.data() + l * per, sb);
+            o.windows_exact = o.windows_exact && bitwise_equal(got.state.data() + l * per + sb,
+                                                               want.state.data() + l * per + sb, per - sb);
         }
         o.untouched = n == 0 && got.state == confirmed_.state;
         out->push_back(o);

@@ -228,11 +228,11 @@ TEST_CASE("boundaries module: module 14, every check passes, six maps with conto
     REQUIRE(r.heatmaps.size() == 6);
     for (const HeatMap& h : r.heatmaps) {
         CAPTURE(h.name);
-        CHECK(h.has_contour);
+        CHECK(h.contour.has_value());
         CHECK(h.z.size() == h.x.size() * h.y.size());
     }
     // The computed maps cross their break-even, except map 3: at 64 running requests replay pays everywhere.
-    for (const char* m : {"1.", "2.", "4.", "5."}) CHECK_MESSAGE(has_both_signs(map_named(r, m).z, map_named(r, m).contour), m);
+    for (const char* m : {"1.", "2.", "4.", "5."}) CHECK_MESSAGE(has_both_signs(map_named(r, m).z, *map_named(r, m).contour), m);
     CHECK_FALSE(has_both_signs(map_named(r, "3.").z, 0));
     // The verdict: one row per method, each naming a module that exists.
     REQUIRE(!r.tables.empty());

@@ -9,6 +9,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/base/bytes.h"
 #include "core/base/stats.h"
 #include "core/base/fmath.h"
 #include "core/cp/context_parallel.h"
@@ -25,9 +26,6 @@ const Shape kShape{2, 2, 16, 12};  // K != V catches transposed layouts
 constexpr int kT = 203, kC = 16;
 
 
-bool same_bits(const FloatBuf& a, const FloatBuf& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
-}
 
 // Uneven slices, none on a multiple of the chunk, one of 2 tokens (shorter than the conv window).
 Bounds bounds_for(int R) {
@@ -73,8 +71,8 @@ TEST_CASE("cp: one rank from a zero state has the single-rank bits") {
                 CAPTURE(combiner_id(c));
                 CAPTURE(fixup_id(f));
                 const CpResult r = context_parallel(v, kShape, x.view(), {0, kT}, zero.data(), scale, kC, c, f);
-                CHECK(same_bits(r.o, ref.o));
-                CHECK(same_bits(r.S, ref.S));
+                CHECK(bitwise_equal(r.o, ref.o));
+                CHECK(bitwise_equal(r.S, ref.S));
             }
     }
 }

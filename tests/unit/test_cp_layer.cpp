@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/base/bytes.h"
 #include "core/base/stats.h"
 #include "core/base/rng.h"
 #include "core/cp/layer_cp.h"
@@ -16,9 +17,6 @@ using namespace k3::cp;
 
 namespace {
 
-bool same_bits(const FloatBuf& a, const FloatBuf& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
-}
 
 // Relative RMS difference of n floats.
 double rel(const float* x, const float* ref, size_t n) { return rel_rms(x, ref, n); }
@@ -52,17 +50,17 @@ TEST_CASE("cp layer: with the halo, R in {1, 2, 3, 7} ranks equal one rank") {
                 CAPTURE(combiner_id(c));
                 CAPTURE(fixup_id(f));
                 const LayerRun r = layer_context_parallel(w, d, x.data(), b, start.data(), {c, f, true, C});
-                CHECK(same_bits(r.q, one.q));
-                CHECK(same_bits(r.k, one.k));
-                CHECK(same_bits(r.v, one.v));
-                CHECK(same_bits(r.g, one.g));
-                CHECK(same_bits(r.beta, one.beta));
+                CHECK(bitwise_equal(r.q, one.q));
+                CHECK(bitwise_equal(r.k, one.k));
+                CHECK(bitwise_equal(r.v, one.v));
+                CHECK(bitwise_equal(r.g, one.g));
+                CHECK(bitwise_equal(r.beta, one.beta));
                 CHECK(rel(r.out, one.out) < 1e-5);
                 CHECK(rel(r.state.data(), one.state.data(), d.state_floats()) < 1e-5);
                 // Windows: the last W-1 raw rows, bit for bit.
                 CHECK(std::memcmp(r.state.data() + d.state_floats(), one.state.data() + d.state_floats(),
                                   d.window_floats() * 4) == 0);
-                if (b.size() == 2 && f == Fixup::rerun) CHECK(same_bits(r.out, one.out));
+                if (b.size() == 2 && f == Fixup::rerun) CHECK(bitwise_equal(r.out, one.out));
             }
     // A slice shorter than W-1 = 3 makes a halo reach back over more than one rank.
     const LayerRun r = layer_context_parallel(w, d, x.data(), {0, 1, 2, 3, T}, start.data(), {});

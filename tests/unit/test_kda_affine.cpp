@@ -6,6 +6,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "core/base/bytes.h"
 #include "core/base/rng.h"
 #include "core/kda/affine.h"
 #include "core/kda/chunked.h"
@@ -18,7 +19,6 @@
 using namespace k3;
 using namespace k3::kda;
 using k3::kda::test::rel_err;
-using k3::kda::test::same_bits;
 using k3::kda::test::to_double;
 
 static const Impl kImpls[] = {Impl::scalar, Impl::simd};
@@ -41,8 +41,8 @@ TEST_CASE("kda invariant 10: run(S_in) = M S_in + B; M = product of A_t; B = run
         // B and o0 are the bits of the chunked prefill from a zero state with the same chunk size
         FloatBuf Z(s.state_floats(), 0.0f), oz(no);
         chunked(s, Z.data(), x.view(), sc, C, oz.data(), impl);
-        CHECK(same_bits(Z, m.B));
-        CHECK(same_bits(oz, o0));
+        CHECK(bitwise_equal(Z, m.B));
+        CHECK(bitwise_equal(oz, o0));
         // any start state: the chunked run equals the map, and the outputs equal o0 + eo S_in
         for (uint64_t seed : {1, 2, 3}) {
             const FloatBuf S_in = random_state(s, seed);
@@ -210,7 +210,7 @@ TEST_CASE("kda invariant 12: context parallelism over R ranks equals the single-
             CHECK(compare(o_a.data(), o_b.data(), o_a.size()).within());  // (a) and (b) agree
             CHECK(rel_err(o_b, to_double(o_ref)) < 1e-5);
             if (sizes.size() == 1) {  // one rank: fix-up (a) is the reference run itself
-                CHECK(same_bits(o_a, o_ref));
+                CHECK(bitwise_equal(o_a, o_ref));
             }
         }
     }
@@ -218,8 +218,8 @@ TEST_CASE("kda invariant 12: context parallelism over R ranks equals the single-
     // outputs at the rank boundary are wrong even though the state fold is right.
     const TokenData second = front_tokens(f, 40, 61, false);
     const TokenData second_halo = front_tokens(f, 40, 61, true);
-    CHECK_FALSE(same_bits(second.k, second_halo.k));
-    CHECK(same_bits(FloatBuf(second.k.begin() + long(3 * s.qk_row()), second.k.end()),
+    CHECK_FALSE(bitwise_equal(second.k, second_halo.k));
+    CHECK(bitwise_equal(FloatBuf(second.k.begin() + long(3 * s.qk_row()), second.k.end()),
                     FloatBuf(second_halo.k.begin() + long(3 * s.qk_row()), second_halo.k.end())));
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/base/bytes.h"
 #include "core/base/fmath.h"
 #include "core/base/rng.h"
 #include "core/kda/conv.h"
@@ -12,7 +13,6 @@
 
 using namespace k3;
 using namespace k3::kda;
-using k3::kda::test::same_bits;
 
 // The full causal conv by its definition: y_t[c] = sum_i w[c][i] x_{t-W+1+i}[c], zeros before t = 0,
 // summed left to right (the kernel's order), in fp32.
@@ -42,19 +42,19 @@ TEST_CASE("kda invariant 15: conv steps with a window equal the full causal conv
         // a zero window is zero left padding; step by step == sequence == definition, bit for bit
         std::vector<float> win(size_t(std::max(W - 1, 0)) * D, 0.0f), y(size_t(T) * D);
         for (int t = 0; t < T; ++t) conv_step(D, W, win.data(), x.data() + size_t(t) * D, w.data(), y.data() + size_t(t) * D);
-        CHECK(same_bits(y, want));
+        CHECK(bitwise_equal(y, want));
         std::vector<float> win2(win.size(), 0.0f), y2(y.size());
         conv_sequence(D, W, win2.data(), x.data(), T, w.data(), y2.data());
-        CHECK(same_bits(y2, want));
+        CHECK(bitwise_equal(y2, want));
         // the window is the last W-1 RAW rows, oldest first
         for (int i = 0; i < W - 1; ++i)
             CHECK(std::memcmp(win.data() + size_t(i) * D, x.data() + size_t(T - (W - 1) + i) * D, size_t(D) * 4) == 0);
-        CHECK(same_bits(win, win2));
+        CHECK(bitwise_equal(win, win2));
         // split: conv(A) then conv(B) with the carried window == conv(A ++ B)
         std::vector<float> win3(win.size(), 0.0f), y3(y.size());
         conv_sequence(D, W, win3.data(), x.data(), 9, w.data(), y3.data());
         conv_sequence(D, W, win3.data(), x.data() + size_t(9) * D, T - 9, w.data(), y3.data() + size_t(9) * D);
-        CHECK(same_bits(y3, want));
+        CHECK(bitwise_equal(y3, want));
     }
     std::vector<float> v = {-3.0f, -0.5f, 0.0f, 0.5f, 3.0f, 30.0f};
     std::vector<float> s = v;

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core/base/bytes.h"
 #include "core/base/fmath.h"
 #include "core/base/rng.h"
 #include "core/kda/chunked.h"
@@ -16,7 +17,6 @@
 using namespace k3;
 using namespace k3::kda;
 using k3::kda::test::rel_err;
-using k3::kda::test::same_bits;
 using k3::kda::test::to_double;
 
 static const Impl kImpls[] = {Impl::scalar, Impl::simd};
@@ -118,7 +118,7 @@ TEST_CASE("kda invariant 3: outputs for C = 16 and C = 64 agree; bits differ (bo
     const Run b = run_chunked(s, S0, x.view(), 0.125f, 64, Impl::simd);
     CHECK(compare(a.o.data(), b.o.data(), a.o.size()).within());
     CHECK(compare(a.o.data(), b.o.data(), a.o.size()).rel_rms() < 1e-5);
-    CHECK_FALSE(same_bits(a.o, b.o));
+    CHECK_FALSE(bitwise_equal(a.o, b.o));
 }
 
 TEST_CASE("kda invariant 4: split invariance of prefill, and prefill then decode") {
@@ -135,8 +135,8 @@ TEST_CASE("kda invariant 4: split invariance of prefill, and prefill then decode
             chunked(s, r.S.data(), x.view().slice(s, 0, A), sc, C, r.o.data(), impl);
             chunked(s, r.S.data(), x.view().slice(s, A, T - A), sc, C, r.o.data() + size_t(A) * s.v_row(), impl);
             if (A % C == 0) {  // the same chunk boundaries: the same bits
-                CHECK(same_bits(r.S, whole.S));
-                CHECK(same_bits(r.o, whole.o));
+                CHECK(bitwise_equal(r.S, whole.S));
+                CHECK(bitwise_equal(r.o, whole.o));
             } else {
                 CHECK(compare(r.S.data(), whole.S.data(), r.S.size()).within());
                 CHECK(compare(r.o.data(), whole.o.data(), r.o.size()).within());
@@ -158,8 +158,8 @@ TEST_CASE("kda invariant 4: split invariance of prefill, and prefill then decode
         Run rr{S0, FloatBuf(size_t(T) * s.v_row())};
         recurrent(s, rr.S.data(), x.view().slice(s, 0, 37), sc, rr.o.data(), impl);
         recurrent(s, rr.S.data(), x.view().slice(s, 37, T - 37), sc, rr.o.data() + 37 * s.v_row(), impl);
-        CHECK(same_bits(rr.S, rec.S));
-        CHECK(same_bits(rr.o, rec.o));
+        CHECK(bitwise_equal(rr.S, rec.S));
+        CHECK(bitwise_equal(rr.o, rec.o));
     }
 }
 
@@ -170,9 +170,9 @@ TEST_CASE("kda invariant 5: zero-length input; a single-token prefill equals one
     for (Impl impl : kImpls) {
         FloatBuf S = S0;
         chunked(s, S.data(), x.view().slice(s, 0, 0), 0.25f, 16, nullptr, impl);
-        CHECK(same_bits(S, S0));
+        CHECK(bitwise_equal(S, S0));
         recurrent(s, S.data(), x.view().slice(s, 0, 0), 0.25f, nullptr, impl);
-        CHECK(same_bits(S, S0));
+        CHECK(bitwise_equal(S, S0));
         const Run ch = run_chunked(s, S0, x.view(), 0.25f, 16, impl);
         Run st{S0, FloatBuf(s.v_row())};
         recurrent_step(s, st.S.data(), x.q.data(), x.k.data(), x.v.data(), x.g.data(), x.beta.data(), 0.25f,
@@ -206,12 +206,12 @@ TEST_CASE("kda invariant 6: alpha = 1, beta = 0 leaves S unchanged and reads o =
     const FloatBuf want_rec = read_out(s, S0, x.q.data(), 0.3f, true), want_ch = read_out(s, S0, x.q.data(), 0.3f, false);
     for (Impl impl : kImpls) {
         const Run r = run_recurrent(s, S0, x.view(), 0.3f, impl);
-        CHECK(same_bits(r.S, S0));
-        CHECK(same_bits(r.o, want_rec));
+        CHECK(bitwise_equal(r.S, S0));
+        CHECK(bitwise_equal(r.o, want_rec));
         for (int C : {1, 16}) {
             const Run c = run_chunked(s, S0, x.view(), 0.3f, C, impl);
-            CHECK(same_bits(c.S, S0));
-            CHECK(same_bits(c.o, want_ch));
+            CHECK(bitwise_equal(c.S, S0));
+            CHECK(bitwise_equal(c.o, want_ch));
         }
     }
     // beta = 0 with a decay: S = Diag(alpha) S exactly, row i scaled by exp(g_i).
@@ -225,8 +225,8 @@ TEST_CASE("kda invariant 6: alpha = 1, beta = 0 leaves S unchanged and reads o =
                 e = exp_f32(x.g[size_t(h) * s.K + i]) * e;
             }
     for (Impl impl : kImpls) {
-        CHECK(same_bits(run_recurrent(s, S0, x.view(), 0.3f, impl).S, want));
-        CHECK(same_bits(run_chunked(s, S0, x.view(), 0.3f, 8, impl).S, want));
+        CHECK(bitwise_equal(run_recurrent(s, S0, x.view(), 0.3f, impl).S, want));
+        CHECK(bitwise_equal(run_chunked(s, S0, x.view(), 0.3f, 8, impl).S, want));
     }
 }
 
@@ -256,8 +256,8 @@ TEST_CASE("kda invariant 7: alpha = 1, beta = 1 stores v under k; alpha = 0 eras
     for (int i = 0; i < s.K; ++i)
         for (int j = 0; j < s.V; ++j) want[size_t(i) * s.V + j] = x.k[size_t(i)] * (0.7f * x.v[size_t(j)]);
     for (Impl impl : kImpls) {
-        CHECK(same_bits(run_recurrent(s, S0, x.view(), 0.2f, impl).S, want));
-        CHECK(same_bits(run_chunked(s, S0, x.view(), 0.2f, 16, impl).S, want));
+        CHECK(bitwise_equal(run_recurrent(s, S0, x.view(), 0.2f, impl).S, want));
+        CHECK(bitwise_equal(run_chunked(s, S0, x.view(), 0.2f, 16, impl).S, want));
     }
 }
 
@@ -270,8 +270,8 @@ TEST_CASE("kda invariant 8: a zero key writes nothing (S = Diag(alpha) S)") {
     for (int i = 0; i < s.K; ++i)
         for (int j = 0; j < s.V; ++j) want[size_t(i) * s.V + j] = exp_f32(x.g[size_t(i)]) * S0[size_t(i) * s.V + j];
     for (Impl impl : kImpls) {
-        CHECK(same_bits(run_recurrent(s, S0, x.view(), 0.25f, impl).S, want));
-        CHECK(same_bits(run_chunked(s, S0, x.view(), 0.25f, 16, impl).S, want));
+        CHECK(bitwise_equal(run_recurrent(s, S0, x.view(), 0.25f, impl).S, want));
+        CHECK(bitwise_equal(run_chunked(s, S0, x.view(), 0.25f, 16, impl).S, want));
     }
 }
 

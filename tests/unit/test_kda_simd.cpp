@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core/base/bytes.h"
 #include "core/base/crc32c.h"
 #include "core/base/fmath.h"
 #include "core/base/rng.h"
@@ -19,7 +20,6 @@
 
 using namespace k3;
 using namespace k3::kda;
-using k3::kda::test::same_bits;
 
 #if K3_SIMD
 TEST_CASE("kda exp_v: bit for bit exp_f32 in every lane") {
@@ -90,46 +90,46 @@ TEST_CASE("kda scalar == SIMD bitwise: recurrent step, sequence, chunked, affine
             recurrent_step(s, Sb.data(), r.q, r.k, r.v, r.g, r.beta, scale, ob.data() + size_t(t) * s.v_row(),
                            Impl::simd);
         }
-        CHECK(same_bits(Sa, Sb));
-        CHECK(same_bits(oa, ob));
+        CHECK(bitwise_equal(Sa, Sb));
+        CHECK(bitwise_equal(oa, ob));
 
         FloatBuf Sc = S0, Sd = S0, oc(no), od(no);
         recurrent(s, Sc.data(), x.view(), scale, oc.data(), Impl::scalar);
         recurrent(s, Sd.data(), x.view(), scale, od.data(), Impl::simd);
-        CHECK(same_bits(Sc, Sa));  // the sequence form is T steps, bit for bit
-        CHECK(same_bits(oc, oa));
-        CHECK(same_bits(Sd, Sa));
-        CHECK(same_bits(od, oa));
+        CHECK(bitwise_equal(Sc, Sa));  // the sequence form is T steps, bit for bit
+        CHECK(bitwise_equal(oc, oa));
+        CHECK(bitwise_equal(Sd, Sa));
+        CHECK(bitwise_equal(od, oa));
 
         FloatBuf Se = S0, Sf = S0, oe(no), of(no);
         chunked(s, Se.data(), x.view(), scale, c.C, oe.data(), Impl::scalar);
         chunked(s, Sf.data(), x.view(), scale, c.C, of.data(), Impl::simd);
-        CHECK(same_bits(Se, Sf));
-        CHECK(same_bits(oe, of));
+        CHECK(bitwise_equal(Se, Sf));
+        CHECK(bitwise_equal(oe, of));
 
         const size_t nm = size_t(s.HV) * s.K * s.K;
         FloatBuf M1(nm), B1(s.state_floats()), M2(nm), B2(s.state_floats()), o01(no), o02(no),
             e1(size_t(c.T) * s.g_row()), e2(size_t(c.T) * s.g_row());
         segment_map(s, x.view(), scale, c.C, M1.data(), B1.data(), o01.data(), e1.data(), Impl::scalar);
         segment_map(s, x.view(), scale, c.C, M2.data(), B2.data(), o02.data(), e2.data(), Impl::simd);
-        CHECK(same_bits(M1, M2));
-        CHECK(same_bits(B1, B2));
-        CHECK(same_bits(o01, o02));
-        CHECK(same_bits(e1, e2));
+        CHECK(bitwise_equal(M1, M2));
+        CHECK(bitwise_equal(B1, B2));
+        CHECK(bitwise_equal(o01, o02));
+        CHECK(bitwise_equal(e1, e2));
 
         FloatBuf Ma(nm), Ba(s.state_floats()), Mb(nm), Bb(s.state_floats());
         affine_compose(s, M1.data(), B1.data(), M1.data(), S0.data(), Ma.data(), Ba.data(), Impl::scalar);
         affine_compose(s, M1.data(), B1.data(), M1.data(), S0.data(), Mb.data(), Bb.data(), Impl::simd);
-        CHECK(same_bits(Ma, Mb));
-        CHECK(same_bits(Ba, Bb));
+        CHECK(bitwise_equal(Ma, Mb));
+        CHECK(bitwise_equal(Ba, Bb));
         FloatBuf Sg(s.state_floats()), Sh(s.state_floats());
         affine_apply(s, M1.data(), B1.data(), S0.data(), Sg.data(), Impl::scalar);
         affine_apply(s, M1.data(), B1.data(), S0.data(), Sh.data(), Impl::simd);
-        CHECK(same_bits(Sg, Sh));
+        CHECK(bitwise_equal(Sg, Sh));
         FloatBuf og(no), oh(no);
         affine_outputs(s, c.T, o01.data(), e1.data(), S0.data(), og.data(), Impl::scalar);
         affine_outputs(s, c.T, o01.data(), e1.data(), S0.data(), oh.data(), Impl::simd);
-        CHECK(same_bits(og, oh));
+        CHECK(bitwise_equal(og, oh));
     }
 }
 
@@ -146,14 +146,14 @@ TEST_CASE("kda scalar == SIMD bitwise under extreme gates (underflow, subnormals
         FloatBuf Sa = S0, Sb = S0, oa(size_t(x.T) * s.v_row()), ob(oa.size());
         chunked(s, Sa.data(), x.view(), 0.2f, C, oa.data(), Impl::scalar);
         chunked(s, Sb.data(), x.view(), 0.2f, C, ob.data(), Impl::simd);
-        CHECK(same_bits(Sa, Sb));
-        CHECK(same_bits(oa, ob));
+        CHECK(bitwise_equal(Sa, Sb));
+        CHECK(bitwise_equal(oa, ob));
     }
     FloatBuf Sa = S0, Sb = S0, oa(size_t(x.T) * s.v_row()), ob(oa.size());
     recurrent(s, Sa.data(), x.view(), 0.2f, oa.data(), Impl::scalar);
     recurrent(s, Sb.data(), x.view(), 0.2f, ob.data(), Impl::simd);
-    CHECK(same_bits(Sa, Sb));
-    CHECK(same_bits(oa, ob));
+    CHECK(bitwise_equal(Sa, Sb));
+    CHECK(bitwise_equal(oa, ob));
 }
 
 // ---- determinism digest -----------------------------------------------------------------------------

@@ -16,14 +16,6 @@ std::vector<double> to_double(const Buf& b) {
     return std::vector<double>(b.begin(), b.end());
 }
 
-// Bitwise equality of two float arrays (NaN payloads and signs of zero included).
-inline bool same_bits(const float* a, const float* b, size_t n) {
-    return n == 0 || std::memcmp(a, b, n * sizeof(float)) == 0;
-}
-template <class A, class B>
-bool same_bits(const A& a, const B& b) {
-    return a.size() == b.size() && same_bits(a.data(), b.data(), a.size());
-}
 
 // Relative RMS of x against a reference.
 template <class X, class R>

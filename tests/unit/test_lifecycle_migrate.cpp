@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "core/base/bytes.h"
 #include "core/lifecycle/migrate.h"
 #include "test_model_util.h"
 
@@ -75,7 +76,7 @@ Trace continue_for(Model& m, Request& r, int n) {
 bool same(const Trace& a, const Trace& b) {
     if (a.tokens != b.tokens || a.logits.size() != b.logits.size()) return false;
     for (size_t i = 0; i < a.logits.size(); ++i)
-        if (!model::test::same_bits(a.logits[i], b.logits[i])) return false;
+        if (!bitwise_equal(a.logits[i], b.logits[i])) return false;
     return true;
 }
 
@@ -127,7 +128,7 @@ TEST_CASE("lifecycle: a migrated continuation has the bits of the uninterrupted 
             CHECK(info.used_checkpoint == (c.ckpt != nullptr));
             CHECK(dst.consumed() == src.consumed());
             // The restored sequence is byte for byte the source's.
-            CHECK(model::test::same_bytes(b.save(*dst.seq), a.save(*src.seq)));
+            CHECK(model::same_contents(b.save(*dst.seq), a.save(*src.seq)));
             CHECK(same(continue_for(b, dst, kAfter), want));
         }
     }
@@ -177,7 +178,7 @@ TEST_CASE("lifecycle: checkpoint cuts keep the bits of one prefill and are valid
     StateCheckpoint c64;
     Request plain = started(m, *pool, 1, 0.5f, nullptr, nullptr);
     Request cut = started(m, *pool, 2, 0.5f, &c64, nullptr);
-    CHECK(model::test::same_bytes(m.save(*plain.seq), m.save(*cut.seq)));
+    CHECK(model::same_contents(m.save(*plain.seq), m.save(*cut.seq)));
     CHECK(plain.tokens == cut.tokens);
     CHECK(c64.model_hash == m.fingerprint());
     CHECK(c64.state.size() == m.pool_model().state_bytes());

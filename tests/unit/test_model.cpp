@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "core/base/bytes.h"
 #include "core/kda/recurrent.h"
 #include "core/model/accounting.h"
 #include "core/model/model.h"
@@ -89,7 +90,7 @@ TEST_CASE("model: zero-length prefill is a no-op") {
     CHECK(m.prefill(*r.seq, {}, &logits).empty());
     CHECK(logits.empty());
     CHECK(m.forward(*r.seq, {}, all_logits(CoreMode::recurrent), &logits).empty());
-    CHECK(same_bytes(before, m.save(*r.seq)));
+    CHECK(same_contents(before, m.save(*r.seq)));
     CHECK(r.seq->position() == 29);
     CHECK(r.pool->stats().kv_pages == ps.kv_pages);
     CHECK(r.pool->stats().kv_tokens == ps.kv_tokens);
@@ -183,8 +184,8 @@ TEST_CASE("model: a recurrent-mode forward has the bits of decoding token by tok
         REQUIRE(m.decode(*b.seq, toks[i], &l).empty());
         lb.insert(lb.end(), l.begin(), l.end());
     }
-    CHECK(same_bits(la, lb));
-    CHECK(same_bytes(m.save(*a.seq), m.save(*b.seq)));
+    CHECK(bitwise_equal(la, lb));
+    CHECK(same_contents(m.save(*a.seq), m.save(*b.seq)));
 }
 
 TEST_CASE("model: save, restore, continue equals the uninterrupted run bitwise") {
@@ -226,12 +227,12 @@ TEST_CASE("model: save, restore, continue equals the uninterrupted run bitwise")
     REQUIRE(m.restore(*c.seq, snap).empty());
     CHECK(c.seq->position() == snap.position);
     CHECK(up.pool->kv_tokens(5) == snap.position);
-    CHECK(same_bytes(m.save(*c.seq), snap));
+    CHECK(same_contents(m.save(*c.seq), snap));
     std::vector<float> lc = lb_saved;
     greedy(*c.seq, 14, tb, lc);
     CHECK(tb == ta);
-    CHECK(same_bits(lc, la));
-    CHECK(same_bytes(m.save(*c.seq), m.save(*a.seq)));
+    CHECK(bitwise_equal(lc, la));
+    CHECK(same_contents(m.save(*c.seq), m.save(*a.seq)));
     CHECK(up.pool->audit().empty());
 
     // A restore that fails changes nothing: a snapshot of another model, a truncated snapshot.
@@ -242,7 +243,7 @@ TEST_CASE("model: save, restore, continue equals the uninterrupted run bitwise")
     bad = snap;
     bad.kv.pop_back();
     CHECK(!m.restore(*c.seq, bad).empty());
-    CHECK(same_bytes(m.save(*c.seq), now));
+    CHECK(same_contents(m.save(*c.seq), now));
 }
 
 TEST_CASE("model: a fork continues exactly like the original, and everything is freed") {
@@ -257,12 +258,12 @@ TEST_CASE("model: a fork continues exactly like the original, and everything is 
         SequenceResult f = m.fork(*a.seq, 2);
         REQUIRE_MESSAGE(f.seq, f.error);
         CHECK(f.seq->position() == 50);
-        CHECK(same_bytes(m.save(*f.seq), m.save(*a.seq)));
+        CHECK(same_contents(m.save(*f.seq), m.save(*a.seq)));
         std::vector<float> la, lf;
         REQUIRE(m.prefill(*a.seq, span_of(toks, 50), &la).empty());
         REQUIRE(m.prefill(*f.seq, span_of(toks, 50), &lf).empty());
-        CHECK(same_bits(la, lf));
-        CHECK(same_bytes(m.save(*f.seq), m.save(*a.seq)));
+        CHECK(bitwise_equal(la, lf));
+        CHECK(same_contents(m.save(*f.seq), m.save(*a.seq)));
         CHECK(!m.fork(*a.seq, 2).error.empty());  // owner 2 is taken
         CHECK(p.pool->stats().states == 2);
         CHECK(p.pool->audit().empty());
@@ -284,7 +285,7 @@ TEST_CASE("model: bad input is refused before anything changes") {
     CHECK(!m.decode(*r.seq, -1).empty());
     e = m.prefill(*r.seq, random_tokens(60, 12, m.vocab()));  // 70 > 64 tokens of pages
     CHECK(e.find("KV") != std::string::npos);
-    CHECK(same_bytes(m.save(*r.seq), before));
+    CHECK(same_contents(m.save(*r.seq), before));
     CHECK(r.pool->stats().kv_tokens == 10);
 
     PoolResult nb = make_static_pool(m.pool_model(), StaticSplitConfig{1u << 20, 16, 0.9, 1});
@@ -311,13 +312,13 @@ TEST_CASE("model: scalar and SIMD kernels give the same model bits") {
     std::vector<float> la, lb;
     REQUIRE(m.forward(*a.seq, span_of(toks, 0, 23), all_logits(), &la).empty());
     REQUIRE(sc.model->forward(*b.seq, span_of(toks, 0, 23), all_logits(), &lb).empty());
-    CHECK(same_bits(la, lb));
+    CHECK(bitwise_equal(la, lb));
     for (size_t i = 23; i < toks.size(); ++i) {
         REQUIRE(m.decode(*a.seq, toks[i], &la).empty());
         REQUIRE(sc.model->decode(*b.seq, toks[i], &lb).empty());
-        CHECK(same_bits(la, lb));
+        CHECK(bitwise_equal(la, lb));
     }
-    CHECK(same_bytes(m.save(*a.seq), sc.model->save(*b.seq)));
+    CHECK(same_contents(m.save(*a.seq), sc.model->save(*b.seq)));
 }
 
 // A greedy stream and a temperature-sampled stream with their logits and the final state, hashed.
@@ -476,13 +477,13 @@ TEST_CASE("model: rollback to the confirmed state and replay of n accepted recor
         REQUIRE(m.forward(*direct.seq, std::span<const int32_t>(drafts).first(size_t(n)),
                           ForwardOptions{CoreMode::recurrent, LogitRows::none, nullptr}, nullptr)
                     .empty());
-        CHECK(same_bytes(m.save(*r.seq), m.save(*direct.seq)));
+        CHECK(same_contents(m.save(*r.seq), m.save(*direct.seq)));
         if (n == 0) CHECK(m.save_state(*r.seq) == confirmed);
         // The sequence continues like the direct one.
         std::vector<float> l1, l2;
         REQUIRE(m.decode(*r.seq, 7, &l1).empty());
         REQUIRE(m.decode(*direct.seq, 7, &l2).empty());
-        CHECK(same_bits(l1, l2));
+        CHECK(bitwise_equal(l1, l2));
     }
     Run r = new_run(m);
     CHECK(!m.truncate(*r.seq, 1).empty());  // beyond the position

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/base/bytes.h"
 #include "core/base/bf16.h"
 #include "core/base/fmath.h"
 #include "core/base/rng.h"
@@ -26,9 +27,6 @@ Matrix random_matrix(int in, int out, uint64_t seed) {
     return m;
 }
 
-bool same(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
-}
 
 }  // namespace
 
@@ -68,7 +66,7 @@ TEST_CASE("model kernels: matmul scalar and simd give the same bits, row by row"
         std::vector<float> ys(size_t(c.rows) * ldy, -1.0f), yv = ys;
         matmul(x.data(), c.rows, ldx, W.view(), ys.data(), ldy, Impl::scalar);
         matmul(x.data(), c.rows, ldx, W.view(), yv.data(), ldy, Impl::simd);
-        CHECK(same(ys, yv));
+        CHECK(bitwise_equal(ys, yv));
         // A row alone gives the bits it gets in the batch (what makes split prefill exact).
         for (int r = 0; r < c.rows; ++r) {
             std::vector<float> one(size_t(c.out));
@@ -108,7 +106,7 @@ TEST_CASE("model kernels: dot16 and axpy, scalar and simd give the same bits") {
         y2 = y;
         axpy_scalar(0.37f, a.data(), y.data(), n);
         axpy(0.37f, a.data(), y2.data(), n, Impl::simd);
-        CHECK(same(y, y2));
+        CHECK(bitwise_equal(y, y2));
     }
 }
 
@@ -127,7 +125,7 @@ TEST_CASE("model kernels: silu and silu_mul, scalar and simd give the bits of si
         std::vector<float> s = x, m = x;
         silu(s.data(), s.size(), impl);
         silu_mul(m.data(), b.data(), m.size(), impl);
-        CHECK(same(s, want));
-        CHECK(same(m, want_mul));
+        CHECK(bitwise_equal(s, want));
+        CHECK(bitwise_equal(m, want_mul));
     }
 }

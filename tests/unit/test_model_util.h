@@ -8,7 +8,9 @@
 #include <memory>
 #include <vector>
 
+#include "core/base/bytes.h"
 #include "core/base/rng.h"
+#include "core/base/stats.h"
 #include "core/model/model.h"
 
 namespace k3::model::test {
@@ -54,25 +56,12 @@ inline std::vector<float> as_floats(const std::vector<std::byte>& b) {
     return f;
 }
 
-inline bool same_bytes(const SequenceSnapshot& a, const SequenceSnapshot& b) {
-    return a.position == b.position && a.state == b.state && a.kv == b.kv;
-}
 
-inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
-// Relative RMS difference ||x - ref|| / ||ref|| over [first, first + n) of ref.
+// Relative RMS difference ||x - ref|| / ||ref|| over [first, first + n) of ref (core/base/stats.h).
 template <class X, class R>
 double rel_rms(const X& x, const R& ref, size_t first = 0, size_t n = size_t(-1)) {
     if (n == size_t(-1)) n = ref.size() - first;
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; ++i) {
-        const double d = double(x[i]) - double(ref[first + i]);
-        num += d * d;
-        den += double(ref[first + i]) * double(ref[first + i]);
-    }
-    return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+    return k3::rel_rms(x.data(), ref.data() + first, n);
 }
 
 // FNV-1a over raw bytes.

@@ -41,6 +41,13 @@ inline const Table* table_named(const Report& r, const std::string& prefix) {
     return nullptr;
 }
 
+// The check with stable key `key` (a test failure if the report has none).
+inline const Check& check_keyed(const Report& r, const std::string& key) {
+    const Check* c = r.find_check(key);
+    REQUIRE_MESSAGE(c != nullptr, "no check with key " << key);
+    return *c;
+}
+
 inline void all_checks_pass(const Report& r) {
     CHECK(!r.checks.empty());
     for (const Check& c : r.checks) CHECK_MESSAGE(c.passed, c.name << ": " << c.detail);

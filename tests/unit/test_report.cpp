@@ -1,5 +1,7 @@
-// The report's JSON and CSV: the contract between core, page, CLI and tests (DESIGN.md §3).
+// The report's JSON and CSV: the contract between core, page, CLI and tests; the builders.
 #include <doctest/doctest.h>
+
+#include <stdexcept>
 
 #include "core/experiments/report.h"
 
@@ -15,10 +17,11 @@ static Report sample() {
     r.scalar("bytes", "Bytes", "B", 43417600, true);
     r.timing_scalar("run_ms", "Run time", "ms", 1.5);
     r.timing_text("simd_arch", "SIMD", "avx2");
-    Series s{"line", "x", "y", {1, 2}, {0.5, 0.25}, "P", true, false};
-    r.series.push_back(s);
-    r.tables.push_back({"T", {"a", "b"}, {{1.0, std::string("x,y")}}, {}});
-    r.check("c", true, "detail");
+    Series& s = r.add_series(make_series("line", "P", "x", "y", "", ""));
+    s.add(1, 0.5).add(2, 0.25);
+    s.log_x = true;
+    r.add_table(make_table("T", {{"a", ""}, {"b", ""}})).add({1.0, std::string("x,y")});
+    r.check("c_key", "c", true, "detail");
     r.notes.push_back("note \"quoted\"");
     r.trees.push_back({"tree", "tokens", {"kv"}, "state", {{-1, 0, 512, 0, "root", {256, 512}}}});
     r.rings.push_back({"ring", 8, {{0, 3, "draft 3"}, {3, 0, "flush"}}});
@@ -31,7 +34,7 @@ TEST_CASE("report JSON: every part, stable key order, numbers as numbers") {
     CHECK(j.rfind(R"({"module":"demo","params":{"n":3,"mode":"b"},"scalars":{"bytes":{"value":43417600,"unit":"B","label":"Bytes"}})", 0) == 0);
     CHECK(j.find(R"("series":[{"name":"line","plot":"P","x_label":"x","y_label":"y","x":[1,2],"y":[0.5,0.25],"log_x":true,"log_y":false,"style":"line"}])") != std::string::npos);
     CHECK(j.find(R"("tables":[{"name":"T","columns":["a","b"],"rows":[[1,"x,y"]]}])") != std::string::npos);
-    CHECK(j.find(R"("checks":[{"name":"c","passed":true,"detail":"detail"}])") != std::string::npos);
+    CHECK(j.find(R"("checks":[{"key":"c_key","name":"c","passed":true,"detail":"detail"}])") != std::string::npos);
     CHECK(j.find(R"("notes":["note \"quoted\""])") != std::string::npos);
     CHECK(j.find(R"("trees":[{"name":"tree","x_label":"tokens","marker_label":"state","categories":["kv"],"nodes":[{"parent":-1,"start":0,"end":512,"category":0,"label":"root","markers":[256,512]}]}])") != std::string::npos);
     CHECK(j.find(R"("rings":[{"name":"ring","capacity":8,"frames":[{"tail":0,"count":3,"event":"draft 3"},{"tail":3,"count":0,"event":"flush"}]}])") != std::string::npos);
@@ -46,4 +49,19 @@ TEST_CASE("report CSV: blocks with quoted fields") {
     CHECK(c.find("# table: T\na,b\n1,\"x,y\"\n") != std::string::npos);
     CHECK(c.find("# series: line (P)\nx,y\n1,0.5\n2,0.25\n") != std::string::npos);
     CHECK(c.find("simd_arch,avx2,,SIMD") != std::string::npos);
+}
+
+TEST_CASE("report CSV: checks with their keys") {
+    CHECK(report_csv(sample()).find("# checks\nkey,name,passed,detail\nc_key,c,true,detail\n") != std::string::npos);
+}
+
+TEST_CASE("report builders: a table row must fit its columns; checks are found by key") {
+    Table t = make_table("T", {{"a", "B"}, {"b", ""}});
+    CHECK(t.units == std::vector<std::string>{"B", ""});
+    CHECK_THROWS_AS(t.add({1.0}), std::logic_error);
+    CHECK(t.rows.empty());
+    const Report r = sample();
+    REQUIRE(r.find_check("c_key") != nullptr);
+    CHECK(r.find_check("c_key")->name == "c");
+    CHECK(r.find_check("c") == nullptr);  // the display text is not a key
 }

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/base/bytes.h"
 #include "core/cache/kv_pages.h"
 #include "core/cache/prefix_server.h"
 #include "test_model_util.h"
@@ -79,7 +80,7 @@ TEST_CASE("serve: a continuation from a chunk-aligned checkpoint is bitwise the 
         REQUIRE_MESSAGE(oa.error.empty(), oa.error);
         CHECK(oa.resumed_at == 0);
         CHECK(oa.checkpoints == std::vector<uint64_t>{64, 128});
-        CHECK(same_bits(oa.logits, ca.logits));  // splitting at 64 and 128 keeps the bits
+        CHECK(bitwise_equal(oa.logits, ca.logits));  // splitting at 64 and 128 keeps the bits
         const ServeOutcome ob = s.serve(b);
         REQUIRE_MESSAGE(ob.error.empty(), ob.error);
         CHECK(ob.kv_hit == 144);  // the shared 150 tokens, floored to whole pages
@@ -87,7 +88,7 @@ TEST_CASE("serve: a continuation from a chunk-aligned checkpoint is bitwise the 
         CHECK(ob.resumed_at == 128);
         CHECK(ob.recomputed == b.prompt.size() - 128);
         CHECK(ob.pages_borrowed == 8);
-        CHECK(same_bits(ob.logits, cb.logits));
+        CHECK(bitwise_equal(ob.logits, cb.logits));
         CHECK(ob.outputs == cb.outputs);
         CHECK(s.audit() == "");
         // The tree holds a's pages once; b added only its own part.
@@ -148,7 +149,7 @@ TEST_CASE("serve: a resume off the chunk grid is exact only within tolerance") {
     double scale = 0;
     for (float x : cb.logits) scale = std::max(scale, std::fabs(double(x)));
     MESSAGE("off-grid resume at 96 (chunk 64): max |logit diff| " << d << " of logits up to " << scale);
-    CHECK_FALSE(same_bits(ob.logits, cb.logits));
+    CHECK_FALSE(bitwise_equal(ob.logits, cb.logits));
     CHECK(d < 1e-4 * scale);
     CHECK(ob.outputs == cb.outputs);
 }
@@ -166,7 +167,7 @@ TEST_CASE("serve: multi-turn resumes past the previous turn's end (decoded token
     const ServeOutcome o1 = s.serve(t1);
     REQUIRE(o1.error.empty());
     CHECK(o1.checkpoints == std::vector<uint64_t>{80});  // fed 81 tokens, cached 80: taken in decode
-    CHECK(same_bits(o1.logits, c1.logits));
+    CHECK(bitwise_equal(o1.logits, c1.logits));
     const ServeOutcome o2 = s.serve(t2);
     REQUIRE(o2.error.empty());
     CHECK(o2.resumed_at == 80);
@@ -193,11 +194,11 @@ TEST_CASE("serve: a request-end state inside the prompt is taken on the chunk gr
     CHECK(oa.checkpoints ==
           std::vector<uint64_t>{128});  // not 144: that would split the prefill off the grid
     CHECK_FALSE(oa.split_off_grid);
-    CHECK(same_bits(oa.logits, ca.logits));
+    CHECK(bitwise_equal(oa.logits, ca.logits));
     const ServeOutcome ob = s.serve(b);
     REQUIRE(ob.error.empty());
     CHECK(ob.resumed_at == 128);
-    CHECK(same_bits(ob.logits, cb.logits));
+    CHECK(bitwise_equal(ob.logits, cb.logits));
     CHECK(s.audit() == "");
 }
 
@@ -218,7 +219,7 @@ TEST_CASE("serve: greedy generation caches its outputs; given outputs reproduce 
     const ServeOutcome h = s.serve(again);
     REQUIRE(h.error.empty());
     CHECK(h.resumed_at == 64);
-    CHECK(same_bits(h.logits, g.logits));
+    CHECK(bitwise_equal(h.logits, g.logits));
     CHECK(s.audit() == "");
 }
 
@@ -289,7 +290,7 @@ TEST_CASE("serve: pages are lent, never owned twice; copy-on-write of a partly f
     REQUIRE(pages.mount(1, ta).empty());
     REQUIRE(m.decode(*a.seq, next, &la).empty());
     REQUIRE(pages.unmount(1, &ta).empty());
-    CHECK(same_bits(la, lb));
+    CHECK(bitwise_equal(la, lb));
     CHECK(pages.audit() == "");
     CHECK(pool->audit() == "");
     pages.release_all(ta);

@@ -7,6 +7,7 @@
 
 #include <cstring>
 
+#include "core/base/bytes.h"
 #include "core/kda/recurrent.h"
 #include "core/spec/delta.h"
 #include "core/spec/verify.h"
@@ -71,7 +72,7 @@ TEST_CASE(
         CHECK(logits.size() == size_t(N) * size_t(m.vocab()));
         if (w.how == Rollback::replay) CHECK(ver.records().tokens() == N);
         const SequenceSnapshot verified = m.save(*r.seq);
-        CHECK(same_bytes(verified, want[size_t(N)]));  // verification has the bits of decoding
+        CHECK(same_contents(verified, want[size_t(N)]));  // verification has the bits of decoding
         for (int n = 0; n <= N; ++n) {
             CAPTURE(n);
             REQUIRE(m.restore(*r.seq, verified).empty());
@@ -88,7 +89,7 @@ TEST_CASE(
                 std::vector<float> l1, l2;
                 REQUIRE(m.decode(*r.seq, 5, &l1).empty());
                 REQUIRE(m.decode(*d.seq, 5, &l2).empty());
-                CHECK(same_bits(l1, l2));
+                CHECK(bitwise_equal(l1, l2));
             } else {
                 // S is exact in every layer; the windows are the confirmed ones, stale once n >= 1.
                 bool windows_stale = false;
@@ -127,7 +128,7 @@ TEST_CASE("spec replay: the confirmed copy is never written and keep() refuses w
     REQUIRE(ver.extend(*r.seq, random_tokens(2, 6, m.vocab()), nullptr).empty());
     const auto before = m.save(*r.seq);
     REQUIRE(ver.keep(*r.seq, 2).empty());
-    CHECK(same_bytes(m.save(*r.seq), before));
+    CHECK(same_contents(m.save(*r.seq), before));
     CHECK(ver.tokens_replayed() == 1);  // only the keep(1) above replayed
 }
 

@@ -61,10 +61,10 @@ void draw_heatmap(const HeatMap& h, int index) {
             dl->AddRectFilled(ImVec2(x, y), ImVec2(x + cw + 0.5f, y + ch + 0.5f), c);
         }
     // Contour by marching squares over cell centres.
-    if (h.has_contour && nx > 1 && ny > 1) {
+    if (h.contour && nx > 1 && ny > 1) {
         auto cx = [&](double ix) { return a0.x + float(ix + 0.5) * cw; };
         auto cy = [&](double iy) { return a1.y - float(iy + 0.5) * ch; };
-        const double L = h.contour;
+        const double L = *h.contour;
         for (size_t iy = 0; iy + 1 < ny; ++iy)
             for (size_t ix = 0; ix + 1 < nx; ++ix) {
                 const double v[4] = {zf(ix, iy), zf(ix + 1, iy), zf(ix + 1, iy + 1), zf(ix, iy + 1)};
@@ -109,13 +109,13 @@ void draw_heatmap(const HeatMap& h, int index) {
     }
     dl->AddText(ImVec2(b1.x + t.px(4), b0.y), t.text_dim, format_tick(zhi, "").c_str());
     dl->AddText(ImVec2(b1.x + t.px(4), b1.y - lh), t.text_dim, format_tick(zlo, "").c_str());
-    if (h.has_contour && h.contour > zlo && h.contour < zhi) {
-        const float yc = b1.y - float((h.contour - zlo) / (zhi - zlo)) * (b1.y - b0.y);
+    if (h.contour && *h.contour > zlo && *h.contour < zhi) {
+        const float yc = b1.y - float((*h.contour - zlo) / (zhi - zlo)) * (b1.y - b0.y);
         dl->AddLine(ImVec2(b0.x - t.px(3), yc), ImVec2(b1.x + t.px(3), yc), IM_COL32(255, 255, 255, 230), t.px(2));
     }
     ImGui::SetCursorScreenPos(ImVec2(p0.x, a1.y + bottom));
     ImGui::TextDisabled("colour: %s%s", h.z_label.c_str(),
-                        h.has_contour ? ("; white line: " + format_number(h.contour) + " (break-even)").c_str() : "");
+                        h.contour ? ("; white line: " + format_number(*h.contour) + " (break-even)").c_str() : "");
     ImGui::PopFont();
     if (hovered) {
         const ImVec2 m = ImGui::GetIO().MousePos;

@@ -1,0 +1,69 @@
+// A module with typed parameters, as every module in core/modules/ declares itself:
+//
+//     Experiment make_memory_experiment() {
+//         return make_experiment(Module<MemoryParams>{
+//             .number = 2, .id = "memory", .title = "Fixed state vs growing KV", .component = "foundation",
+//             .purpose = "...", .params = memory_params(), .validate = validate_memory,
+//             .start = [](const MemoryParams& p, const Params& raw) { return start_memory(p, raw); }});
+//     }
+//     K3_REGISTER_EXPERIMENT(make_memory_experiment);
+//
+// make_experiment() turns it into the generic Experiment the UI, URL, CLI and tests use: the
+// ParamList gives the declarations, the validator and the run get the parsed struct, and the
+// module's Markdown (core/modules/<id>/<id>.md, module_doc.h) gives the texts and the long help.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/experiments/experiment.h"
+#include "core/experiments/module_doc.h"
+#include "core/experiments/param_list.h"
+
+namespace k3 {
+
+template <class P>
+struct Module {
+    int number = 0;  // sidebar and list order (README's module table)
+    std::string id, title, component, purpose;
+    ParamList<P> params;
+    std::function<void(const P&, Issues&)> validate;  // optional
+    // `raw` is what the report's "params" records (StagedRun takes it).
+    std::function<std::unique_ptr<Run>(const P&, const Params& raw)> start;
+    std::function<std::vector<std::string>(const P&)> data_files;  // optional
+    bool live = true;
+    std::vector<Headline> headlines;
+};
+
+// Applies the module's doc to its declaration: texts, and help of the parameters that have none.
+void apply_module_doc(Experiment& e);
+
+template <class P>
+Experiment make_experiment(Module<P> m) {
+    auto list = std::make_shared<const ParamList<P>>(std::move(m.params));
+    Experiment e;
+    e.number = m.number;
+    e.id = std::move(m.id);
+    e.title = std::move(m.title);
+    e.component = std::move(m.component);
+    e.purpose = std::move(m.purpose);
+    e.params = list->specs();
+    e.live = m.live;
+    e.headlines = std::move(m.headlines);
+    if (auto v = std::move(m.validate))
+        e.validate = [list, v](const Params& raw) {
+            const P p = list->read(raw);
+            Issues issues([&](const void* field) { return list->key_at(p, field); });
+            v(p, issues);
+            return issues.take();
+        };
+    e.start = [list, start = std::move(m.start)](const Params& raw) { return start(list->read(raw), raw); };
+    if (auto files = std::move(m.data_files))
+        e.data_files = [list, files](const Params& raw) { return files(list->read(raw)); };
+    apply_module_doc(e);
+    return e;
+}
+
+}  // namespace k3

@@ -1,0 +1,80 @@
+// Module 2 `memory`: the reference figures of reference/kda.md §5 and reference/serving.md §7.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "core/modules/memory/memory.h"
+#include "tests/unit/test_module_util.h"
+
+using namespace k3;
+
+TEST_CASE("memory: Kimi-Linear-48B-A3B accounting") {
+    const auto c = *model_preset("kimi-linear-48b");
+    CHECK(c.n_linear() == 20);
+    CHECK(c.n_attention() == 7);
+    // 0-indexed MLA layers 3, 7, 11, 15, 19, 23, 26
+    for (int i : {3, 7, 11, 15, 19, 23, 26}) CHECK(c.layers[size_t(i)] == LayerKind::attention);
+    const auto a = account_memory(c);
+    CHECK(a.recurrent_bytes_per_layer == 2097152);
+    CHECK(a.conv_bytes_per_layer == 73728);
+    CHECK(a.state_bytes_per_layer == 2170880);
+    CHECK(a.state_bytes == 43417600);
+    CHECK(a.kv_bytes_per_token == 8064);
+    CHECK(a.baseline_kv_bytes_per_token == 31104);
+    CHECK(a.total_bytes(4096) == 76447744);
+    CHECK(a.total_bytes(1048576) == 8499134464.0);
+    CHECK(std::round(a.state_equivalent_tokens()) == 5384);
+    CHECK(a.total_bytes(1048576) / a.baseline_bytes(1048576) == doctest::Approx(0.2606).epsilon(1e-3));
+}
+
+TEST_CASE("memory: Qwen3-Next-80B-A3B accounting") {
+    const auto a = account_memory(*model_preset("qwen3-next-80b"));
+    CHECK(a.linear_layers == 36);
+    CHECK(a.attention_layers == 12);
+    CHECK(a.state_bytes_per_layer == 2146304);
+    CHECK(a.state_bytes == 77266944);  // 73.69 MiB
+    CHECK(a.kv_bytes_per_token == 24576);
+    CHECK(std::round(a.state_equivalent_tokens()) == 3144);
+}
+
+TEST_CASE("memory: the report's acceptance figures at 1M tokens") {
+    const Report r = test::run_module("memory", {{"preset", "kimi-linear-48b"}, {"context", "1048576"}});
+    CHECK(test::scalar_of(r, "state_bytes") == 43417600);
+    CHECK(test::scalar_of(r, "kv_bytes_per_token") == 8064);
+    CHECK(test::scalar_of(r, "total_bytes") == 8499134464.0);
+    CHECK(test::scalar_of(r, "baseline_bytes") == 31104.0 * 1048576);
+    CHECK(test::scalar_of(r, "ratio_vs_baseline") == doctest::Approx(0.261).epsilon(2e-3));
+    CHECK(test::scalar_of(r, "break_even_tokens") == 5384);
+    // 40 GiB: 5 hybrid sequences of 7.9 GiB, 1 all-attention sequence of 30.4 GiB
+    CHECK(test::scalar_of(r, "sequences_in_budget") == 5);
+    CHECK(test::scalar_of(r, "baseline_sequences_in_budget") == 1);
+    test::all_checks_pass(r);
+    CHECK(test::check_keyed(r, "kimi_linear_reference_figures").passed);
+}
+
+TEST_CASE("memory: custom equals the preset it copies; bad heads are refused") {
+    MemoryParams p;
+    p.preset = ModelPreset::custom;
+    const MemoryResult kimi = run_memory(p);  // custom defaults are Kimi's dimensions
+    CHECK(kimi.account.state_bytes == 43417600);
+    CHECK(kimi.account.kv_bytes_per_token == 8064);
+    p.custom.attn_kind = AttnKind::gqa;
+    p.custom.heads = 16;
+    p.custom.layers = 48;
+    p.custom.attn_last = false;
+    const MemoryResult qwen = run_memory(p);
+    CHECK(qwen.account.state_bytes == 77266944);
+    CHECK(qwen.account.kv_bytes_per_token == 24576);
+    const Experiment& e = *find_experiment("memory");
+    auto bad = parse_params(e.params, {{"preset", "custom"}, {"heads", "3"}}, RangePolicy::strict);
+    const auto issues = e.check(bad.params);
+    REQUIRE(issues.size() == 1);
+    CHECK(issues[0].key == "v_heads");
+}
+
+TEST_CASE("memory: custom dimensions with a preset are ignored, and the report says so") {
+    MemoryParams p;
+    p.custom.heads = 16;
+    CHECK(run_memory(p).custom_ignored);
+    CHECK_FALSE(run_memory(MemoryParams{}).custom_ignored);
+}

@@ -1,0 +1,17 @@
+#include "core/modules/shared/choices.h"
+
+namespace k3 {
+
+Choices<ModelPreset> preset_choices(std::initializer_list<ModelPreset> offered) {
+    Choices<ModelPreset> out;
+    for (ModelPreset m : offered) out.push_back({m, preset_id(m), preset_label(m)});
+    return out;
+}
+
+Choices<DType> dtype_choices(std::initializer_list<DType> offered) {
+    Choices<DType> out;
+    for (DType t : offered) out.push_back({t, dtype_name(t), ""});
+    return out;
+}
+
+}  // namespace k3
