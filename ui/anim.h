@@ -3,7 +3,7 @@
 
 namespace k3::ui {
 
-void request_frames();         // call during a frame to get another one soon
-bool take_frame_request();     // main loop: was one requested during the last frame? (clears it)
+void request_frames();      // call during a frame to get another one soon
+bool take_frame_request();  // main loop: was one requested during the last frame? (clears it)
 
 }  // namespace k3::ui

@@ -99,7 +99,8 @@ void App::start_run() {
         for (const auto& name : exp_->data_files(params_)) {
             if (platform::fetch_data_file(name)) waiting_data_.push_back(name);
             const std::string err = platform::data_file_error(name);
-            if (!err.empty()) data_error_ += "Could not load " + name + " from the page's server: " + err + ". ";
+            if (!err.empty())
+                data_error_ += "Could not load " + name + " from the page's server: " + err + ". ";
         }
     if (!data_error_.empty()) {
         waiting_data_.clear();
@@ -155,7 +156,8 @@ std::string App::widget_rect(const std::string& key) const {
     const auto it = widget_rects_.find(key);
     if (it == widget_rects_.end()) return {};
     const auto& r = it->second;
-    return format_number(r[0]) + "," + format_number(r[1]) + "," + format_number(r[2]) + "," + format_number(r[3]);
+    return format_number(r[0]) + "," + format_number(r[1]) + "," + format_number(r[2]) + "," +
+           format_number(r[3]);
 }
 
 std::string App::report_json() const { return has_report_ ? k3::report_json(report_) : std::string(); }

@@ -14,7 +14,7 @@
 namespace k3::ui {
 
 class App {
-public:
+  public:
     App();
 
     // Opens the view a link describes ("#m=memory&context=1048576"). Problems are shown on screen.
@@ -45,7 +45,7 @@ public:
     bool want_png = false;
     void notify(std::string message);  // a toast
 
-private:
+  private:
     void select(const Experiment* e);
     void show(const ResolvedView& v, const std::string& tab);  // a resolved link or --module
     void params_changed(bool immediate);
@@ -64,8 +64,8 @@ private:
     std::map<std::string, Params> saved_params_;  // per module, kept while switching
     std::vector<ParamIssue> link_issues_;         // from the last link, shown until dismissed
     std::vector<ParamIssue> validation_;          // of the current parameters
-    std::string tab_;                              // "", "how", "limits"
-    int tab_request_ = -1;                         // select a tab on the next frame
+    std::string tab_;                             // "", "how", "limits"
+    int tab_request_ = -1;                        // select a tab on the next frame
 
     std::unique_ptr<Run> run_;
     double progress_ = 0;

@@ -61,7 +61,8 @@ bool parse(int argc, char** argv, Options& o) {
             if (!next(v) || v.find('=') == std::string::npos) return false;
             o.set.emplace_back(v.substr(0, v.find('=')), v.substr(v.find('=') + 1));
         } else if (a == "--size") {
-            if (!next(v) || std::sscanf(v.c_str(), "%dx%d", &o.width, &o.height) != 2 || o.width < 320 || o.height < 240)
+            if (!next(v) || std::sscanf(v.c_str(), "%dx%d", &o.width, &o.height) != 2 || o.width < 320 ||
+                o.height < 240)
                 return false;
         } else if (a == "--scale") {
             if (!next(v)) return false;
@@ -83,7 +84,8 @@ bool save_framebuffer(GLFWwindow* w, const std::string& path) {
     glPixelStorei(GL_PACK_ALIGNMENT, 1);
     glReadPixels(0, 0, fw, fh, GL_RGBA, GL_UNSIGNED_BYTE, px.data());
     for (int y = 0; y < fh; ++y)
-        std::memcpy(&flipped[size_t(y) * size_t(fw) * 4], &px[size_t(fh - 1 - y) * size_t(fw) * 4], size_t(fw) * 4);
+        std::memcpy(&flipped[size_t(y) * size_t(fw) * 4], &px[size_t(fh - 1 - y) * size_t(fw) * 4],
+                    size_t(fw) * 4);
     for (size_t i = 3; i < flipped.size(); i += 4) flipped[i] = 255;
     return k3::ui::write_png(path, fw, fh, flipped);
 }
@@ -96,7 +98,8 @@ int main(int argc, char** argv) {
         usage();
         return 2;
     }
-    glfwSetErrorCallback([](int code, const char* msg) { std::fprintf(stderr, "glfw error %d: %s\n", code, msg); });
+    glfwSetErrorCallback(
+        [](int code, const char* msg) { std::fprintf(stderr, "glfw error %d: %s\n", code, msg); });
     if (!glfwInit()) return 1;
     glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
     glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 2);

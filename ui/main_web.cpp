@@ -24,12 +24,10 @@ int g_idle_frames = 0;
 int g_frames = 0;  // frames drawn; the browser test checks that an idle page stops drawing
 std::string g_json;
 
-EM_JS(int, k3js_canvas_width, (), {
-    return Math.max(1, Math.round(window.innerWidth * (window.devicePixelRatio || 1)));
-});
-EM_JS(int, k3js_canvas_height, (), {
-    return Math.max(1, Math.round(window.innerHeight * (window.devicePixelRatio || 1)));
-});
+EM_JS(int, k3js_canvas_width, (),
+      { return Math.max(1, Math.round(window.innerWidth * (window.devicePixelRatio || 1))); });
+EM_JS(int, k3js_canvas_height, (),
+      { return Math.max(1, Math.round(window.innerHeight * (window.devicePixelRatio || 1))); });
 EM_JS(void, k3js_save_png, (const char* name), {
     // Called right after drawing, in the same task, so the WebGL buffer still holds the frame.
     const a = document.createElement("a");
@@ -101,7 +99,8 @@ EMSCRIPTEN_KEEPALIVE const char* k3_widget_rect(const char* key) {
     return r.c_str();
 }
 // web/k3.js and platform_web.cpp deliver fetched data files here.
-EMSCRIPTEN_KEEPALIVE void k3_data_file_loaded(const char* name, const char* bytes, int size, const char* error) {
+EMSCRIPTEN_KEEPALIVE void k3_data_file_loaded(const char* name, const char* bytes, int size,
+                                              const char* error) {
     k3::ui::platform::data_file_arrived(name, bytes, size_t(size > 0 ? size : 0), error);
     k3_wake();
 }
@@ -119,7 +118,8 @@ int main() {
     if (!glfwInit()) return 1;
     glfwWindowHint(GLFW_CLIENT_API, GLFW_OPENGL_ES_API);
     glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
-    g_window = glfwCreateWindow(k3js_canvas_width(), k3js_canvas_height(), "K3 Serve Explorer", nullptr, nullptr);
+    g_window =
+        glfwCreateWindow(k3js_canvas_width(), k3js_canvas_height(), "K3 Serve Explorer", nullptr, nullptr);
     if (!g_window) return 1;
     glfwMakeContextCurrent(g_window);
     IMGUI_CHECKVERSION();

@@ -25,16 +25,22 @@ void App::draw_toolbar(const Experiment& e) {
         const std::string link = platform::share_link(hash);
         notify(platform::copy_to_clipboard(link) ? "Link copied: " + link : "Link: " + link);
     }
-    if (ImGui::IsItemHovered()) tooltip_wrapped("A link that restores this module with these parameters:\n" + platform::share_link(hash));
+    if (ImGui::IsItemHovered())
+        tooltip_wrapped("A link that restores this module with these parameters:\n" +
+                        platform::share_link(hash));
     ImGui::SameLine();
     ImGui::BeginDisabled(!has_report_);
-    if (ImGui::Button("JSON")) notify(platform::save_file("k3-" + e.id + ".json", "application/json", report_json() + "\n"));
+    if (ImGui::Button("JSON"))
+        notify(platform::save_file("k3-" + e.id + ".json", "application/json", report_json() + "\n"));
     remember_rect("export_json");
-    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) tooltip_wrapped("Export the report as JSON (same schema as k3cli run --json)");
+    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+        tooltip_wrapped("Export the report as JSON (same schema as k3cli run --json)");
     ImGui::SameLine();
-    if (ImGui::Button("CSV")) notify(platform::save_file("k3-" + e.id + ".csv", "text/csv", report_csv(report_)));
+    if (ImGui::Button("CSV"))
+        notify(platform::save_file("k3-" + e.id + ".csv", "text/csv", report_csv(report_)));
     remember_rect("export_csv");
-    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) tooltip_wrapped("Export the report as CSV (k3cli run --csv)");
+    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+        tooltip_wrapped("Export the report as CSV (k3cli run --csv)");
     ImGui::EndDisabled();
     ImGui::SameLine();
     if (ImGui::Button("PNG")) want_png = true;
@@ -115,7 +121,8 @@ void App::draw_module(const Experiment& e) {
                     ImGui::PushStyleColor(ImGuiCol_ChildBg, t.bg);
                     ImGui::BeginChild("report", ImVec2(0, 0), false);
                     draw_status();
-                    if (has_report_ && report_.module == e.id) draw_report(report_, report_stale_ || bool(run_));
+                    if (has_report_ && report_.module == e.id)
+                        draw_report(report_, report_stale_ || bool(run_));
                     ImGui::EndChild();
                     ImGui::PopStyleColor();
                 } else {

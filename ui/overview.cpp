@@ -18,18 +18,24 @@ namespace {
 
 const char* kIntro =
     "Hybrid models such as Kimi Linear interleave Kimi Delta Attention (KDA) layers, which keep a fixed-size "
-    "recurrent state per sequence, with full-attention (MLA) layers, which keep a growing KV cache. The fixed "
-    "state breaks the assumptions of today's serving infrastructure: a state cannot be cut at a prefix, two states "
-    "cannot be added, and a request that is split, paused, resumed, verified speculatively or moved must get back "
+    "recurrent state per sequence, with full-attention (MLA) layers, which keep a growing KV cache. The "
+    "fixed "
+    "state breaks the assumptions of today's serving infrastructure: a state cannot be cut at a prefix, two "
+    "states "
+    "cannot be added, and a request that is split, paused, resumed, verified speculatively or moved must get "
+    "back "
     "exactly the state it had.\n\n"
-    "This explorer runs a real, scaled-down serving core for such a model in your browser (WebAssembly) or on your "
-    "desktop: every figure on these pages is computed live by the same C++ code the command-line tool runs, and "
+    "This explorer runs a real, scaled-down serving core for such a model in your browser (WebAssembly) or "
+    "on your "
+    "desktop: every figure on these pages is computed live by the same C++ code the command-line tool runs, "
+    "and "
     "every module checks its own invariants.";
 
 const char* kHonesty =
     "- The runnable model is small and has seeded random weights; every exactness claim is checked on it.\n"
     "- Memory accounting uses the published configurations (Kimi-Linear-48B-A3B, Qwen3-Next-80B-A3B).\n"
-    "- Times for GPU-class hardware are roofline estimates from a hardware preset and are labelled so; times for "
+    "- Times for GPU-class hardware are roofline estimates from a hardware preset and are labelled so; times "
+    "for "
     "this device are measured live in the running build.";
 
 struct ComponentText {
@@ -37,13 +43,17 @@ struct ComponentText {
     const char* what;
 };
 const ComponentText kComponents[] = {
-    {"foundation", "The KDA kernels under everything, and what a fixed state costs against a growing KV cache."},
+    {"foundation",
+     "The KDA kernels under everything, and what a fixed state costs against a growing KV cache."},
     {"page pool", "One memory pool for heterogeneous caches: KV pages and state slots."},
-    {"prefix caching", "Dual-granularity prefix caching: KV at page granularity, states at checkpoint granularity."},
-    {"speculative decoding", "Projection replay instead of a state snapshot per draft token, and the ring buffer of records."},
+    {"prefix caching",
+     "Dual-granularity prefix caching: KV at page granularity, states at checkpoint granularity."},
+    {"speculative decoding",
+     "Projection replay instead of a state snapshot per draft token, and the ring buffer of records."},
     {"context parallelism", "Splitting a prompt over ranks when states cannot be added: affine composition."},
     {"request lifecycle", "Split, pause, resume and migrate a request with its exact state."},
-    {"fleet scheduling", "Routing with instance affinity, budget isolation between tenants, faults and recovery."},
+    {"fleet scheduling",
+     "Routing with instance affinity, budget isolation between tenants, faults and recovery."},
     {"opposition", "Break-even maps of every method above, and a verdict on when to use each."},
 };
 
@@ -72,12 +82,17 @@ bool App::overview_card(const OverviewFigure& fig, float width) {
     dl->AddText(ImVec2(p0.x + pad, p0.y + t.px(10)), t.text, value.c_str());
     ImGui::PopFont();
     ImGui::PushFont(f.body);
-    if (!unit.empty()) dl->AddText(ImVec2(p0.x + pad + vs.x + t.px(6), p0.y + t.px(10) + vs.y - ImGui::GetTextLineHeight() - t.px(3)), t.text_dim, unit.c_str());
+    if (!unit.empty())
+        dl->AddText(ImVec2(p0.x + pad + vs.x + t.px(6),
+                           p0.y + t.px(10) + vs.y - ImGui::GetTextLineHeight() - t.px(3)),
+                    t.text_dim, unit.c_str());
     ImGui::PopFont();
     ImGui::PushFont(f.small);
-    dl->AddText(nullptr, 0, ImVec2(p0.x + pad, p0.y + t.px(48)), t.text, fig.caption.c_str(), nullptr, width - 2 * pad);
+    dl->AddText(nullptr, 0, ImVec2(p0.x + pad, p0.y + t.px(48)), t.text, fig.caption.c_str(), nullptr,
+                width - 2 * pad);
     const std::string from =
-        ellipsize("Module " + std::to_string(fig.exp->number) + " \xc2\xb7 " + fig.exp->title, width - 2 * pad - t.px(24)) +
+        ellipsize("Module " + std::to_string(fig.exp->number) + " \xc2\xb7 " + fig.exp->title,
+                  width - 2 * pad - t.px(24)) +
         "  \xe2\x86\x92";
     dl->AddText(ImVec2(p0.x + pad, p0.y + h - t.px(24)), t.accent, from.c_str());
     ImGui::PopFont();
@@ -103,7 +118,8 @@ void App::draw_overview() {
     ImGui::PushFont(fonts().title);
     ImGui::TextUnformatted("K3 Serve Explorer");
     ImGui::PopFont();
-    text_wrapped_colored(t.text_dim, "A serving core for hybrid linear-attention models, and an explorer on top of it");
+    text_wrapped_colored(t.text_dim,
+                         "A serving core for hybrid linear-attention models, and an explorer on top of it");
     ImGui::Dummy(ImVec2(0, t.px(4)));
     draw_doc(kIntro);
 
@@ -111,7 +127,8 @@ void App::draw_overview() {
         section_heading("Headline figures (computed live; click to open the module)");
         const float avail = ImGui::GetContentRegionAvail().x;
         const float gap = t.px(10);
-        const int per_row = std::max(1, std::min(int(overview_.size()), int((avail + gap) / (t.px(300) + gap))));
+        const int per_row =
+            std::max(1, std::min(int(overview_.size()), int((avail + gap) / (t.px(300) + gap))));
         const float w = (avail - gap * float(per_row - 1)) / float(per_row);
         for (size_t i = 0; i < overview_.size(); ++i) {
             if (i % size_t(per_row)) ImGui::SameLine(0, gap);

@@ -25,17 +25,19 @@ static bool slider(const ParamSpec& s, Params& p, bool& active) {
     else if (s.unit == "B")
         fmt = format_bytes(v);
     else
-        fmt = (s.kind == ParamKind::integer ? format_grouped(v) : format_sig(v, 4)) + (s.unit.empty() ? "" : " " + s.unit);
+        fmt = (s.kind == ParamKind::integer ? format_grouped(v) : format_sig(v, 4)) +
+              (s.unit.empty() ? "" : " " + s.unit);
     // '%' must be escaped in ImGui's format string.
     std::string esc;
     for (char c : fmt) esc += c == '%' ? std::string("%%") : std::string(1, c);
     ImGui::SetNextItemWidth(-1);
-    const bool changed = ImGui::SliderScalar(("##" + s.key).c_str(), ImGuiDataType_Double, &v, &lo, &hi, esc.c_str(), flags);
+    const bool changed =
+        ImGui::SliderScalar(("##" + s.key).c_str(), ImGuiDataType_Double, &v, &lo, &hi, esc.c_str(), flags);
     active = ImGui::IsItemActive();
     if (ImGui::IsItemHovered(ImGuiHoveredFlags_DelayNormal) && !active)
-        tooltip_wrapped((s.help.empty() ? "" : s.help + "\n\n") + "Range " + s.format(s.min) + " to " + s.format(s.max) +
-                        (s.unit.empty() ? "" : " " + s.unit) + (s.log_scale ? " (log scale)" : "") +
-                        ". Ctrl+click to type a value.");
+        tooltip_wrapped((s.help.empty() ? "" : s.help + "\n\n") + "Range " + s.format(s.min) + " to " +
+                        s.format(s.max) + (s.unit.empty() ? "" : " " + s.unit) +
+                        (s.log_scale ? " (log scale)" : "") + ". Ctrl+click to type a value.");
     if (changed) {
         const double before = p.num(s.key);
         p.set_number(s.key, v);
@@ -69,14 +71,17 @@ static bool text_param(const ParamSpec& s, Params& p) {
     std::snprintf(buf, sizeof buf, "%s", p.str(s.key).c_str());
     const float combo_w = s.choices.empty() ? 0 : ImGui::GetFrameHeight();
     ImGui::SetNextItemWidth(-1 - combo_w - (combo_w > 0 ? ImGui::GetStyle().ItemInnerSpacing.x : 0));
-    if (ImGui::InputText(("##" + s.key).c_str(), buf, sizeof buf, ImGuiInputTextFlags_EnterReturnsTrue) && buf[0]) {
+    if (ImGui::InputText(("##" + s.key).c_str(), buf, sizeof buf, ImGuiInputTextFlags_EnterReturnsTrue) &&
+        buf[0]) {
         p.set_text(s.key, buf);
         changed = true;
     }
-    if (ImGui::IsItemHovered(ImGuiHoveredFlags_DelayNormal)) tooltip_wrapped(s.help + "\nPress Enter to apply.");
+    if (ImGui::IsItemHovered(ImGuiHoveredFlags_DelayNormal))
+        tooltip_wrapped(s.help + "\nPress Enter to apply.");
     if (!s.choices.empty()) {
         ImGui::SameLine(0, ImGui::GetStyle().ItemInnerSpacing.x);
-        if (ImGui::BeginCombo(("##sugg" + s.key).c_str(), nullptr, ImGuiComboFlags_NoPreview | ImGuiComboFlags_PopupAlignLeft)) {
+        if (ImGui::BeginCombo(("##sugg" + s.key).c_str(), nullptr,
+                              ImGuiComboFlags_NoPreview | ImGuiComboFlags_PopupAlignLeft)) {
             for (const auto& c : s.choices)
                 if (ImGui::Selectable(c.c_str(), c == p.str(s.key))) {
                     p.set_text(s.key, c);
@@ -121,7 +126,8 @@ ParamPanelResult draw_param_panel(const Experiment& e, Params& p, const std::vec
                 p.reset(s.key);
                 r.changed = true;
             }
-            if (ImGui::IsItemHovered()) tooltip_wrapped("Back to the default, " + (s.is_textual() ? s.def_text : s.format(s.def)));
+            if (ImGui::IsItemHovered())
+                tooltip_wrapped("Back to the default, " + (s.is_textual() ? s.def_text : s.format(s.def)));
             ImGui::PopFont();
         }
         bool dragging = false;

@@ -6,13 +6,13 @@
 
 namespace k3::ui::platform {
 
-const char* build_name();     // "native", "wasm-simd", "wasm-scalar"
-float content_scale();        // device pixels per layout pixel (high-DPI)
+const char* build_name();  // "native", "wasm-simd", "wasm-scalar"
+float content_scale();     // device pixels per layout pixel (high-DPI)
 
 // URL hash of the view. On the desktop there is no URL: the hash is kept in memory and shown
 // as a link text to copy.
 std::string url_hash();
-void set_url_hash(const std::string& hash);  // replaces the hash, no history entry
+void set_url_hash(const std::string& hash);       // replaces the hash, no history entry
 std::string share_link(const std::string& hash);  // full link to the view
 
 // Save a file: a download on the web, a file in the current folder on the desktop.

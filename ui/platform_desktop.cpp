@@ -20,7 +20,9 @@ float content_scale() {
 
 std::string url_hash() { return g_hash; }
 void set_url_hash(const std::string& hash) { g_hash = hash; }
-std::string share_link(const std::string& hash) { return "k3explorer" + std::string(" --link '") + hash + "'"; }
+std::string share_link(const std::string& hash) {
+    return "k3explorer" + std::string(" --link '") + hash + "'";
+}
 
 std::string save_file(const std::string& name, const std::string&, const std::string& content) {
     std::error_code ec;

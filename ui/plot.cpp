@@ -148,7 +148,8 @@ void fit_axis(Axis& a, double lo, double hi, bool include_zero) {
 
 }  // namespace
 
-void draw_plot(const char* id, const std::string& title, const std::vector<const Series*>& series, float height) {
+void draw_plot(const char* id, const std::string& title, const std::vector<const Series*>& series,
+               float height) {
     if (series.empty()) return;
     const Theme& t = theme();
     const Fonts& f = fonts();
@@ -183,7 +184,8 @@ void draw_plot(const char* id, const std::string& title, const std::vector<const
             y += lh + t.px(2);
         }
         const ImU32 c = series_color(int(i));
-        dl->AddRectFilled(ImVec2(lx, y + lh * 0.5f - t.px(2)), ImVec2(lx + t.px(14), y + lh * 0.5f + t.px(2)), c, t.px(2));
+        dl->AddRectFilled(ImVec2(lx, y + lh * 0.5f - t.px(2)), ImVec2(lx + t.px(14), y + lh * 0.5f + t.px(2)),
+                          c, t.px(2));
         dl->AddText(ImVec2(lx + t.px(18), y), t.text_dim, series[i]->name.c_str());
         lx += tw;
     }
@@ -242,7 +244,8 @@ void draw_plot(const char* id, const std::string& title, const std::vector<const
     if (categorical) {
         const std::vector<std::string>& names = s0.x_names;
         for (size_t i = 0; i < ncat; ++i) {
-            const std::string txt = i < names.size() ? names[i] : format_tick(i < s0.x.size() ? s0.x[i] : double(i), xu);
+            const std::string txt =
+                i < names.size() ? names[i] : format_tick(i < s0.x.size() ? s0.x[i] : double(i), xu);
             const ImVec2 ts = ImGui::CalcTextSize(txt.c_str());
             const float px = sx(double(i));
             dl->AddText(ImVec2(px - ts.x * 0.5f, a1.y + t.px(4)), t.text_dim, txt.c_str());
@@ -255,8 +258,9 @@ void draw_plot(const char* id, const std::string& title, const std::vector<const
             dl->AddLine(ImVec2(px, a0.y), ImVec2(px, a1.y), t.grid);
             const std::string txt = format_tick(v, xu);
             const ImVec2 ts = ImGui::CalcTextSize(txt.c_str());
-            dl->AddText(ImVec2(std::clamp(px - ts.x * 0.5f, a0.x - t.px(10), a1.x - ts.x + t.px(10)), a1.y + t.px(4)),
-                        t.text_dim, txt.c_str());
+            dl->AddText(
+                ImVec2(std::clamp(px - ts.x * 0.5f, a0.x - t.px(10), a1.x - ts.x + t.px(10)), a1.y + t.px(4)),
+                t.text_dim, txt.c_str());
         }
     }
     const ImVec2 xls = ImGui::CalcTextSize(s0.x_label.c_str());
@@ -311,7 +315,8 @@ void draw_plot(const char* id, const std::string& title, const std::vector<const
         if (m.x >= a0.x && m.x <= a1.x && m.y >= a0.y - t.px(4) && m.y <= a1.y + t.px(4)) {
             const double fx = (m.x - a0.x) / (a1.x - a0.x);
             const double xq = categorical ? std::round(ax.unmap(fx)) : ax.unmap(fx);
-            dl->AddLine(ImVec2(categorical ? sx(xq) : m.x, a0.y), ImVec2(categorical ? sx(xq) : m.x, a1.y), t.axis);
+            dl->AddLine(ImVec2(categorical ? sx(xq) : m.x, a0.y), ImVec2(categorical ? sx(xq) : m.x, a1.y),
+                        t.axis);
             ImGui::PopFont();
             ImGui::BeginTooltip();
             bool header = false;
@@ -331,10 +336,12 @@ void draw_plot(const char* id, const std::string& title, const std::vector<const
                     const std::string xs = categorical && size_t(best) < s.x_names.size()
                                                ? s.x_names[size_t(best)]
                                                : format_with_unit(s.x[size_t(best)], xu);
-                    ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(t.text_dim), "%s: %s", s0.x_label.c_str(), xs.c_str());
+                    ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(t.text_dim), "%s: %s",
+                                       s0.x_label.c_str(), xs.c_str());
                     header = true;
                 }
-                if (!bars) dl->AddCircleFilled(ImVec2(sx(xv), sy(s.y[size_t(best)])), t.px(4), series_color(k));
+                if (!bars)
+                    dl->AddCircleFilled(ImVec2(sx(xv), sy(s.y[size_t(best)])), t.px(4), series_color(k));
                 ImGui::ColorButton("##c", ImGui::ColorConvertU32ToFloat4(series_color(k)),
                                    ImGuiColorEditFlags_NoTooltip | ImGuiColorEditFlags_NoBorder,
                                    ImVec2(t.px(10), t.px(10)));

@@ -11,7 +11,8 @@ namespace k3::ui {
 
 // One chart of series that share axes, as wide as the available region. `id` must be unique in
 // the window. Axis scales and labels come from the first series.
-void draw_plot(const char* id, const std::string& title, const std::vector<const Series*>& series, float height);
+void draw_plot(const char* id, const std::string& title, const std::vector<const Series*>& series,
+               float height);
 
 // Compact tick text of a value in a unit ("64 MiB", "1M", "37 %").
 std::string format_tick(double v, const std::string& unit);

@@ -40,7 +40,8 @@ bool write_png(const std::string& path, int w, int h, const std::vector<unsigned
     raw.reserve(size_t(h) * (size_t(w) * 4 + 1));
     for (int y = 0; y < h; ++y) {
         raw.push_back(0);
-        raw.insert(raw.end(), rgba.begin() + long(size_t(y) * size_t(w) * 4), rgba.begin() + long(size_t(y + 1) * size_t(w) * 4));
+        raw.insert(raw.end(), rgba.begin() + long(size_t(y) * size_t(w) * 4),
+                   rgba.begin() + long(size_t(y + 1) * size_t(w) * 4));
     }
     // zlib stream of stored deflate blocks (at most 65535 bytes each) + Adler-32.
     std::vector<unsigned char> z = {0x78, 0x01};

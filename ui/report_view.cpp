@@ -35,7 +35,8 @@ static void draw_plots(const std::vector<Series>& series, const char* id_prefix)
         if (i % size_t(cols)) ImGui::SameLine(0, gap);
         ImGui::BeginGroup();
         ImGui::PushItemWidth(w);
-        ImGui::BeginChild((std::string(id_prefix) + titles[i]).c_str(), ImVec2(w, h), false, ImGuiWindowFlags_NoScrollbar);
+        ImGui::BeginChild((std::string(id_prefix) + titles[i]).c_str(), ImVec2(w, h), false,
+                          ImGuiWindowFlags_NoScrollbar);
         draw_plot(titles[i].c_str(), titles[i], groups[titles[i]], h);
         ImGui::EndChild();
         ImGui::PopItemWidth();
@@ -55,8 +56,9 @@ static void draw_table(const Table& tb, int index) {
     ImGui::PopFont();
     const int ncol = int(tb.columns.size());
     if (ncol == 0) return;
-    const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerH | ImGuiTableFlags_BordersOuter |
-                                  ImGuiTableFlags_SizingStretchProp | ImGuiTableFlags_ScrollY;
+    const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerH |
+                                  ImGuiTableFlags_BordersOuter | ImGuiTableFlags_SizingStretchProp |
+                                  ImGuiTableFlags_ScrollY;
     const float row_h = ImGui::GetTextLineHeightWithSpacing() + t.px(4);
     const float h = std::min(row_h * float(tb.rows.size() + 1) + t.px(6), t.px(420));
     ImGui::PushID(index);
@@ -79,7 +81,8 @@ static void draw_table(const Table& tb, int index) {
                     ImGui::TextUnformatted(s.c_str());
                     if (number) {
                         ImGui::PopFont();
-                        if (ImGui::IsItemHovered()) tooltip_wrapped(format_number(std::get<double>(row[size_t(c)])));
+                        if (ImGui::IsItemHovered())
+                            tooltip_wrapped(format_number(std::get<double>(row[size_t(c)])));
                     }
                 }
             }
@@ -91,7 +94,9 @@ static void draw_table(const Table& tb, int index) {
 
 static void draw_scalar_table(const std::vector<const Scalar*>& v, const char* id) {
     if (v.empty()) return;
-    if (ImGui::BeginTable(id, 3, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerH | ImGuiTableFlags_SizingStretchProp)) {
+    if (ImGui::BeginTable(
+            id, 3,
+            ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerH | ImGuiTableFlags_SizingStretchProp)) {
         ImGui::TableSetupColumn("figure", ImGuiTableColumnFlags_WidthStretch, 3);
         ImGui::TableSetupColumn("value", ImGuiTableColumnFlags_WidthStretch, 2);
         ImGui::TableSetupColumn("key", ImGuiTableColumnFlags_WidthStretch, 2);
@@ -136,7 +141,8 @@ void draw_report(const Report& r, bool stale) {
     if (!r.checks.empty()) {
         int passed = 0;
         for (const auto& c : r.checks) passed += c.passed;
-        const std::string h = "Checks: " + std::to_string(passed) + " of " + std::to_string(r.checks.size()) + " pass";
+        const std::string h =
+            "Checks: " + std::to_string(passed) + " of " + std::to_string(r.checks.size()) + " pass";
         section_heading(h.c_str());
         for (const auto& c : r.checks) check_row(c);
     }

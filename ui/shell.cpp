@@ -69,8 +69,10 @@ void App::handle_keys() {
     if (io.WantTextInput) return;
     const bool ctrl = io.KeyCtrl || io.KeySuper;
     int dir = 0;
-    if ((ctrl && ImGui::IsKeyPressed(ImGuiKey_DownArrow)) || ImGui::IsKeyPressed(ImGuiKey_RightBracket)) dir = 1;
-    if ((ctrl && ImGui::IsKeyPressed(ImGuiKey_UpArrow)) || ImGui::IsKeyPressed(ImGuiKey_LeftBracket)) dir = -1;
+    if ((ctrl && ImGui::IsKeyPressed(ImGuiKey_DownArrow)) || ImGui::IsKeyPressed(ImGuiKey_RightBracket))
+        dir = 1;
+    if ((ctrl && ImGui::IsKeyPressed(ImGuiKey_UpArrow)) || ImGui::IsKeyPressed(ImGuiKey_LeftBracket))
+        dir = -1;
     if (!dir) return;
     // Order: Overview, then modules in sidebar order.
     std::vector<const Experiment*> order{nullptr};
@@ -112,7 +114,8 @@ void App::draw_sidebar(float width) {
             select(e);
         }
         if (sel) ImGui::PopStyleColor();
-        if (e && ImGui::IsItemHovered(ImGuiHoveredFlags_DelayNormal)) tooltip_wrapped(e->title + "\n\n" + e->purpose);
+        if (e && ImGui::IsItemHovered(ImGuiHoveredFlags_DelayNormal))
+            tooltip_wrapped(e->title + "\n\n" + e->purpose);
         ImGui::PopID();
     };
     // Tight rows so that all fourteen modules and the footer fit a 800-pixel-high window.
@@ -135,7 +138,8 @@ void App::draw_sidebar(float width) {
 
     // Footer: theme, build, keyboard hint.
     const float footer_h = t.px(78);
-    if (ImGui::GetContentRegionAvail().y > footer_h) ImGui::SetCursorPosY(ImGui::GetWindowHeight() - footer_h);
+    if (ImGui::GetContentRegionAvail().y > footer_h)
+        ImGui::SetCursorPosY(ImGui::GetWindowHeight() - footer_h);
     ImGui::Separator();
     if (ImGui::SmallButton(dark ? "Light theme" : "Dark theme")) {
         dark = !dark;

@@ -36,14 +36,14 @@ static ImFont* add_font(const unsigned char* data, size_t size, float px) {
     if (ranges.empty()) {
         ImFontGlyphRangesBuilder b;
         b.AddRanges(ImGui::GetIO().Fonts->GetGlyphRangesDefault());  // Basic Latin + Latin-1
-        static const ImWchar extra[] = {0x0370, 0x03FF,   // Greek (alpha, beta, Delta)
-                                        0x2000, 0x206F,   // punctuation: dashes, quotes, ellipsis
-                                        0x2070, 0x209F,   // super/subscripts
-                                        0x2190, 0x21FF,   // arrows
-                                        0x2200, 0x22FF,   // math operators
-                                        0x2500, 0x257F,   // box drawing
-                                        0x25A0, 0x25FF,   // geometric shapes
-                                        0x2713, 0x2717,   // check marks
+        static const ImWchar extra[] = {0x0370, 0x03FF,              // Greek (alpha, beta, Delta)
+                                        0x2000, 0x206F,              // punctuation: dashes, quotes, ellipsis
+                                        0x2070, 0x209F,              // super/subscripts
+                                        0x2190, 0x21FF,              // arrows
+                                        0x2200, 0x22FF,              // math operators
+                                        0x2500, 0x257F,              // box drawing
+                                        0x25A0, 0x25FF,              // geometric shapes
+                                        0x2713, 0x2717,              // check marks
                                         0};
         b.AddRanges(extra);
         b.BuildRanges(&ranges);
@@ -68,8 +68,9 @@ static void set_colors(bool dark) {
         t.good = IM_COL32(63, 185, 110, 255);
         t.bad = IM_COL32(240, 90, 90, 255);
         t.warn = IM_COL32(236, 178, 60, 255);
-        const ImU32 s[8] = {IM_COL32(94, 161, 255, 255), IM_COL32(255, 145, 77, 255), IM_COL32(98, 200, 130, 255),
-                            IM_COL32(221, 110, 200, 255), IM_COL32(240, 206, 90, 255), IM_COL32(120, 220, 230, 255),
+        const ImU32 s[8] = {IM_COL32(94, 161, 255, 255),  IM_COL32(255, 145, 77, 255),
+                            IM_COL32(98, 200, 130, 255),  IM_COL32(221, 110, 200, 255),
+                            IM_COL32(240, 206, 90, 255),  IM_COL32(120, 220, 230, 255),
                             IM_COL32(180, 140, 255, 255), IM_COL32(200, 200, 200, 255)};
         for (int i = 0; i < 8; ++i) t.series[i] = s[i];
     } else {
@@ -85,8 +86,9 @@ static void set_colors(bool dark) {
         t.good = IM_COL32(30, 150, 80, 255);
         t.bad = IM_COL32(210, 50, 50, 255);
         t.warn = IM_COL32(190, 130, 0, 255);
-        const ImU32 s[8] = {IM_COL32(30, 110, 230, 255), IM_COL32(230, 110, 30, 255), IM_COL32(40, 160, 80, 255),
-                            IM_COL32(190, 60, 170, 255), IM_COL32(190, 150, 0, 255), IM_COL32(0, 150, 170, 255),
+        const ImU32 s[8] = {IM_COL32(30, 110, 230, 255), IM_COL32(230, 110, 30, 255),
+                            IM_COL32(40, 160, 80, 255),  IM_COL32(190, 60, 170, 255),
+                            IM_COL32(190, 150, 0, 255),  IM_COL32(0, 150, 170, 255),
                             IM_COL32(120, 80, 220, 255), IM_COL32(110, 110, 110, 255)};
         for (int i = 0; i < 8; ++i) t.series[i] = s[i];
     }

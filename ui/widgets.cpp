@@ -55,7 +55,8 @@ void headline_card(const Scalar& s, float width) {
     const float pad = t.px(12);
     ImGui::PushFont(f.small);
     dl->PushClipRect(p0, ImVec2(p0.x + width - t.px(4), p0.y + h), true);
-    // The label wraps onto at most two lines; a longer one is cut with an ellipsis (full text in the tooltip).
+    // The label wraps onto at most two lines; a longer one is cut with an ellipsis (full text in the
+    // tooltip).
     const float wrap = width - 2 * pad;
     const std::string label = ellipsize(s.label, wrap, 2);
     dl->AddText(nullptr, 0, ImVec2(p0.x + pad, p0.y + t.px(8)), t.text_dim, label.c_str(), nullptr, wrap);
@@ -67,8 +68,8 @@ void headline_card(const Scalar& s, float width) {
     ImGui::PopFont();
     if (!unit.empty()) {
         ImGui::PushFont(f.body);
-        dl->AddText(ImVec2(p0.x + pad + vs.x + t.px(6), p0.y + h - ImGui::GetTextLineHeight() - t.px(13)), t.text_dim,
-                    unit.c_str());
+        dl->AddText(ImVec2(p0.x + pad + vs.x + t.px(6), p0.y + h - ImGui::GetTextLineHeight() - t.px(13)),
+                    t.text_dim, unit.c_str());
         ImGui::PopFont();
     }
     dl->PopClipRect();
@@ -84,7 +85,8 @@ void check_row(const Check& c) {
     const ImVec2 ws = ImGui::CalcTextSize(word);
     const ImVec2 p = ImGui::GetCursorScreenPos();
     const float lh = ImGui::GetFrameHeight();
-    const ImVec2 q0(p.x, p.y + (lh - ws.y) * 0.5f - t.px(2)), q1(p.x + ws.x + t.px(12), p.y + (lh + ws.y) * 0.5f + t.px(2));
+    const ImVec2 q0(p.x, p.y + (lh - ws.y) * 0.5f - t.px(2)),
+        q1(p.x + ws.x + t.px(12), p.y + (lh + ws.y) * 0.5f + t.px(2));
     const ImU32 col = c.passed ? t.good : t.bad;
     dl->AddRectFilled(q0, q1, with_alpha(col, 0.18f), t.px(8));
     dl->AddText(ImVec2(q0.x + t.px(6), q0.y + t.px(2)), col, word);
@@ -154,7 +156,8 @@ void legend_row(const std::vector<std::string>& names) {
     for (size_t c = 0; c < names.size(); ++c) {
         if (c) ImGui::SameLine(0, t.px(14));
         ImGui::ColorButton("##legend", ImGui::ColorConvertU32ToFloat4(series_color(int(c))),
-                           ImGuiColorEditFlags_NoTooltip | ImGuiColorEditFlags_NoBorder, ImVec2(t.px(10), t.px(10)));
+                           ImGuiColorEditFlags_NoTooltip | ImGuiColorEditFlags_NoBorder,
+                           ImVec2(t.px(10), t.px(10)));
         ImGui::SameLine(0, t.px(4));
         ImGui::TextUnformatted(names[c].c_str());
     }

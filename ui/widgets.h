@@ -10,7 +10,7 @@
 
 namespace k3::ui {
 
-void section_heading(const char* text);  // small dim caps-like heading with a rule
+void section_heading(const char* text);     // small dim caps-like heading with a rule
 void help_marker(const std::string& text);  // "(?)" with a wrapped tooltip
 void tooltip_wrapped(const std::string& text);
 // A card with a label, a big value and a unit; `width` in device pixels.

@@ -12,22 +12,22 @@ inline double now_ms() {
 
 // A point in time that work slices check ("keep going until the deadline").
 class Deadline {
-public:
+  public:
     explicit Deadline(double budget_ms) : end_(now_ms() + budget_ms) {}
     bool passed() const { return now_ms() >= end_; }
     double remaining_ms() const { return end_ - now_ms(); }
 
-private:
+  private:
     double end_;
 };
 
 class Stopwatch {
-public:
+  public:
     Stopwatch() : t0_(now_ms()) {}
     double ms() const { return now_ms() - t0_; }
     void restart() { t0_ = now_ms(); }
 
-private:
+  private:
     double t0_;
 };
 

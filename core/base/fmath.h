@@ -15,10 +15,26 @@
 namespace k3 {
 
 namespace fm_detail {
-inline float bits_to_float(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
-inline uint32_t float_to_bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
-inline double bits_to_double(uint64_t u) { double d; std::memcpy(&d, &u, 8); return d; }
-inline uint64_t double_to_bits(double d) { uint64_t u; std::memcpy(&u, &d, 8); return u; }
+inline float bits_to_float(uint32_t u) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+}
+inline uint32_t float_to_bits(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+}
+inline double bits_to_double(uint64_t u) {
+    double d;
+    std::memcpy(&d, &u, 8);
+    return d;
+}
+inline uint64_t double_to_bits(double d) {
+    uint64_t u;
+    std::memcpy(&u, &d, 8);
+    return u;
+}
 // 2^n for n in the normal exponent range.
 inline float pow2f(int n) { return bits_to_float(uint32_t(n + 127) << 23); }
 inline double pow2d(int n) { return bits_to_double(uint64_t(n + 1023) << 52); }
@@ -55,11 +71,20 @@ inline double exp_f64(double x) {
     if (x < -745.1332191019412) return 0.0;
     const double n = std::floor(x * 1.4426950408889634074 + 0.5);
     const double r = (x - n * 6.93147180369123816490e-01) - n * 1.90821492927058770002e-10;
-    static constexpr double c[] = {1.0 / 6227020800.0, 1.0 / 479001600.0, 1.0 / 39916800.0,
-                                   1.0 / 3628800.0,    1.0 / 362880.0,    1.0 / 40320.0,
-                                   1.0 / 5040.0,       1.0 / 720.0,       1.0 / 120.0,
-                                   1.0 / 24.0,         1.0 / 6.0,         0.5,
-                                   1.0,                1.0};
+    static constexpr double c[] = {1.0 / 6227020800.0,
+                                   1.0 / 479001600.0,
+                                   1.0 / 39916800.0,
+                                   1.0 / 3628800.0,
+                                   1.0 / 362880.0,
+                                   1.0 / 40320.0,
+                                   1.0 / 5040.0,
+                                   1.0 / 720.0,
+                                   1.0 / 120.0,
+                                   1.0 / 24.0,
+                                   1.0 / 6.0,
+                                   0.5,
+                                   1.0,
+                                   1.0};
     double p = c[0];
     for (int i = 1; i < 14; ++i) p = p * r + c[i];
     const int ni = int(n);
@@ -74,12 +99,18 @@ inline float log_f32(float x) {
     if (x == 0.0f) return -std::numeric_limits<float>::infinity();
     if (x == std::numeric_limits<float>::infinity()) return x;
     int e = 0;
-    if (x < 1.17549435e-38f) { x *= 16777216.0f; e = -24; }  // subnormal: scale into normal range
+    if (x < 1.17549435e-38f) {
+        x *= 16777216.0f;
+        e = -24;
+    }  // subnormal: scale into normal range
     uint32_t u = fm_detail::float_to_bits(x);
     e += int(u >> 23) - 127;
     u = (u & 0x007fffffu) | 0x3f800000u;  // m in [1, 2)
     float m = fm_detail::bits_to_float(u);
-    if (m > 1.41421356f) { m *= 0.5f; e += 1; }
+    if (m > 1.41421356f) {
+        m *= 0.5f;
+        e += 1;
+    }
     const float s = (m - 1.0f) / (m + 1.0f);
     const float s2 = s * s;
     float p = 1.0f / 11.0f;
@@ -97,12 +128,18 @@ inline double log_f64(double x) {
     if (x == 0.0) return -std::numeric_limits<double>::infinity();
     if (x == std::numeric_limits<double>::infinity()) return x;
     int e = 0;
-    if (x < 2.2250738585072014e-308) { x *= 18014398509481984.0; e = -54; }
+    if (x < 2.2250738585072014e-308) {
+        x *= 18014398509481984.0;
+        e = -54;
+    }
     uint64_t u = fm_detail::double_to_bits(x);
     e += int(u >> 52) - 1023;
     u = (u & 0x000fffffffffffffull) | 0x3ff0000000000000ull;
     double m = fm_detail::bits_to_double(u);
-    if (m > 1.4142135623730951) { m *= 0.5; e += 1; }
+    if (m > 1.4142135623730951) {
+        m *= 0.5;
+        e += 1;
+    }
     const double s = (m - 1.0) / (m + 1.0);
     const double s2 = s * s;
     double p = 1.0 / 23.0;

@@ -9,7 +9,7 @@
 namespace k3 {
 
 class JsonWriter {
-public:
+  public:
     explicit JsonWriter(bool pretty = false) : pretty_(pretty) {}
     JsonWriter& begin_object();
     JsonWriter& end_object();
@@ -31,7 +31,7 @@ public:
     const std::string& str() const { return out_; }
     std::string take() { return std::move(out_); }
 
-private:
+  private:
     void before_value();
     void newline();
     std::string out_;

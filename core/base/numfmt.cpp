@@ -105,7 +105,11 @@ std::string format_bytes(double b) {
     if (u == 0)
         std::snprintf(buf, sizeof buf, "%.0f B", b);
     else
-        std::snprintf(buf, sizeof buf, "%s%.*f %s", b < 0 ? "-" : "", a >= 1000 ? 0 : a >= 100 ? 1 : 2, a, units[u]);
+        std::snprintf(buf, sizeof buf, "%s%.*f %s", b < 0 ? "-" : "",
+                      a >= 1000  ? 0
+                      : a >= 100 ? 1
+                                 : 2,
+                      a, units[u]);
     return buf;
 }
 

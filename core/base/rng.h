@@ -20,16 +20,16 @@ inline uint64_t splitmix64(uint64_t& state) {
 inline uint64_t mix64(uint64_t x) { return splitmix64(x); }
 
 class Rng {
-public:
+  public:
     explicit Rng(uint64_t seed = 0x6b33u);
-    uint64_t next();                      // 64 uniform bits
-    double uniform();                     // [0, 1), 53 bits
-    float uniform_f();                    // [0, 1), 24 bits
+    uint64_t next();                       // 64 uniform bits
+    double uniform();                      // [0, 1), 53 bits
+    float uniform_f();                     // [0, 1), 24 bits
     double uniform(double lo, double hi);  // [lo, hi)
-    uint64_t below(uint64_t n);           // uniform integer in [0, n), n > 0, unbiased
-    double normal();                      // N(0, 1), Marsaglia polar method
+    uint64_t below(uint64_t n);            // uniform integer in [0, n), n > 0, unbiased
+    double normal();                       // N(0, 1), Marsaglia polar method
     double normal(double mean, double sd) { return mean + sd * normal(); }
-    double exponential(double rate);      // mean 1/rate
+    double exponential(double rate);  // mean 1/rate
     double lognormal(double mu, double sigma);
     bool bernoulli(double p) { return uniform() < p; }
     // Fill with N(0, sd) floats or U(lo, hi) floats.
@@ -54,7 +54,7 @@ public:
         return r;
     }
 
-private:
+  private:
     uint64_t s_[4];
     double spare_ = 0.0;
     bool has_spare_ = false;

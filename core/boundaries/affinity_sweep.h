@@ -42,11 +42,13 @@ class AffinitySweep {
     const FleetSim& run(size_t i) const { return *runs_[i]; }
 
   private:
-    size_t index(size_t ix, size_t iy, bool affinity) const { return (ix * c_.load.size() + iy) * 2 + affinity; }
+    size_t index(size_t ix, size_t iy, bool affinity) const {
+        return (ix * c_.load.size() + iy) * 2 + affinity;
+    }
     AffinitySweepConfig c_;
     double capacity_ = 0;
     std::vector<std::unique_ptr<FleetSim>> runs_;  // in index() order
-    std::shared_ptr<const Workload> workload_;      // of the column being run
+    std::shared_ptr<const Workload> workload_;     // of the column being run
     size_t next_ = 0;
 };
 

@@ -11,13 +11,16 @@
 
 namespace k3::boundaries {
 
-double memory_rent(double bytes, double seconds, const Hardware& hw) { return bytes * seconds / hw.mem_bytes; }
+double memory_rent(double bytes, double seconds, const Hardware& hw) {
+    return bytes * seconds / hw.mem_bytes;
+}
 
 double copy_seconds(double bytes, const Hardware& hw, const Efficiency& eff) {
     return work_cost(0, 2 * bytes, hw, eff).seconds;
 }
 
-double recompute_seconds_per_token(const ModelConfig& c, const Hardware& hw, double context, const Efficiency& eff) {
+double recompute_seconds_per_token(const ModelConfig& c, const Hardware& hw, double context,
+                                   const Efficiency& eff) {
     return work_cost(flops_per_token(c, context), 0, hw, eff).seconds;
 }
 
@@ -81,16 +84,16 @@ ReplayVsSnapshots replay_vs_snapshots(const ModelConfig& c, const Hardware& hw, 
 
 // ---- 4 ----
 
-CpPrefill cp_prefill(const ModelConfig& c, const Hardware& hw, const Link& link, int tokens_per_rank, int ranks,
-                     const Efficiency& eff, int chunk) {
+CpPrefill cp_prefill(const ModelConfig& c, const Hardware& hw, const Link& link, int tokens_per_rank,
+                     int ranks, const Efficiency& eff, int chunk) {
     const double n = double(tokens_per_rank), T = n * double(ranks);
     CpPrefill r;
     r.single_s = prefill_cost(c, hw, T, 0, eff).seconds;
     r.rank_s = prefill_cost(c, hw, n, T - n, eff).seconds;
     if (ranks == 1) return r;
     const kda::Shape s{c.lin_heads, c.lin_v_heads, c.head_k, c.head_v};
-    const cp::CpCost k = cp::cp_cost(cp::Variant::kda, s, std::vector<int>(size_t(ranks), tokens_per_rank), chunk,
-                                     cp::Combiner::scan, cp::Fixup::rerun);
+    const cp::CpCost k = cp::cp_cost(cp::Variant::kda, s, std::vector<int>(size_t(ranks), tokens_per_rank),
+                                     chunk, cp::Combiner::scan, cp::Fixup::rerun);
     // Multiply-adds beyond running its own slice (which prefill_cost counts), two FLOPs each.
     const double extra = k.critical() - cp::run_work(cp::Variant::kda, s, tokens_per_rank, chunk);
     const double L = double(c.n_linear());
@@ -102,15 +105,15 @@ CpPrefill cp_prefill(const ModelConfig& c, const Hardware& hw, const Link& link,
 
 // ---- 5 ----
 
-MoveVsRecompute move_vs_recompute(const ModelConfig& c, const Hardware& hw, double link_bytes_per_s, double context,
-                                  double checkpoint_distance, const Efficiency& eff,
+MoveVsRecompute move_vs_recompute(const ModelConfig& c, const Hardware& hw, double link_bytes_per_s,
+                                  double context, double checkpoint_distance, const Efficiency& eff,
                                   lifecycle::RecomputeRegime regime) {
     using lifecycle::MigrationStrategy;
     const Link link{"", "", link_bytes_per_s};
     MoveVsRecompute m;
     const bool checkpoint = checkpoint_distance >= 0 && checkpoint_distance < std::floor(context);
-    m.costs = lifecycle::migration_costs(c, {context, checkpoint ? checkpoint_distance : context}, link, hw, eff,
-                                         regime);
+    m.costs = lifecycle::migration_costs(c, {context, checkpoint ? checkpoint_distance : context}, link, hw,
+                                         eff, regime);
     const auto& all = m.costs[MigrationStrategy::move_all];
     const auto& kv = m.costs[MigrationStrategy::move_kv];
     // As MigrationCosts::fastest: least time, then fewer bytes.

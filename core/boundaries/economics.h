@@ -26,7 +26,8 @@ double copy_seconds(double bytes, const Hardware& hw, const Efficiency& eff = {}
 double recompute_seconds_per_token(const ModelConfig& c, const Hardware& hw, double context,
                                    const Efficiency& eff = {});
 // Writing one state checkpoint (a copy of the running state) and holding it for residence_s.
-double checkpoint_cost(const ModelConfig& c, const Hardware& hw, double residence_s, const Efficiency& eff = {});
+double checkpoint_cost(const ModelConfig& c, const Hardware& hw, double residence_s,
+                       const Efficiency& eff = {});
 
 // ---- 1. prefix caching with a checkpoint at the prefix end ----
 // Caching a finished request's prefix of P tokens: its attention KV and one state checkpoint at P, held
@@ -48,8 +49,8 @@ PrefixCacheValue prefix_cache_value(const ModelConfig& c, const Hardware& hw, do
 // recomputed (at `context` tokens of history on average) and `more_checkpoints` more states are written
 // and held for residence_s.
 struct Densify {
-    double saved = 0;  // GPU s of recompute avoided
-    double cost = 0;   // GPU s of the extra checkpoints (checkpoint_cost each)
+    double saved = 0;                            // GPU s of recompute avoided
+    double cost = 0;                             // GPU s of the extra checkpoints (checkpoint_cost each)
     double net() const { return saved - cost; }  // negative: the denser interval does not pay
 };
 Densify densify(const ModelConfig& c, const Hardware& hw, double fewer_recomputed, double more_checkpoints,
@@ -62,10 +63,10 @@ Densify densify(const ModelConfig& c, const Hardware& hw, double fewer_recompute
 // is read, the kept tokens' records are replayed through the recurrent step and the state is written
 // back. Both hold their rollback storage for one decode step of step_s.
 struct ReplayVsSnapshots {
-    double kept = 0;                                // expected tokens kept: 1 + a + ... + a^(N-1)
-    double snapshot_bytes = 0, replay_bytes = 0;    // held: (N + 1) snapshots; one state + N records
-    double snapshot_work = 0, replay_work = 0;      // GPU s of the HBM traffic and replay compute
-    double snapshot_rent = 0, replay_rent = 0;      // GPU s of holding the bytes for step_s
+    double kept = 0;                              // expected tokens kept: 1 + a + ... + a^(N-1)
+    double snapshot_bytes = 0, replay_bytes = 0;  // held: (N + 1) snapshots; one state + N records
+    double snapshot_work = 0, replay_work = 0;    // GPU s of the HBM traffic and replay compute
+    double snapshot_rent = 0, replay_rent = 0;    // GPU s of holding the bytes for step_s
     double snapshot_total() const { return snapshot_work + snapshot_rent; }
     double replay_total() const { return replay_work + replay_rent; }
     double net() const { return snapshot_total() - replay_total(); }  // > 0: replay pays
@@ -82,17 +83,17 @@ ReplayVsSnapshots replay_vs_snapshots(const ModelConfig& c, const Hardware& hw, 
 // linear layers made exact by the affine scan with the rerun fix-up, against the whole prompt on one
 // rank. Seconds; each rank is one device of the preset.
 struct CpPrefill {
-    double single_s = 0;          // prefill_cost of all R n tokens on one rank
-    double rank_s = 0;            // the last rank: its n tokens after (R - 1) n (its attention sees them all)
-    double scan_s = 0;            // its extra linear-layer work: local map and compositions (cp_cost)
-    double map_exchange_s = 0;    // the scan's maps it sends, every linear layer, over the link
-    double kv_exchange_s = 0;     // attention KV of the earlier tokens it receives (not overlapped)
+    double single_s = 0;        // prefill_cost of all R n tokens on one rank
+    double rank_s = 0;          // the last rank: its n tokens after (R - 1) n (its attention sees them all)
+    double scan_s = 0;          // its extra linear-layer work: local map and compositions (cp_cost)
+    double map_exchange_s = 0;  // the scan's maps it sends, every linear layer, over the link
+    double kv_exchange_s = 0;   // attention KV of the earlier tokens it receives (not overlapped)
     double cp_s() const { return rank_s + scan_s + map_exchange_s + kv_exchange_s; }
     double speedup() const { return single_s / cp_s(); }
 };
 // ranks >= 1, ranks x tokens_per_rank < 2^31. One rank runs its slice directly: speedup exactly 1.
-CpPrefill cp_prefill(const ModelConfig& c, const Hardware& hw, const Link& link, int tokens_per_rank, int ranks,
-                     const Efficiency& eff = {}, int chunk = 64);
+CpPrefill cp_prefill(const ModelConfig& c, const Hardware& hw, const Link& link, int tokens_per_rank,
+                     int ranks, const Efficiency& eff = {}, int chunk = 64);
 
 // ---- 5. moving a request against recomputing it ----
 // checkpoint_distance: tokens back to a state checkpoint of the request that the destination holds; then
@@ -104,8 +105,8 @@ struct MoveVsRecompute {
     double recompute_s = 0, best_move_s = 0;
     double advantage() const { return recompute_s / best_move_s; }  // > 1: moving pays
 };
-MoveVsRecompute move_vs_recompute(const ModelConfig& c, const Hardware& hw, double link_bytes_per_s, double context,
-                                  double checkpoint_distance, const Efficiency& eff = {},
+MoveVsRecompute move_vs_recompute(const ModelConfig& c, const Hardware& hw, double link_bytes_per_s,
+                                  double context, double checkpoint_distance, const Efficiency& eff = {},
                                   lifecycle::RecomputeRegime regime = lifecycle::RecomputeRegime::in_batch);
 
 }  // namespace k3::boundaries

@@ -37,8 +37,8 @@ namespace {
 bool pays(double y) { return y >= 0; }
 
 template <class Mid>
-std::optional<SignChange> scan_then_bisect(const std::function<double(double)>& f, const std::vector<double>& xs,
-                                           Mid mid) {
+std::optional<SignChange> scan_then_bisect(const std::function<double(double)>& f,
+                                           const std::vector<double>& xs, Mid mid) {
     if (xs.empty()) return std::nullopt;
     const bool first = pays(f(xs[0]));
     for (size_t i = 1; i < xs.size(); ++i) {
@@ -56,8 +56,8 @@ std::optional<SignChange> scan_then_bisect(const std::function<double(double)>& 
 
 }  // namespace
 
-std::optional<SignChange> first_sign_change(const std::function<double(double)>& f, double lo, double hi, bool log,
-                                            int samples) {
+std::optional<SignChange> first_sign_change(const std::function<double(double)>& f, double lo, double hi,
+                                            bool log, int samples) {
     const std::vector<double> xs = log ? log_axis(lo, hi, samples) : linear_axis(lo, hi, samples);
     return scan_then_bisect(f, xs, [log](double a, double b) -> std::optional<double> {
         if (b - a <= 1e-9 * std::max(std::abs(a), std::abs(b))) return std::nullopt;

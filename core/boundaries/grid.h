@@ -20,8 +20,8 @@ struct SignChange {
     double x = 0;  // the boundary (the first point on the new side, within the bisection width)
     bool pays_above = true;
 };
-std::optional<SignChange> first_sign_change(const std::function<double(double)>& f, double lo, double hi, bool log,
-                                            int samples = 200);
+std::optional<SignChange> first_sign_change(const std::function<double(double)>& f, double lo, double hi,
+                                            bool log, int samples = 200);
 // The same over integers: the first integer on the new side (exact).
 std::optional<SignChange> first_sign_change_int(const std::function<double(double)>& f, double lo, double hi,
                                                 int samples = 200);

@@ -119,8 +119,7 @@ std::vector<bool> retention_keep(const CheckpointPolicy& p, const std::vector<Ra
             keep = chosen;
             break;
         }
-        default:
-            break;
+        default: break;
     }
     return keep;
 }

@@ -7,14 +7,10 @@ namespace k3 {
 
 const char* checkpoint_kind_name(CheckpointKind k) {
     switch (k) {
-        case CheckpointKind::interval:
-            return "interval";
-        case CheckpointKind::end:
-            return "end";
-        case CheckpointKind::junction:
-            return "junction";
-        case CheckpointKind::external:
-            return "external";
+        case CheckpointKind::interval: return "interval";
+        case CheckpointKind::end: return "end";
+        case CheckpointKind::junction: return "junction";
+        case CheckpointKind::external: return "external";
     }
     return "?";
 }

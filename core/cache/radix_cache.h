@@ -89,7 +89,7 @@ struct Match {
 struct Lease {
     Match match;
     uint32_t checkpoint = UINT32_MAX;  // borrowed checkpoint (UINT32_MAX: none)
-    CheckpointRef state;                    // its payload, to copy into the request's working state
+    CheckpointRef state;               // its payload, to copy into the request's working state
     bool active = false;
 };
 
@@ -118,7 +118,7 @@ struct CacheStats {
     uint64_t kv_tokens_evicted = 0;  // by capacity / evict_kv / state eviction of leaves
     uint64_t nodes_removed = 0;
     uint64_t splits = 0;
-    uint64_t checkpoints_used = 0;   // checkpoints that at least one lease resumed from
+    uint64_t checkpoints_used = 0;  // checkpoints that at least one lease resumed from
     uint64_t peak_states = 0, peak_kv_tokens = 0, peak_state_bytes = 0;
 };
 

@@ -24,13 +24,10 @@ std::optional<StateCodec> parse_state_codec(std::string_view s) {
 
 uint64_t encoded_bytes(StateCodec c, uint64_t rows, uint64_t cols) {
     switch (c) {
-        case StateCodec::fp32:
-            return rows * cols * 4;
+        case StateCodec::fp32: return rows * cols * 4;
         case StateCodec::bf16:
-        case StateCodec::fp16:
-            return rows * cols * 2;
-        case StateCodec::int8:
-            return rows * cols + rows * 4;
+        case StateCodec::fp16: return rows * cols * 2;
+        case StateCodec::int8: return rows * cols + rows * 4;
     }
     return 0;
 }
@@ -149,28 +146,20 @@ void decode_state(StateCodec c, const uint8_t* in, size_t rows, size_t cols, flo
 double codec_error_bound(StateCodec c, double x, double row_max) {
     const double a = std::fabs(x);
     switch (c) {
-        case StateCodec::fp32:
-            return 0;
-        case StateCodec::bf16:
-            return 0x1p-8 * a + 0x1p-134;
-        case StateCodec::fp16:
-            return a <= 65504.0 ? 0x1p-11 * a + 0x1p-25 : a - 65504.0;
-        case StateCodec::int8:
-            return row_max / 127.0 * 0.5 * (1.0 + 0x1p-13);
+        case StateCodec::fp32: return 0;
+        case StateCodec::bf16: return 0x1p-8 * a + 0x1p-134;
+        case StateCodec::fp16: return a <= 65504.0 ? 0x1p-11 * a + 0x1p-25 : a - 65504.0;
+        case StateCodec::int8: return row_max / 127.0 * 0.5 * (1.0 + 0x1p-13);
     }
     return 0;
 }
 
 const char* codec_bound_text(StateCodec c) {
     switch (c) {
-        case StateCodec::fp32:
-            return "exact";
-        case StateCodec::bf16:
-            return "2^-8 |x| + 2^-134";
-        case StateCodec::fp16:
-            return "2^-11 |x| + 2^-25 (|x| <= 65504; saturates beyond)";
-        case StateCodec::int8:
-            return "max|row| / 254 x (1 + 2^-13)";
+        case StateCodec::fp32: return "exact";
+        case StateCodec::bf16: return "2^-8 |x| + 2^-134";
+        case StateCodec::fp16: return "2^-11 |x| + 2^-25 (|x| <= 65504; saturates beyond)";
+        case StateCodec::int8: return "max|row| / 254 x (1 + 2^-13)";
     }
     return "";
 }

@@ -22,7 +22,7 @@ struct BenchResult {
 
 struct BenchContext {
     std::vector<BenchResult> results;
-    std::string arch;   // SIMD architecture name; set by the benchmark if it knows better
+    std::string arch;    // SIMD architecture name; set by the benchmark if it knows better
     bool quick = false;  // --quick: fewer repetitions (used by the tests to smoke-test benches)
     void add(BenchResult r) { results.push_back(std::move(r)); }
 };
@@ -33,6 +33,7 @@ struct BenchRegistrar {
     BenchRegistrar(const char* name, const char* help, BenchFn fn);
 };
 
-#define K3_REGISTER_BENCH(name, help, fn) static const ::k3::cli::BenchRegistrar k3_bench_registrar_##fn(name, help, fn)
+#define K3_REGISTER_BENCH(name, help, fn) \
+    static const ::k3::cli::BenchRegistrar k3_bench_registrar_##fn(name, help, fn)
 
 }  // namespace k3::cli

@@ -17,8 +17,8 @@
 
 #include <ctime>
 
-#include "core/base/stats.h"
 #include "core/base/clock.h"
+#include "core/base/stats.h"
 #include "core/cli/bench.h"
 #include "core/kda/chunked.h"
 #include "core/kda/inputs.h"
@@ -94,18 +94,19 @@ void bench_kda(BenchContext& ctx) {
         Layer* L = &layers[H];
         for (Impl impl : impls) {
             // Decode: steps over a cycle of 64 distinct tokens until the time is up; the state carries on.
-            vars.push_back({std::string("decode/recurrent/") + impl_name(impl), H, 1, 0, [L, impl, scale, decode_ms] {
-                                const Deadline dl(decode_ms);
-                                long n = 0;
-                                do {
-                                    for (int r = 0; r < 8; ++r, ++n) {
-                                        const Tokens t = L->x.view().slice(L->s, int(n % 64), 1);
-                                        recurrent_step(L->s, L->S.data(), t.q, t.k, t.v, t.g, t.beta, scale,
-                                                       L->o.data(), impl);
-                                    }
-                                } while (!dl.passed());
-                                return double(n) * L->s.HV;
-                            }});
+            vars.push_back(
+                {std::string("decode/recurrent/") + impl_name(impl), H, 1, 0, [L, impl, scale, decode_ms] {
+                     const Deadline dl(decode_ms);
+                     long n = 0;
+                     do {
+                         for (int r = 0; r < 8; ++r, ++n) {
+                             const Tokens t = L->x.view().slice(L->s, int(n % 64), 1);
+                             recurrent_step(L->s, L->S.data(), t.q, t.k, t.v, t.g, t.beta, scale, L->o.data(),
+                                            impl);
+                         }
+                     } while (!dl.passed());
+                     return double(n) * L->s.HV;
+                 }});
             if (impl == Impl::simd)  // the same steps, each on the next of n_many states
                 vars.push_back({"decode/recurrent/simd/state-in-memory", H, 1, 0, [L, scale, decode_ms] {
                                     const Deadline dl(decode_ms);
@@ -113,25 +114,28 @@ void bench_kda(BenchContext& ctx) {
                                     do {
                                         for (int r = 0; r < 8; ++r, ++n) {
                                             const Tokens t = L->x.view().slice(L->s, int(n % 64), 1);
-                                            float* S = L->many.data() + size_t(n % L->n_many) * L->s.state_floats();
-                                            recurrent_step(L->s, S, t.q, t.k, t.v, t.g, t.beta, scale, L->o.data(),
-                                                           Impl::simd);
+                                            float* S =
+                                                L->many.data() + size_t(n % L->n_many) * L->s.state_floats();
+                                            recurrent_step(L->s, S, t.q, t.k, t.v, t.g, t.beta, scale,
+                                                           L->o.data(), Impl::simd);
                                         }
                                     } while (!dl.passed());
                                     return double(n) * L->s.HV;
                                 }});
             // Prefill of Tpre tokens from the same start state: chunked, and token by token.
             for (int C : impl == Impl::simd ? std::vector<int>{16, 32, 64} : std::vector<int>{64})
-                vars.push_back({std::string("prefill/chunked/") + impl_name(impl), H, Tpre, C, [L, impl, scale, C] {
-                                    std::memcpy(L->S.data(), L->S0.data(), L->S0.size() * 4);
-                                    chunked(L->s, L->S.data(), L->x.view(), scale, C, L->o.data(), impl);
-                                    return double(L->x.T) * L->s.HV;
-                                }});
-            vars.push_back({std::string("prefill/recurrent/") + impl_name(impl), H, Tpre, 1, [L, impl, scale] {
-                                std::memcpy(L->S.data(), L->S0.data(), L->S0.size() * 4);
-                                recurrent(L->s, L->S.data(), L->x.view(), scale, L->o.data(), impl);
-                                return double(L->x.T) * L->s.HV;
-                            }});
+                vars.push_back(
+                    {std::string("prefill/chunked/") + impl_name(impl), H, Tpre, C, [L, impl, scale, C] {
+                         std::memcpy(L->S.data(), L->S0.data(), L->S0.size() * 4);
+                         chunked(L->s, L->S.data(), L->x.view(), scale, C, L->o.data(), impl);
+                         return double(L->x.T) * L->s.HV;
+                     }});
+            vars.push_back(
+                {std::string("prefill/recurrent/") + impl_name(impl), H, Tpre, 1, [L, impl, scale] {
+                     std::memcpy(L->S.data(), L->S0.data(), L->S0.size() * 4);
+                     recurrent(L->s, L->S.data(), L->x.view(), scale, L->o.data(), impl);
+                     return double(L->x.T) * L->s.HV;
+                 }});
         }
     }
     for (auto& v : vars) v.run();  // warm-up: page in buffers, settle the clock
@@ -148,9 +152,14 @@ void bench_kda(BenchContext& ctx) {
         return 0;
     };
     for (const auto& v : vars) {
-        BenchResult r{v.name, {{"H", v.H}, {"K", 128}, {"V", 128}}, {{"clock", "cpu"}}, median(v.rates), "head-tokens/s"};
+        BenchResult r{v.name,
+                      {{"H", v.H}, {"K", 128}, {"V", 128}},
+                      {{"clock", "cpu"}},
+                      median(v.rates),
+                      "head-tokens/s"};
         if (v.T > 1) r.params.push_back({"T", v.T});
-        if (v.name.find("state-in-memory") != std::string::npos) r.params.push_back({"states_mib", kManyBytes / 1048576});
+        if (v.name.find("state-in-memory") != std::string::npos)
+            r.params.push_back({"states_mib", kManyBytes / 1048576});
         if (v.name.rfind("prefill/chunked", 0) == 0) r.params.push_back({"C", v.C});
         r.params.push_back({"rounds", rounds});
         ctx.add(r);
@@ -167,7 +176,8 @@ void bench_kda(BenchContext& ctx) {
                   find("prefill/chunked/scalar", H, 64));
         }
         double best_chunked = 0;
-        for (int C : {16, 32, 64}) best_chunked = std::max(best_chunked, find("prefill/chunked/" + best, H, C));
+        for (int C : {16, 32, 64})
+            best_chunked = std::max(best_chunked, find("prefill/chunked/" + best, H, C));
         ratio("ratio/prefill_chunked_best_over_decode", best_chunked, find("decode/recurrent/" + best, H, 0));
         ratio("ratio/prefill_chunked64_over_decode", find("prefill/chunked/" + best, H, 64),
               find("decode/recurrent/" + best, H, 0));

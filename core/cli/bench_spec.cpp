@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "core/base/stats.h"
 #include "core/base/clock.h"
 #include "core/base/rng.h"
+#include "core/base/stats.h"
 #include "core/cli/bench.h"
 #include "core/kda/layout.h"
 #include "core/model/sampler.h"

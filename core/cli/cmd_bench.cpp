@@ -20,15 +20,20 @@ std::vector<Bench>& benches() {
 }
 }  // namespace
 
-BenchRegistrar::BenchRegistrar(const char* name, const char* help, BenchFn fn) { benches().push_back({name, help, fn}); }
+BenchRegistrar::BenchRegistrar(const char* name, const char* help, BenchFn fn) {
+    benches().push_back({name, help, fn});
+}
 
 static int cmd_bench(const Args& args) {
     std::string name;
     bool json = false, quick = false;
     for (const auto& a : args) {
-        if (a == "--json") json = true;
-        else if (a == "--quick") quick = true;
-        else if (!a.empty() && a[0] != '-' && name.empty()) name = a;
+        if (a == "--json")
+            json = true;
+        else if (a == "--quick")
+            quick = true;
+        else if (!a.empty() && a[0] != '-' && name.empty())
+            name = a;
         else {
             std::fprintf(stderr, "k3cli bench: bad argument '%s'\n", a.c_str());
             return 2;
@@ -62,7 +67,8 @@ static int cmd_bench(const Args& args) {
                 std::string ps;
                 for (const auto& [k, v] : r.params) ps += " " + k + "=" + format_number(v);
                 for (const auto& [k, v] : r.text_params) ps += " " + k + "=" + v;
-                std::printf("  %-40s %14s %-14s%s\n", r.name.c_str(), format_sig(r.value, 4).c_str(), r.unit.c_str(), ps.c_str());
+                std::printf("  %-40s %14s %-14s%s\n", r.name.c_str(), format_sig(r.value, 4).c_str(),
+                            r.unit.c_str(), ps.c_str());
             }
         }
         return 0;
@@ -71,6 +77,7 @@ static int cmd_bench(const Args& args) {
     return 2;
 }
 
-K3_REGISTER_COMMAND("bench", "NAME [--json] [--quick]", "run a benchmark (k3cli bench list shows them)", cmd_bench, 30);
+K3_REGISTER_COMMAND("bench", "NAME [--json] [--quick]", "run a benchmark (k3cli bench list shows them)",
+                    cmd_bench, 30);
 
 }  // namespace k3::cli

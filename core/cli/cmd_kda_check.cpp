@@ -94,7 +94,11 @@ int cmd_kda_check(const Args& args) {
     for (const auto& r : rows) failed |= !r.err.within();
     if (json) {
         JsonWriter w(true);
-        w.begin_object().field("build", K3_BUILD_NAME).field("arch", simd_arch()).key("results").begin_array();
+        w.begin_object()
+            .field("build", K3_BUILD_NAME)
+            .field("arch", simd_arch())
+            .key("results")
+            .begin_array();
         for (const auto& r : rows)
             w.begin_object()
                 .field("folder", r.folder)
@@ -108,8 +112,8 @@ int cmd_kda_check(const Args& args) {
         w.end_array().field("passed", !failed && !unreadable).end_object();
         std::printf("%s\n", w.str().c_str());
     } else {
-        std::printf("%-40s %-36s %12s %12s %12s  %s\n", "folder", "kernel", "max |diff|", "rel RMS", "tolerance",
-                    "result");
+        std::printf("%-40s %-36s %12s %12s %12s  %s\n", "folder", "kernel", "max |diff|", "rel RMS",
+                    "tolerance", "result");
         for (const auto& r : rows)
             std::printf("%-40s %-36s %12s %12s %12s  %s\n", r.folder.c_str(), r.kernel.c_str(),
                         format_sig(r.err.max_abs, 3).c_str(), format_sig(r.err.rel_rms(), 3).c_str(),
@@ -121,8 +125,9 @@ int cmd_kda_check(const Args& args) {
 
 }  // namespace
 
-K3_REGISTER_COMMAND("kda-check", "DIR... [--chunk C] [--json]",
-                    "check the KDA kernels against golden vectors (meta.txt + .f32 files, see tests/data/golden/kda)",
-                    cmd_kda_check, 40);
+K3_REGISTER_COMMAND(
+    "kda-check", "DIR... [--chunk C] [--json]",
+    "check the KDA kernels against golden vectors (meta.txt + .f32 files, see tests/data/golden/kda)",
+    cmd_kda_check, 40);
 
 }  // namespace k3::cli

@@ -29,27 +29,39 @@ static int cmd_list(const Args& args) {
         }
     }
     if (!json) {
-        for (const auto& e : experiments()) std::printf("%2d  %-14s %-22s %s\n", e.number, e.id.c_str(), e.component.c_str(), e.title.c_str());
+        for (const auto& e : experiments())
+            std::printf("%2d  %-14s %-22s %s\n", e.number, e.id.c_str(), e.component.c_str(),
+                        e.title.c_str());
         return 0;
     }
     JsonWriter w(true);
     w.begin_object().key("modules").begin_array();
     for (const auto& e : experiments()) {
         w.begin_object();
-        w.field("id", e.id).field("title", e.title).field("component", e.component).field("purpose", e.purpose);
+        w.field("id", e.id)
+            .field("title", e.title)
+            .field("component", e.component)
+            .field("purpose", e.purpose);
         w.key("params").begin_array();
         for (const auto& s : e.params) {
             w.begin_object();
-            w.field("key", s.key).field("label", s.label).field("unit", s.unit).field("kind", kind_name(s.kind));
+            w.field("key", s.key)
+                .field("label", s.label)
+                .field("unit", s.unit)
+                .field("kind", kind_name(s.kind));
             if (s.is_textual()) {
                 w.field("default", s.def_text);
                 w.key("choices").begin_array();
                 for (const auto& c : s.choices) w.value(c);
                 w.end_array();
             } else {
-                w.field("min", s.min).field("max", s.max).field("default", s.def).field("log_scale", s.log_scale);
+                w.field("min", s.min)
+                    .field("max", s.max)
+                    .field("default", s.def)
+                    .field("log_scale", s.log_scale);
             }
-            if (!s.active_key.empty()) w.key("active_when").begin_object().field(s.active_key, s.active_value).end_object();
+            if (!s.active_key.empty())
+                w.key("active_when").begin_object().field(s.active_key, s.active_value).end_object();
             w.field("help", s.help);
             w.end_object();
         }
@@ -61,6 +73,7 @@ static int cmd_list(const Args& args) {
     return 0;
 }
 
-K3_REGISTER_COMMAND("list", "[--json]", "list the modules (with --json: their parameter declarations)", cmd_list, 10);
+K3_REGISTER_COMMAND("list", "[--json]", "list the modules (with --json: their parameter declarations)",
+                    cmd_list, 10);
 
 }  // namespace k3::cli

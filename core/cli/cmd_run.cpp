@@ -43,7 +43,8 @@ static void print_text(const Experiment& e, const Report& r) {
         }
     }
     std::printf("\n");
-    for (const auto& c : r.checks) std::printf("  [%s] %s: %s\n", c.passed ? "pass" : "FAIL", c.name.c_str(), c.detail.c_str());
+    for (const auto& c : r.checks)
+        std::printf("  [%s] %s: %s\n", c.passed ? "pass" : "FAIL", c.name.c_str(), c.detail.c_str());
     for (const auto& n : r.notes) std::printf("  note: %s\n", n.c_str());
 }
 
@@ -62,12 +63,18 @@ static int cmd_run(const Args& args) {
     std::vector<std::pair<std::string, std::string>> kv;
     for (size_t i = 1; i < args.size(); ++i) {
         const std::string& a = args[i];
-        if (a == "--json") fmt = json;
-        else if (a == "--csv") fmt = csv;
-        else if (a == "--pretty") pretty = true;
-        else if (a.find('=') != std::string::npos && a[0] != '-') kv.emplace_back(a.substr(0, a.find('=')), a.substr(a.find('=') + 1));
+        if (a == "--json")
+            fmt = json;
+        else if (a == "--csv")
+            fmt = csv;
+        else if (a == "--pretty")
+            pretty = true;
+        else if (a.find('=') != std::string::npos && a[0] != '-')
+            kv.emplace_back(a.substr(0, a.find('=')), a.substr(a.find('=') + 1));
         else {
-            std::fprintf(stderr, "k3cli run: bad argument '%s' (expected key=value, --json, --csv or --pretty)\n", a.c_str());
+            std::fprintf(stderr,
+                         "k3cli run: bad argument '%s' (expected key=value, --json, --csv or --pretty)\n",
+                         a.c_str());
             return 2;
         }
     }
@@ -75,8 +82,8 @@ static int cmd_run(const Args& args) {
     for (const auto& issue : e->check(pp.params)) pp.issues.push_back(issue);
     bool bad = false;
     for (const auto& issue : pp.issues) {
-        std::fprintf(stderr, "k3cli run %s: %s: %s\n", e->id.c_str(), issue.level == ParamIssue::error ? "error" : "warning",
-                     issue.message.c_str());
+        std::fprintf(stderr, "k3cli run %s: %s: %s\n", e->id.c_str(),
+                     issue.level == ParamIssue::error ? "error" : "warning", issue.message.c_str());
         bad |= issue.level == ParamIssue::error;
     }
     if (bad) return 2;
@@ -89,7 +96,9 @@ static int cmd_run(const Args& args) {
         print_text(*e, r);
     if (!r.all_checks_passed()) {
         for (const auto& c : r.checks)
-            if (!c.passed) std::fprintf(stderr, "k3cli run %s: check failed: %s: %s\n", e->id.c_str(), c.name.c_str(), c.detail.c_str());
+            if (!c.passed)
+                std::fprintf(stderr, "k3cli run %s: check failed: %s: %s\n", e->id.c_str(), c.name.c_str(),
+                             c.detail.c_str());
         return 1;
     }
     return 0;

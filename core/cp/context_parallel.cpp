@@ -32,11 +32,12 @@ const char* fixup_id(Fixup f) { return f == Fixup::rerun ? "rerun" : "linear"; }
 std::string check_bounds(const Bounds& b, int T) {
     if (b.size() < 2) return "need at least one slice (two bounds)";
     if (b.front() != 0) return "the first bound must be 0, not " + std::to_string(b.front());
-    if (b.back() != T) return "the last bound must be T = " + std::to_string(T) + ", not " + std::to_string(b.back());
+    if (b.back() != T)
+        return "the last bound must be T = " + std::to_string(T) + ", not " + std::to_string(b.back());
     for (size_t r = 0; r + 1 < b.size(); ++r)
         if (b[r + 1] <= b[r])
-            return "slice " + std::to_string(r) + " [" + std::to_string(b[r]) + ", " + std::to_string(b[r + 1]) +
-                   ") is empty";
+            return "slice " + std::to_string(r) + " [" + std::to_string(b[r]) + ", " +
+                   std::to_string(b[r + 1]) + ") is empty";
     return {};
 }
 
@@ -57,8 +58,10 @@ Bounds uneven_bounds(int T, int R, int chunk, int short_len, uint64_t seed) {
     auto on_grid = [&](int x) { return chunk > 1 && x % chunk == 0; };
     for (int r = 1; r < R; ++r)
         if (on_grid(b[size_t(r)])) {
-            if (R >= 3 && (r == 1 || r == 2)) b[1] += 1, b[2] += 1;  // keep the short slice's length
-            else b[size_t(r)] += 1;
+            if (R >= 3 && (r == 1 || r == 2))
+                b[1] += 1, b[2] += 1;  // keep the short slice's length
+            else
+                b[size_t(r)] += 1;
         }
     for (int r = 1; r < R; ++r)
         if (on_grid(b[size_t(r)])) return even;
@@ -67,12 +70,13 @@ Bounds uneven_bounds(int T, int R, int chunk, int short_len, uint64_t seed) {
 
 std::vector<Tokens> split(const Shape& s, const Tokens& x, const Bounds& bounds) {
     std::vector<Tokens> out;
-    for (size_t r = 0; r + 1 < bounds.size(); ++r) out.push_back(x.slice(s, bounds[r], bounds[r + 1] - bounds[r]));
+    for (size_t r = 0; r + 1 < bounds.size(); ++r)
+        out.push_back(x.slice(s, bounds[r], bounds[r + 1] - bounds[r]));
     return out;
 }
 
-std::vector<RankMap> local_maps(Variant v, const Shape& s, const std::vector<Tokens>& slices, float scale, int C,
-                                bool outputs, Impl impl) {
+std::vector<RankMap> local_maps(Variant v, const Shape& s, const std::vector<Tokens>& slices, float scale,
+                                int C, bool outputs, Impl impl) {
     std::vector<RankMap> maps(slices.size());
     int t0 = 0;
     for (size_t r = 0; r < slices.size(); ++r) {
@@ -96,8 +100,8 @@ namespace {
 
 // S_in of every rank and the final state from the maps (step 2). For naive_sum the final state is the
 // sum; for the exact combiners it is left to the fix-up (the last rank's S_out).
-std::vector<FloatBuf> start_states(const Shape& s, const std::vector<RankMap>& maps, const float* S0, Combiner c,
-                                   FloatBuf* naive_final, Impl impl) {
+std::vector<FloatBuf> start_states(const Shape& s, const std::vector<RankMap>& maps, const float* S0,
+                                   Combiner c, FloatBuf* naive_final, Impl impl) {
     const size_t R = maps.size(), n = s.state_floats();
     std::vector<FloatBuf> S_in(R, FloatBuf(S0, S0 + n));
     switch (c) {
@@ -112,7 +116,8 @@ std::vector<FloatBuf> start_states(const Shape& s, const std::vector<RankMap>& m
         }
         case Combiner::serial:
             for (size_t r = 0; r + 1 < R; ++r)
-                kda::affine_apply(s, maps[r].M.data(), maps[r].B.data(), S_in[r].data(), S_in[r + 1].data(), impl);
+                kda::affine_apply(s, maps[r].M.data(), maps[r].B.data(), S_in[r].data(), S_in[r + 1].data(),
+                                  impl);
             break;
         case Combiner::scan: {
             // Hillis-Steele: after the round with offset d, P[r] = map_r ∘ ... ∘ map_{max(0, r-2d+1)}.
@@ -132,8 +137,9 @@ std::vector<FloatBuf> start_states(const Shape& s, const std::vector<RankMap>& m
 
 }  // namespace
 
-CpResult combine(Variant v, const Shape& s, const std::vector<Tokens>& slices, const std::vector<RankMap>& maps,
-                 const float* S0, float scale, int C, Combiner c, Fixup f, Impl impl) {
+CpResult combine(Variant v, const Shape& s, const std::vector<Tokens>& slices,
+                 const std::vector<RankMap>& maps, const float* S0, float scale, int C, Combiner c, Fixup f,
+                 Impl impl) {
     CpResult out;
     FloatBuf naive_final;
     out.S_in = start_states(s, maps, S0, c, &naive_final, impl);

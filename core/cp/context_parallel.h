@@ -55,18 +55,19 @@ struct RankMap {
     FloatBuf eo;    // [T][HV][K]  output sensitivities    } needs them, the rerun does not
 };
 // Step 1 for every rank (independent: each could run on its own device).
-std::vector<RankMap> local_maps(Variant v, const Shape& s, const std::vector<Tokens>& slices, float scale, int C,
-                                bool outputs, Impl impl = Impl::simd);
+std::vector<RankMap> local_maps(Variant v, const Shape& s, const std::vector<Tokens>& slices, float scale,
+                                int C, bool outputs, Impl impl = Impl::simd);
 
 struct CpResult {
-    FloatBuf o;                // [T][HV][V], every rank's outputs in order
-    FloatBuf S;                // final state [HV][K][V]
+    FloatBuf o;                  // [T][HV][V], every rank's outputs in order
+    FloatBuf S;                  // final state [HV][K][V]
     std::vector<FloatBuf> S_in;  // start state of every rank
 };
 
 // Steps 2 and 3 from the local maps. slices[r] are the ranks' inputs (used by the rerun fix-up).
-CpResult combine(Variant v, const Shape& s, const std::vector<Tokens>& slices, const std::vector<RankMap>& maps,
-                 const float* S0, float scale, int C, Combiner c, Fixup f, Impl impl = Impl::simd);
+CpResult combine(Variant v, const Shape& s, const std::vector<Tokens>& slices,
+                 const std::vector<RankMap>& maps, const float* S0, float scale, int C, Combiner c, Fixup f,
+                 Impl impl = Impl::simd);
 
 // Everything for one contiguous sequence x split at `bounds` (checked by the caller).
 CpResult context_parallel(Variant v, const Shape& s, const Tokens& x, const Bounds& bounds, const float* S0,

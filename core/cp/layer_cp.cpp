@@ -23,14 +23,14 @@ FloatBuf start_state(const KdaDims& d, const float* start) {
 
 }  // namespace
 
-LayerRun layer_single_rank(const model::KdaWeights& w, const KdaDims& d, const float* x, int T, const float* start,
-                           int chunk, Impl impl) {
+LayerRun layer_single_rank(const model::KdaWeights& w, const KdaDims& d, const float* x, int T,
+                           const float* start, int chunk, Impl impl) {
     LayerRun r;
     r.state = start_state(d, start);
     r.out.assign(size_t(T) * d.d_model, 0.0f);
     KdaActs a;
-    model::kda_forward(w, d, KdaState::at(d, r.state.data()), x, T, a, r.out.data(), model::CoreMode::chunked, chunk,
-                       impl);
+    model::kda_forward(w, d, KdaState::at(d, r.state.data()), x, T, a, r.out.data(), model::CoreMode::chunked,
+                       chunk, impl);
     const kda::Shape& s = d.s;
     append_rows(r.q, a.q, T, int(s.qk_row()));
     append_rows(r.k, a.k, T, int(s.qk_row()));
@@ -100,7 +100,8 @@ LayerRun layer_context_parallel(const model::KdaWeights& w, const KdaDims& d, co
     for (const KdaActs& a : acts) slices.push_back(a.tokens());
     const std::vector<RankMap> maps =
         local_maps(Variant::kda, s, slices, d.scale, o.chunk, o.fixup == Fixup::linear, o.impl);
-    const CpResult cp = combine(Variant::kda, s, slices, maps, init.S, d.scale, o.chunk, o.combiner, o.fixup, o.impl);
+    const CpResult cp =
+        combine(Variant::kda, s, slices, maps, init.S, d.scale, o.chunk, o.combiner, o.fixup, o.impl);
 
     // ---- output, per rank ----
     out.out.assign(size_t(T) * D, 0.0f);

@@ -25,11 +25,11 @@ struct LayerCpOptions {
 };
 
 struct LayerRun {
-    FloatBuf out;                          // [T][d_model]
-    FloatBuf state;                        // final layer state in KdaState layout (S, then the windows)
-    FloatBuf q, k, v, g, beta;             // the core's inputs for all tokens, in order
-    int halo_max_ranks = 0;                // most earlier ranks one halo reads from
-    double halo_bytes = 0;                 // raw rows sent between ranks for the halos, fp32
+    FloatBuf out;               // [T][d_model]
+    FloatBuf state;             // final layer state in KdaState layout (S, then the windows)
+    FloatBuf q, k, v, g, beta;  // the core's inputs for all tokens, in order
+    int halo_max_ranks = 0;     // most earlier ranks one halo reads from
+    double halo_bytes = 0;      // raw rows sent between ranks for the halos, fp32
 };
 
 // The layer over the slices `bounds` of x [T][d_model], from `start` (d.layer_floats() floats in

@@ -89,7 +89,8 @@ MapF64 map(Variant v, const Shape& s, const Tokens& x) {
         for (int t = 0; t < x.T; ++t)
             for (int h = 0; h < s.HV; ++h)
                 for (int i = 0; i < s.K; ++i)
-                    m.M[(size_t(h) * s.K + i) * s.K + i] *= exp_f64(double(x.g[size_t(t) * s.g_row() + size_t(h) * s.K + i]));
+                    m.M[(size_t(h) * s.K + i) * s.K + i] *=
+                        exp_f64(double(x.g[size_t(t) * s.g_row() + size_t(h) * s.K + i]));
     }
     return m;
 }

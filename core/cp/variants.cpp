@@ -40,8 +40,8 @@ namespace {
 // Linear and diagonal recurrences, one token at a time, every head. With `gamma` (the running product
 // of the decays since the segment start, [HV][K]) and `eo`, also the output sensitivities
 // eo_t = scale q_t ⊙ gamma_t.
-void gated_sequence(bool decay, const Shape& s, float* S, const Tokens& x, float scale, float* o, float* gamma,
-                    float* eo) {
+void gated_sequence(bool decay, const Shape& s, float* S, const Tokens& x, float scale, float* o,
+                    float* gamma, float* eo) {
     const int K = s.K, V = s.V, grp = s.group();
     for (int t = 0; t < x.T; ++t) {
         for (int h = 0; h < s.HV; ++h) {
@@ -83,8 +83,8 @@ void run(Variant v, const Shape& s, float* S, const Tokens& x, float scale, int 
     gated_sequence(v == Variant::diagonal, s, S, x, scale, o, nullptr, nullptr);
 }
 
-void segment_map(Variant v, const Shape& s, const Tokens& x, float scale, int C, float* M, float* B, float* o0,
-                 float* eo, Impl impl) {
+void segment_map(Variant v, const Shape& s, const Tokens& x, float scale, int C, float* M, float* B,
+                 float* o0, float* eo, Impl impl) {
     if (v == Variant::kda) return kda::segment_map(s, x, scale, C, M, B, o0, eo, impl);
     const int K = s.K;
     std::fill(B, B + s.state_floats(), 0.0f);

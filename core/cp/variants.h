@@ -39,12 +39,13 @@ uint64_t map_floats_per_head(Variant v, const Shape& s);
 
 // The single-rank run: T tokens from S (in place), outputs o [T][HV][V] (may be null). KDA: the chunked
 // kernel with chunk C (kda/chunked.h); linear and diagonal: token by token (C unused).
-void run(Variant v, const Shape& s, float* S, const Tokens& x, float scale, int C, float* o, Impl impl = Impl::simd);
+void run(Variant v, const Shape& s, float* S, const Tokens& x, float scale, int C, float* o,
+         Impl impl = Impl::simd);
 
 // The affine map of a segment from a zero start: M [HV][K][K], B [HV][K][V], outputs from zero o0
 // [T][HV][V] and sensitivities eo [T][HV][K] (both optional). B and o0 have the bits of run() from a
 // zero state with the same C.
-void segment_map(Variant v, const Shape& s, const Tokens& x, float scale, int C, float* M, float* B, float* o0,
-                 float* eo, Impl impl = Impl::simd);
+void segment_map(Variant v, const Shape& s, const Tokens& x, float scale, int C, float* M, float* B,
+                 float* o0, float* eo, Impl impl = Impl::simd);
 
 }  // namespace k3::cp

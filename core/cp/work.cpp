@@ -47,7 +47,7 @@ double map_work(Variant v, const Shape& s, int T, int C, bool outputs) {
 double compose_work(Variant v, const Shape& s) {
     const double K = s.K, V = s.V, HV = s.HV;
     switch (v) {
-        case Variant::linear: return HV * K * V;               // B2 + B1
+        case Variant::linear: return HV * K * V;              // B2 + B1
         case Variant::diagonal: return HV * (K + 2 * K * V);  // d2 d1, d2 ⊙ B1 + B2
         case Variant::kda: return HV * (K * K * K + K * K * V + K * V);
     }

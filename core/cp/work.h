@@ -21,11 +21,11 @@ enum class Variant : uint8_t;
 enum class Combiner : uint8_t;
 enum class Fixup : uint8_t;
 
-double run_work(Variant v, const kda::Shape& s, int T, int C);                      // single-rank run, outputs
-double map_work(Variant v, const kda::Shape& s, int T, int C, bool outputs);        // step 1 of a rank
+double run_work(Variant v, const kda::Shape& s, int T, int C);                // single-rank run, outputs
+double map_work(Variant v, const kda::Shape& s, int T, int C, bool outputs);  // step 1 of a rank
 double compose_work(Variant v, const kda::Shape& s);
 double apply_work(Variant v, const kda::Shape& s);
-double fixup_work(Variant v, const kda::Shape& s, int T, int C, Fixup f);           // step 3 of a rank
+double fixup_work(Variant v, const kda::Shape& s, int T, int C, Fixup f);  // step 3 of a rank
 
 // Bytes of one rank's map [M | B] as sent (fp32): (map_floats_per_head + K V) x 4 x HV.
 double map_bytes(Variant v, const kda::Shape& s);
@@ -46,7 +46,8 @@ struct CpCost {
 // Cost of context_parallel() with these slice lengths. The naive sum is costed as a reduction tree
 // of the B's (ceil(log2 R) rounds of K V adds); serial as R - 1 hops of the state; scan as ceil(log2 R)
 // Hillis-Steele rounds (rank r sends its composite to r + 2^k) and one final apply per rank.
-CpCost cp_cost(Variant v, const kda::Shape& s, const std::vector<int>& slice_tokens, int C, Combiner c, Fixup f);
+CpCost cp_cost(Variant v, const kda::Shape& s, const std::vector<int>& slice_tokens, int C, Combiner c,
+               Fixup f);
 
 int ceil_log2(int n);  // 0 for n <= 1
 

@@ -17,7 +17,7 @@ namespace k3 {
 struct BoundaryInputs {
     ModelConfig model;
     Hardware hardware;
-    Efficiency eff;         // roofline efficiencies (the defaults of core/model/roofline.h)
+    Efficiency eff;           // roofline efficiencies (the defaults of core/model/roofline.h)
     double residence_s = 30;  // maps 1 and 2: how long a cached entry is held
     double context = 32768;   // read-offs of maps 1, 3 and 5
     double batch = 64;        // map 3: requests in a decode step
@@ -35,7 +35,8 @@ struct Verdict {
 
 Verdict prefix_map(Report& r, const BoundaryInputs& in);
 // Map 2 from replays of `w` at intervals 64, 128, ..., each twice the previous (ReplayResult::x).
-Verdict interval_map(Report& r, const BoundaryInputs& in, const Workload& w, const std::vector<ReplayResult>& runs);
+Verdict interval_map(Report& r, const BoundaryInputs& in, const Workload& w,
+                     const std::vector<ReplayResult>& runs);
 Verdict replay_map(Report& r, const BoundaryInputs& in);
 Verdict cp_map(Report& r, const BoundaryInputs& in);
 Verdict migration_map(Report& r, const BoundaryInputs& in);

@@ -49,7 +49,7 @@ std::string StagedRun::stage() const { return current_ < stages_.size() ? stages
 
 namespace {
 class OneStepRun final : public StagedRun {
-public:
+  public:
     OneStepRun(std::string module, const Params& raw, std::string stage, std::function<void(Report&)> fill)
         : StagedRun(std::move(module), raw) {
         add_step(std::move(stage), 1, [this, fill = std::move(fill)] { fill(report_); });

@@ -15,7 +15,7 @@
 namespace k3 {
 
 class Run {
-public:
+  public:
     virtual ~Run() = default;
     // Work for about budget_ms, return progress in [0, 1]; 1 means finished and report() is final.
     virtual double step(double budget_ms) = 0;
@@ -27,20 +27,20 @@ public:
 // A run made of stages executed in order. A stage gets a deadline and returns its own progress in
 // [0, 1]; it is called again until it returns 1. Stage weights set their share of the progress bar.
 class StagedRun : public Run {
-public:
+  public:
     using StageFn = std::function<double(const Deadline&)>;
     double step(double budget_ms) override;
     const Report& report() const override { return report_; }
     std::string stage() const override;
 
-protected:
+  protected:
     explicit StagedRun(std::string module, const Params& p);
     void add_stage(std::string name, double weight, StageFn fn);
     // A stage that does all its work in one call.
     void add_step(std::string name, double weight, std::function<void()> fn);
     Report report_;
 
-private:
+  private:
     struct Stage {
         std::string name;
         double weight;
@@ -82,7 +82,9 @@ struct Experiment {
     std::vector<Headline> headlines;  // figures for the Overview page (cheap runs only)
 
     Params defaults() const { return Params(&params); }
-    std::vector<ParamIssue> check(const Params& p) const { return validate ? validate(p) : std::vector<ParamIssue>{}; }
+    std::vector<ParamIssue> check(const Params& p) const {
+        return validate ? validate(p) : std::vector<ParamIssue>{};
+    }
 };
 
 // Runs to completion (CLI, tests).

@@ -31,8 +31,7 @@ std::vector<ParamSpec> fleet_workload_params() {
                 "trace: 12,031 requests over one hour, 145 M prompt tokens) or a path to a file in the "
                 "Mooncake format."),
         synth(
-            ParamSpec::choice("synthetic", "Synthetic workload", synthetic_kinds(), "mix",
-                              synthetic_kind_labels())
+            ParamSpec::choice("synthetic", "Synthetic workload", {"mix", "chat", "agentic", "shared"}, "mix", {"mix of all three", "multi-turn chat", "agentic branching", "shared system prompts"})
                 .describe("Multi-turn chat (each turn extends its conversation), agent trees that fork off a "
                           "common prefix, single-turn requests sharing system prompts, or all three.")),
         synth(
@@ -40,8 +39,9 @@ std::vector<ParamSpec> fleet_workload_params() {
                 .log()
                 .describe("Chat sessions; the mix adds sessions/4 agent tasks and 2 x sessions shared-prompt "
                           "requests.")),
-        ParamSpec::seed("Seeds the synthetic workload and the randomised routers (power of two choices, the hash "
-                        "ring).")
+        ParamSpec::seed(
+            "Seeds the synthetic workload and the randomised routers (power of two choices, the hash "
+            "ring).")
             .in_group("Workload"),
         ParamSpec::real("load", "Load multiplier", "x", 0.05, 64, 1)
             .log()
@@ -151,7 +151,7 @@ void set_param_default(std::vector<ParamSpec>& specs, const std::string& key, co
 WorkloadSpec fleet_workload_spec(const Params& p) {
     WorkloadSpec w;
     w.trace = p.str("trace");
-    if (has(p, "synthetic")) w.synthetic = p.str("synthetic");
+    if (has(p, "synthetic")) for (const SyntheticKindName& k : synthetic_kinds()) if (p.str("synthetic") == k.id) w.synthetic = k.kind;
     if (has(p, "sessions")) w.sessions = uint32_t(p.i("sessions"));
     if (has(p, "seed")) w.seed = uint64_t(p.integer("seed"));
     return w;

@@ -34,35 +34,41 @@ std::vector<ParamSpec> boundaries_params() {
         ParamSpec::real("residence_s", "Residence of a cache entry", "s", 0.1, 3600, 30)
             .log()
             .in_group("Serving")
-            .describe("How long a cached prefix or checkpoint stays in device memory before it is reused or "
-                      "evicted: its memory rent runs this long (maps 1 and 2). The synthetic chat's mean think "
-                      "time is 30 s; SGLang's gateway prunes its tree every 120 s."),
+            .describe(
+                "How long a cached prefix or checkpoint stays in device memory before it is reused or "
+                "evicted: its memory rent runs this long (maps 1 and 2). The synthetic chat's mean think "
+                "time is 30 s; SGLang's gateway prunes its tree every 120 s."),
         ParamSpec::integer("context", "Context of a request", "tokens", 256, 1048576, 32768)
             .log()
             .in_group("Serving")
-            .describe("Used for the read-offs: the reuse a prefix this long needs (map 1), the decode step of the "
-                      "batch (map 3), the bandwidth at which moving such a request pays (map 5)."),
+            .describe(
+                "Used for the read-offs: the reuse a prefix this long needs (map 1), the decode step of the "
+                "batch (map 3), the bandwidth at which moving such a request pays (map 5)."),
         ParamSpec::integer("batch", "Running requests", "requests", 1, 1024, 64)
             .log()
             .in_group("Serving")
-            .describe("Requests in one decode step (map 3): the step's roofline time is how long each request's "
-                      "rollback storage is held."),
+            .describe(
+                "Requests in one decode step (map 3): the step's roofline time is how long each request's "
+                "rollback storage is held."),
         ParamSpec::choice("link", "Instance link", link_preset_ids(), "ib-ndr", link_preset_names())
             .in_group("Serving")
             .describe("Between instances, for the migration read-off (map 5 sweeps the bandwidth itself)."),
-        ParamSpec::choice("cp_link", "Link between CP ranks", link_preset_ids(), "nvlink4", link_preset_names())
+        ParamSpec::choice("cp_link", "Link between CP ranks", link_preset_ids(), "nvlink4",
+                          link_preset_names())
             .in_group("Serving")
             .describe("Carries the affine scan's maps and the attention KV between context-parallel ranks "
                       "(map 4)."),
         ParamSpec::flag("dest_checkpoint", "Destination holds a checkpoint", false)
             .in_group("Serving")
-            .describe("Map 5: the destination already holds a state checkpoint of the moved request (a host-tier "
-                      "replica), so moving only the KV and recomputing from the checkpoint is an option too."),
+            .describe(
+                "Map 5: the destination already holds a state checkpoint of the moved request (a host-tier "
+                "replica), so moving only the KV and recomputing from the checkpoint is an option too."),
         ParamSpec::integer("checkpoint_distance", "Checkpoint distance", "tokens", 0, 65536, 512)
             .in_group("Serving")
             .active_when("dest_checkpoint", "1")
-            .describe("Tokens between that checkpoint and the request's position (module 5's interval: at most "
-                      "one interval back)."),
+            .describe(
+                "Tokens between that checkpoint and the request's position (module 5's interval: at most "
+                "one interval back)."),
         ParamSpec::integer("resolution", "Map resolution", "cells", 6, 40, 20)
             .in_group("Maps")
             .describe("Cells per axis of the computed maps (1, 4 and 5; the acceptance axis of map 3)."),
@@ -71,9 +77,10 @@ std::vector<ParamSpec> boundaries_params() {
             .describe("Serving instances of the fleet runs (2 GPUs each, as in module 11)."),
         ParamSpec::integer("state_capacity", "State capacity per instance", "states", 0, 1e6, 64)
             .in_group("Fleet map")
-            .describe("Checkpoints each instance's prefix cache holds (0 = unbounded; module 11's default is 64). "
-                      "A bounded cache is what makes routing matter: least loaded spreads every prefix over "
-                      "every instance and evicts it sooner."),
+            .describe(
+                "Checkpoints each instance's prefix cache holds (0 = unbounded; module 11's default is 64). "
+                "A bounded cache is what makes routing matter: least loaded spreads every prefix over "
+                "every instance and evicts it sooner."),
         ParamSpec::integer("fleet_requests", "Requests per run", "requests", 40, 2000, 960)
             .log()
             .in_group("Fleet map")
@@ -84,9 +91,10 @@ std::vector<ParamSpec> boundaries_params() {
         ParamSpec::choice("affinity", "Affinity router", {"prefix", "state_aware"}, "prefix",
                           {"prefix affinity (SGLang cache_aware)", "state-aware affinity"})
             .in_group("Fleet map")
-            .describe("The router compared with least loaded: affinity on the KV-visible match (what KV events "
-                      "export) or on the state-usable match (module 11). Session hashing is left out: every "
-                      "request of this workload is its own session."),
+            .describe(
+                "The router compared with least loaded: affinity on the KV-visible match (what KV events "
+                "export) or on the state-usable match (module 11). Session hashing is left out: every "
+                "request of this workload is its own session."),
         ParamSpec::integer("seed", "Seed", "", 0, 1e9, 1)
             .in_group("Fleet map")
             .describe("Seeds the synthetic workloads of maps 2 and 6."),
@@ -115,73 +123,112 @@ std::vector<ParamIssue> validate_boundaries(const Params& p) {
 
 const char* kHowItWorks =
     "Each map asks one question of one method and answers it with the core code of the module that built the "
-    "method: a heat map over two quantities with a white line where the method breaks even. The break-evens read "
+    "method: a heat map over two quantities with a white line where the method breaks even. The break-evens "
+    "read "
     "off for the chosen model and GPU fill the verdict table.\n\n"
     "Currency. Where a method trades memory for compute, both are priced in GPU-seconds of one device of the "
-    "hardware preset. Work costs its roofline time, max(FLOPs / (peak x 0.5), bytes / (bandwidth x 0.8)). Memory "
-    "costs rent: bytes held x seconds held / device memory, because memory that holds a cache entry cannot hold "
+    "hardware preset. Work costs its roofline time, max(FLOPs / (peak x 0.5), bytes / (bandwidth x 0.8)). "
+    "Memory "
+    "costs rent: bytes held x seconds held / device memory, because memory that holds a cache entry cannot "
+    "hold "
     "running requests. Marconi (Pan et al., MLSys 2025, arXiv 2411.19379) likewise judges hybrid-model cache "
-    "entries by the compute a hit saves relative to the memory the entry holds. Context parallelism and migration are latency questions "
+    "entries by the compute a hit saves relative to the memory the entry holds. Context parallelism and "
+    "migration are latency questions "
     "and are compared in seconds.\n\n"
-    "- 1. Prefix caching with a checkpoint (modules 4, 5). A finished request's prefix of P tokens is kept: its "
-    "attention KV and one state checkpoint at P, both held for the residence time; the checkpoint is written once "
-    "(a copy of the state). If a later request reuses it (probability p) it skips the prefill of P tokens inside a "
-    "running batch (prefill_cost without the weight stream). Net = p x prefill - KV rent - checkpoint, shown per "
+    "- 1. Prefix caching with a checkpoint (modules 4, 5). A finished request's prefix of P tokens is kept: "
+    "its "
+    "attention KV and one state checkpoint at P, both held for the residence time; the checkpoint is written "
+    "once "
+    "(a copy of the state). If a later request reuses it (probability p) it skips the prefill of P tokens "
+    "inside a "
+    "running batch (prefill_cost without the weight stream). Net = p x prefill - KV rent - checkpoint, shown "
+    "per "
     "prefix token; it breaks even at p = (KV rent + checkpoint) / prefill.\n"
     "- 2. Checkpoint interval (module 5). A synthetic mix of chats, agent trees and shared system prompts is "
-    "replayed through one instance's radix cache at intervals of 64 to 16,384 tokens (module 5's replay, unbounded "
-    "capacity). Halving the interval from 2 I to I resumes some tokens instead of recomputing them and writes more "
-    "checkpoints, each costing its write and its rent over the residence on the y axis. The colour is log10 of "
-    "the recompute that halving avoids over the cost of the checkpoints it adds, per request; the white line is "
+    "replayed through one instance's radix cache at intervals of 64 to 16,384 tokens (module 5's replay, "
+    "unbounded "
+    "capacity). Halving the interval from 2 I to I resumes some tokens instead of recomputing them and "
+    "writes more "
+    "checkpoints, each costing its write and its rent over the residence on the y axis. The colour is log10 "
+    "of "
+    "the recompute that halving avoids over the cost of the checkpoints it adds, per request; the white line "
+    "is "
     "where a denser interval stops paying.\n"
-    "- 3. Projection replay (module 7). One verification of N tokens per request, every linear layer. Snapshots: "
-    "the kernel writes a state after each of the N tokens and a restore is an index move (vLLM); N + 1 states are "
-    "held. Replay: the kernel writes N minimal exact records; on commit the confirmed state is read, the kept "
-    "tokens (1 + a + ... + a^(N-1) at acceptance a) are replayed and the state is written back; one state and N "
-    "records are held. Work is the HBM traffic and the replay's FLOPs; rent runs for one decode step of the batch "
+    "- 3. Projection replay (module 7). One verification of N tokens per request, every linear layer. "
+    "Snapshots: "
+    "the kernel writes a state after each of the N tokens and a restore is an index move (vLLM); N + 1 "
+    "states are "
+    "held. Replay: the kernel writes N minimal exact records; on commit the confirmed state is read, the "
+    "kept "
+    "tokens (1 + a + ... + a^(N-1) at acceptance a) are replayed and the state is written back; one state "
+    "and N "
+    "records are held. Work is the HBM traffic and the replay's FLOPs; rent runs for one decode step of the "
+    "batch "
     "(decode_step_cost). Shown per kept token.\n"
-    "- 4. Context parallelism (module 9). A prompt of R x n tokens in R contiguous slices. One rank: prefill_cost of "
-    "the whole prompt. R ranks: the last rank's prefill of its n tokens after the (R - 1) n before them (its causal "
+    "- 4. Context parallelism (module 9). A prompt of R x n tokens in R contiguous slices. One rank: "
+    "prefill_cost of "
+    "the whole prompt. R ranks: the last rank's prefill of its n tokens after the (R - 1) n before them (its "
+    "causal "
     "attention sees them all), plus its extra linear-layer work for the exact affine scan (the local map and "
-    "ceil(log2 R) compositions counted by core/cp/work.h), the scan's maps over the link ((K K + K V) x 4 B per "
-    "value head, layer and round) and the attention KV of the earlier tokens, not overlapped with compute. The "
+    "ceil(log2 R) compositions counted by core/cp/work.h), the scan's maps over the link ((K K + K V) x 4 B "
+    "per "
+    "value head, layer and round) and the attention KV of the earlier tokens, not overlapped with compute. "
+    "The "
     "white line is speed-up 1.\n"
     "- 5. Migration (module 10). Moving a paused request, its state and KV in the exact blob of "
-    "core/lifecycle/blob_layout.h, over a link of the bandwidth on the y axis, against recomputing its context at "
-    "the destination inside running batches (lifecycle::migration_costs). When the destination holds a checkpoint "
-    "of the request, moving only the KV and recomputing from it is a candidate too. The colour is log10(recompute "
+    "core/lifecycle/blob_layout.h, over a link of the bandwidth on the y axis, against recomputing its "
+    "context at "
+    "the destination inside running batches (lifecycle::migration_costs). When the destination holds a "
+    "checkpoint "
+    "of the request, moving only the KV and recomputing from it is a candidate too. The colour is "
+    "log10(recompute "
     "time / best move time); the white line is where they are equal.\n"
     "- 6. Affinity vs least loaded (module 11). For each share of requests that start with one of 32 shared "
-    "4,096-token prefixes (popularity 1 / rank; the others are unique prompts of the same mean length), the same "
-    "requests are simulated on the fleet at each load, once with least-loaded routing and once with the affinity "
+    "4,096-token prefixes (popularity 1 / rank; the others are unique prompts of the same mean length), the "
+    "same "
+    "requests are simulated on the fleet at each load, once with least-loaded routing and once with the "
+    "affinity "
     "router, each instance's cache holding a bounded number of checkpoints. Load 1 is the fleet's prefill "
     "capacity without reuse. The colour is mean TTFT under least loaded / under affinity: above 1 affinity "
     "pays.\n\n"
-    "Each break-even in the verdict is found by bisection on the same cost functions, not read from the grid, and "
-    "the checks verify that every cell lies on the side of the break-even that a direct evaluation puts it.\n\n"
+    "Each break-even in the verdict is found by bisection on the same cost functions, not read from the "
+    "grid, and "
+    "the checks verify that every cell lies on the side of the break-even that a direct evaluation puts "
+    "it.\n\n"
     "Sources: reference/serving.md §2 (SGLang MambaRadixCache, vLLM align mode and retention, llama.cpp "
-    "checkpoints), §3 (snapshots and ReplaySSM), §4 (migration and PD), §5 (SGLang Model Gateway cache_aware, "
-    "Dynamo, llm-d), §7 (state sizes); reference/kda.md §4 (context parallelism), §5 (state per sequence), §6 "
+    "checkpoints), §3 (snapshots and ReplaySSM), §4 (migration and PD), §5 (SGLang Model Gateway "
+    "cache_aware, "
+    "Dynamo, llm-d), §7 (state sizes); reference/kda.md §4 (context parallelism), §5 (state per sequence), "
+    "§6 "
     "(records); Kimi Linear tech report, arXiv 2510.26692; Marconi, arXiv 2411.19379.";
 
 const char* kWhereItDoesNotPay =
     "This module's own limits:\n\n"
-    "- Every time is a roofline estimate from datasheet peaks at assumed efficiencies (50 % of compute, 80 % of "
-    "bandwidth), not a measurement. Kernels that reach less of the peak, launch overheads, or communication that "
+    "- Every time is a roofline estimate from datasheet peaks at assumed efficiencies (50 % of compute, 80 % "
+    "of "
+    "bandwidth), not a measurement. Kernels that reach less of the peak, launch overheads, or communication "
+    "that "
     "overlaps compute move every line.\n"
-    "- Memory rent prices memory at what the device costs, spread evenly over its bytes. An engine with spare "
+    "- Memory rent prices memory at what the device costs, spread evenly over its bytes. An engine with "
+    "spare "
     "memory pays no rent; one that is short of it pays more, in preempted requests.\n"
     "- Map 1 takes reuse as one probability within a fixed residence; real reuse follows the workload. Map 2 "
     "replays one small synthetic workload with unbounded capacity: other workloads, capacities and retention "
     "policies (module 5) move its optimum.\n"
-    "- Map 3 compares module 7's replay on commit with vLLM-style snapshots restored by an index move. A ReplaySSM "
-    "ring (module 8) reads the state once per several steps and SGLang copies the accepted snapshot; both favour "
+    "- Map 3 compares module 7's replay on commit with vLLM-style snapshots restored by an index move. A "
+    "ReplaySSM "
+    "ring (module 8) reads the state once per several steps and SGLang copies the accepted snapshot; both "
+    "favour "
     "replay further.\n"
-    "- Map 4 costs contiguous slices without zig-zag balancing of causal attention, no overlap of communication "
-    "with compute, and links at line rate without latency. Map 5 likewise ignores latency and protocol overhead and "
+    "- Map 4 costs contiguous slices without zig-zag balancing of causal attention, no overlap of "
+    "communication "
+    "with compute, and links at line rate without latency. Map 5 likewise ignores latency and protocol "
+    "overhead and "
     "assumes the destination has spare compute for the recompute.\n"
-    "- Map 6 is a small synthetic simulation: about a thousand single-turn requests with short outputs per run, "
-    "two GPUs per instance. Its cells carry several percent of noise from the order in which requests happen to "
+    "- Map 6 is a small synthetic simulation: about a thousand single-turn requests with short outputs per "
+    "run, "
+    "two GPUs per instance. Its cells carry several percent of noise from the order in which requests happen "
+    "to "
     "meet, so a contour near 1 means no clear difference; module 11 runs longer and richer workloads.";
 
 class BoundariesRun : public StagedRun {
@@ -208,7 +255,8 @@ class BoundariesRun : public StagedRun {
         add_step("map 4: context parallelism", 0.5, [this] { verdicts_.push_back(cp_map(report_, in_)); });
         add_step("map 5: migration", 0.5, [this] { verdicts_.push_back(migration_map(report_, in_)); });
         add_step("map 6: planning the fleet runs", 0.1, [this] { plan_fleet(); });
-        add_stage("map 6: fleet runs, affinity vs least loaded", 6, [this](const Deadline& d) { return sweep_->step(d); });
+        add_stage("map 6: fleet runs, affinity vs least loaded", 6,
+                  [this](const Deadline& d) { return sweep_->step(d); });
         add_step("map 6: affinity", 0.2, [this] { verdicts_.push_back(affinity_map(report_, *sweep_)); });
         add_step("verdict", 0.1, [this] { finish(); });
     }
@@ -266,11 +314,14 @@ void BoundariesRun::finish() {
     verdict_table(r, verdicts_);
     const Hardware& hw = in_.hardware;
     r.notes.push_back("Every time is a roofline ESTIMATE for " + in_.model.name + " on " + hw.name + " (" +
-                      hw.source + ") at 50 % of peak compute and 80 % of peak bandwidth, not a measurement. Memory "
-                      "rent is bytes x seconds / " + format_bytes(hw.mem_bytes) + " of device memory, in GPU-seconds.");
-    r.notes.push_back("Maps 2 and 6 come from simulations of small synthetic workloads (module 5's replay, module 11's "
-                      "fleet simulator); the others are computed from formulas of the core. Break-evens in the "
-                      "verdict are found by bisection on the same cost functions, not read from the grid.");
+                      hw.source +
+                      ") at 50 % of peak compute and 80 % of peak bandwidth, not a measurement. Memory "
+                      "rent is bytes x seconds / " +
+                      format_bytes(hw.mem_bytes) + " of device memory, in GPU-seconds.");
+    r.notes.push_back(
+        "Maps 2 and 6 come from simulations of small synthetic workloads (module 5's replay, module 11's "
+        "fleet simulator); the others are computed from formulas of the core. Break-evens in the "
+        "verdict are found by bisection on the same cost functions, not read from the grid.");
 }
 
 }  // namespace
@@ -281,9 +332,10 @@ Experiment make_boundaries_experiment() {
     e.id = "boundaries";
     e.title = "Where each method stops paying";
     e.component = "opposition";
-    e.purpose = "Break-even maps for prefix caching, checkpoint intervals, projection replay, context parallelism, "
-                "migration and affinity routing, computed with the code of the modules they judge, and a verdict "
-                "on when to use each.";
+    e.purpose =
+        "Break-even maps for prefix caching, checkpoint intervals, projection replay, context parallelism, "
+        "migration and affinity routing, computed with the code of the modules they judge, and a verdict "
+        "on when to use each.";
     e.how_it_works = kHowItWorks;
     e.where_it_does_not_pay = kWhereItDoesNotPay;
     e.params = boundaries_params();
@@ -291,9 +343,11 @@ Experiment make_boundaries_experiment() {
     e.live = false;
     e.headlines = {
         {"Shortest prefix worth caching with a state checkpoint (Kimi Linear, H100, held 30 s; estimate)",
-         {{"resolution", "6"}, {"fleet_grid", "2"}, {"fleet_requests", "40"}}, "prefix_min_tokens"},
+         {{"resolution", "6"}, {"fleet_grid", "2"}, {"fleet_requests", "40"}},
+         "prefix_min_tokens"},
         {"Context parallelism over 8 ranks pays from this many tokens per rank (estimate)",
-         {{"resolution", "6"}, {"fleet_grid", "2"}, {"fleet_requests", "40"}}, "cp_min_tokens_per_rank"},
+         {{"resolution", "6"}, {"fleet_grid", "2"}, {"fleet_requests", "40"}},
+         "cp_min_tokens_per_rank"},
     };
     e.start = [](const Params& p) { return std::make_unique<BoundariesRun>(p); };
     return e;

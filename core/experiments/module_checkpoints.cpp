@@ -13,7 +13,7 @@
 #include "core/cache/state_codec.h"
 #include "core/cache/tree_view.h"
 #include "core/experiments/registry.h"
-#include "core/experiments/tree_report.h"
+#include "core/modules/shared/tree_report.h"
 #include "core/fleet/trace_reference.h"
 #include "core/fleet/workload_replay.h"
 #include "core/fleet/workload_source.h"
@@ -39,8 +39,7 @@ std::vector<ParamSpec> checkpoint_params() {
                 "\"synthetic\" (generated below), \"mooncake\" (the bundled Mooncake FAST'25 conversation "
                 "trace: 12,031 requests, 145 M prompt tokens) or a path to a file in the Mooncake format."),
         when_synthetic(
-            ParamSpec::choice(
-                "synthetic", "Synthetic workload", synthetic_kinds(), "mix", synthetic_kind_labels())
+            ParamSpec::choice("synthetic", "Synthetic workload", {"mix", "chat", "agentic", "shared"}, "mix", {"mix of all three", "multi-turn chat", "agentic branching", "shared system prompts"})
                 .describe("Multi-turn chat (each turn extends the conversation), agent trees that "
                           "fork off a common prefix, single-turn requests sharing system prompts.")),
         when_synthetic(ParamSpec::integer("sessions", "Sessions", "sessions", 1, 4096, 96)
@@ -131,7 +130,7 @@ std::vector<ParamIssue> validate_checkpoints(const Params& p) {
 WorkloadSpec workload_spec(const Params& p) {
     WorkloadSpec s;
     s.trace = p.str("trace");
-    s.synthetic = p.str("synthetic");
+    for (const SyntheticKindName& k : synthetic_kinds()) if (p.str("synthetic") == k.id) s.synthetic = k.kind;
     s.sessions = uint32_t(p.i("sessions"));
     s.seed = uint64_t(p.integer("seed"));
     return s;
@@ -364,8 +363,8 @@ void CheckpointsRun::codecs() {
     std::string err;
     model::Model* m = serve::shared_model("tiny", 1, 64, &err);
     const serve::CodecEffectConfig ec;
-    const std::vector<serve::CodecEffect> fx = m ? serve::measure_codec_effects(*m, ec, &err)
-                                                 : std::vector<serve::CodecEffect>{};
+    const std::vector<serve::CodecEffect> fx =
+        m ? serve::measure_codec_effects(*m, ec, &err) : std::vector<serve::CodecEffect>{};
     if (fx.empty()) {
         report_.check("Codecs measured on the runnable model", false, err);
         return;
@@ -385,9 +384,8 @@ void CheckpointsRun::codecs() {
                        format_sig(x.state_bound_ratio, 3);
         te.rows.push_back({std::string(state_codec_id(x.codec)), double(x.checkpoint_bytes),
                            x.state_bound_ratio, format_sig(x.state_max_abs, 3),
-                           format_sig(x.state_rel_rms, 3),
-                           format_sig(x.max_logit_diff, 3), format_sig(x.logit_scale, 3),
-                           x.rows ? double(x.top1_agree) / double(x.rows) : 0.0,
+                           format_sig(x.state_rel_rms, 3), format_sig(x.max_logit_diff, 3),
+                           format_sig(x.logit_scale, 3), x.rows ? double(x.top1_agree) / double(x.rows) : 0.0,
                            std::string(x.bitwise ? "yes" : "no")});
     }
     report_.tables.push_back(te);

@@ -7,10 +7,10 @@
 #include <cmath>
 #include <cstring>
 
-#include "core/base/stats.h"
 #include "core/base/clock.h"
 #include "core/base/numfmt.h"
 #include "core/base/rng.h"
+#include "core/base/stats.h"
 #include "core/cp/context_parallel.h"
 #include "core/cp/layer_cp.h"
 #include "core/cp/reference.h"
@@ -35,17 +35,19 @@ std::vector<ParamSpec> cp_params() {
         ParamSpec::integer("tokens", "Prompt tokens", "tokens", 16, 4096, 500)
             .log()
             .in_group("Run")
-            .describe("T: tokens of the prompt run through one KDA layer of the runnable geometry (4 heads of "
-                      "64 x 64, d_model 256) on one rank and over R ranks."),
+            .describe(
+                "T: tokens of the prompt run through one KDA layer of the runnable geometry (4 heads of "
+                "64 x 64, d_model 256) on one rank and over R ranks."),
         ParamSpec::integer("ranks", "Ranks", "ranks", 1, 64, 7)
             .in_group("Run")
             .describe("R: simulated ranks, each holding a contiguous slice of the prompt."),
         ParamSpec::choice("split", "Slices", {"uneven", "even"}, "uneven",
                           {"uneven, off the chunk grid, one rank of 2 tokens", "even"})
             .in_group("Run")
-            .describe("Uneven: seeded slice lengths, no boundary on a multiple of the chunk size, and (R >= 3) "
-                      "rank 1 holds 2 tokens, fewer than the conv window's W-1 = 3 rows, so the next rank's "
-                      "halo reaches back over two ranks."),
+            .describe(
+                "Uneven: seeded slice lengths, no boundary on a multiple of the chunk size, and (R >= 3) "
+                "rank 1 holds 2 tokens, fewer than the conv window's W-1 = 3 rows, so the next rank's "
+                "halo reaches back over two ranks."),
         ParamSpec::integer("chunk", "Chunk size", "tokens", 1, 256, 64)
             .log()
             .in_group("Run")
@@ -96,7 +98,8 @@ class CpRun : public StagedRun {
         add_step("layer over R ranks (halo, no halo)", 2, [this] {
             if (!failed_) layer();
         });
-        add_stage("variants x combiners", 4, [this](const Deadline& dl) { return failed_ ? 1.0 : variants(dl); });
+        add_stage("variants x combiners", 4,
+                  [this](const Deadline& dl) { return failed_ ? 1.0 : variants(dl); });
         add_step("closed form (fp64)", 2, [this] {
             if (!failed_) closed_form();
         });
@@ -215,8 +218,8 @@ void CpRun::closed_form() {
     const std::vector<Tokens> slices = split(s_, x, b_);
     const std::vector<double> S0d(S0_.begin(), S0_.end());
     Table t{"Naive sum against the closed form (reference/kda.md §4.3)",
-            {"variant", "||S_true - naive|| (fp32 runs)", "||closed form|| (fp32 maps)", "relative gap (fp32)",
-             "fp64 identity: max |difference|", "naive error, relative to ||S_true||"},
+            {"variant", "||S_true - naive|| (fp32 runs)", "||closed form|| (fp32 maps)",
+             "relative gap (fp32)", "fp64 identity: max |difference|", "naive error, relative to ||S_true||"},
             {},
             {"", "", "", "ratio", "", "ratio"}};
     bool fp64_ok = true, fp32_ok = true, linear_exact = true;
@@ -253,12 +256,14 @@ void CpRun::closed_form() {
         }
         const double gap = den > 0 ? std::sqrt(num / den) : 0;
         const double naive_rel = truth > 0 ? std::sqrt(meas / truth) : 0;
-        t.rows.push_back({std::string(variant_title(v)), std::sqrt(meas), std::sqrt(den), gap, id_diff, naive_rel});
+        t.rows.push_back(
+            {std::string(variant_title(v)), std::sqrt(meas), std::sqrt(den), gap, id_diff, naive_rel});
         fp64_ok = fp64_ok && id_diff <= 1e-9 * std::max(1.0, id_scale);
         fp64_detail += std::string(variant_id(v)) + " " + sci(id_diff) + "; ";
         if (v == Variant::linear) {
             linear_exact = naive_rel < kTol;
-            r.scalar("naive_state_rel_err_linear", "Naive-sum state error, linear attention", "ratio", naive_rel)
+            r.scalar("naive_state_rel_err_linear", "Naive-sum state error, linear attention", "ratio",
+                     naive_rel)
                 .help = "Plain linear attention has M = I: summing states is exact up to rounding.";
         } else {
             fp32_ok = fp32_ok && gap < 1e-3;
@@ -266,14 +271,16 @@ void CpRun::closed_form() {
         }
         if (v == Variant::kda) {
             r.scalar("naive_state_rel_err", "Naive-sum state error (KDA)", "ratio", naive_rel, true).help =
-                "||S_true - (S_0 + sum_r B_r)|| / ||S_true||: what an all-reduce '+' of the ranks' zero-start "
+                "||S_true - (S_0 + sum_r B_r)|| / ||S_true||: what an all-reduce '+' of the ranks' "
+                "zero-start "
                 "states leaves in the final state.";
             r.scalar("naive_closed_form_gap", "Naive error vs closed form (KDA)", "ratio", gap, true).help =
                 "Relative difference between the measured naive-sum error (fp32) and the closed form "
                 "sum_r (M_R..M_{r+1} - I) B_r + (M_R..M_1 - I) S_0 evaluated on the ranks' maps.";
         }
         if (v == Variant::diagonal)
-            r.scalar("naive_state_rel_err_diagonal", "Naive-sum state error, diagonal gate", "ratio", naive_rel);
+            r.scalar("naive_state_rel_err_diagonal", "Naive-sum state error, diagonal gate", "ratio",
+                     naive_rel);
     }
     r.tables.push_back(t);
     r.check("Naive-sum error equals the closed form in fp64 (all three variants)", fp64_ok,
@@ -289,8 +296,8 @@ void CpRun::costs() {
     std::vector<int> lens;
     for (size_t i = 0; i + 1 < b_.size(); ++i) lens.push_back(b_[i + 1] - b_[i]);
     Table t{"Communication and critical path (one layer, runnable geometry)",
-            {"variant", "combiner", "rounds", "bytes sent, busiest rank", "bytes sent, all ranks", "critical path",
-             "total work", "single rank", "speed-up by work"},
+            {"variant", "combiner", "rounds", "bytes sent, busiest rank", "bytes sent, all ranks",
+             "critical path", "total work", "single rank", "speed-up by work"},
             {},
             {"", "", "count", "B", "B", "MAC", "MAC", "MAC", "ratio"}};
     for (Variant v : kVariants)
@@ -300,14 +307,16 @@ void CpRun::costs() {
                               k.bytes_busiest_rank, k.bytes_total, k.critical(), k.total(), k.single_rank,
                               k.single_rank / k.critical()});
             if (v == Variant::kda && c == Combiner::scan) {
-                r.scalar("bytes_per_rank", "Map sent per rank per round (KDA, this layer)", "B", map_bytes(v, s_))
+                r.scalar("bytes_per_rank", "Map sent per rank per round (KDA, this layer)", "B",
+                         map_bytes(v, s_))
                     .help = "[M | B] in fp32: (K x K + K x V) x 4 bytes per value head.";
                 r.scalar("critical_path_mac", "Critical path, affine scan (KDA)", "MAC", k.critical());
                 r.scalar("single_rank_mac", "Single-rank work (KDA)", "MAC", k.single_rank);
-                r.scalar("speedup_scan", "Speed-up by work, scan vs one rank", "ratio", k.single_rank / k.critical(),
-                         true)
-                    .help = "Single-rank multiply-adds / critical-path multiply-adds (local maps, ceil(log2 R) "
-                            "compositions, fix-up). Work only: exchange time not included.";
+                r.scalar("speedup_scan", "Speed-up by work, scan vs one rank", "ratio",
+                         k.single_rank / k.critical(), true)
+                    .help =
+                    "Single-rank multiply-adds / critical-path multiply-adds (local maps, ceil(log2 R) "
+                    "compositions, fix-up). Work only: exchange time not included.";
             }
             if (v == Variant::kda && c == Combiner::serial)
                 r.scalar("speedup_serial", "Speed-up by work, serial passing vs one rank", "ratio",
@@ -322,22 +331,26 @@ void CpRun::costs() {
     const double ctx = p_.num("context");
     const double per_layer = map_bytes(Variant::kda, ps);
     r.scalar("bytes_per_rank_preset", "Map per rank per KDA layer at scale", "B", per_layer, true).help =
-        pc.name + ": (K x K + K x V) x 4 B x " + std::to_string(pc.lin_v_heads) + " value heads (reference/kda.md "
+        pc.name + ": (K x K + K x V) x 4 B x " + std::to_string(pc.lin_v_heads) +
+        " value heads (reference/kda.md "
         "§4.2: 4 MiB for Kimi Linear).";
     r.scalar("bytes_per_rank_preset_model", "Maps per rank, all linear layers at scale", "B",
              per_layer * pc.n_linear());
     r.scalar("exchange_s_preset", "One map over the link, all linear layers (estimate)", "s",
              transfer_seconds(per_layer * pc.n_linear(), link));
-    Table at{"At " + pc.name + " scale, per " + pc.linear_name + " layer (formulas; times are line-rate estimates)",
-             {"variant", "map per rank", "of which M", "send time per round on " + link.id, "compose", "apply"},
-             {},
-             {"", "B", "B", "s", "MAC", "MAC"}};
+    Table at{
+        "At " + pc.name + " scale, per " + pc.linear_name +
+            " layer (formulas; times are line-rate estimates)",
+        {"variant", "map per rank", "of which M", "send time per round on " + link.id, "compose", "apply"},
+        {},
+        {"", "B", "B", "s", "MAC", "MAC"}};
     for (Variant v : kVariants)
         at.rows.push_back({std::string(variant_title(v)), map_bytes(v, ps),
-                           4.0 * ps.HV * double(map_floats_per_head(v, ps)), transfer_seconds(map_bytes(v, ps), link),
-                           compose_work(v, ps), apply_work(v, ps)});
+                           4.0 * ps.HV * double(map_floats_per_head(v, ps)),
+                           transfer_seconds(map_bytes(v, ps), link), compose_work(v, ps), apply_work(v, ps)});
     r.tables.push_back(at);
-    Series scan{"affine scan", "ranks", "single-rank work / critical path", {}, {}, "Speed-up by work at scale"};
+    Series scan{
+        "affine scan", "ranks", "single-rank work / critical path", {}, {}, "Speed-up by work at scale"};
     scan.x_unit = "ranks";
     scan.y_unit = "ratio";
     scan.log_x = true;
@@ -371,8 +384,8 @@ void CpRun::finish() {
     const model::KdaDims& d = model_->kda();
     // ---- errors against one rank ----
     Table e{"Error against one rank (relative RMS, fp32)",
-            {"variant", "combiner", "outputs (rerun fix-up)", "final state (rerun)", "outputs (linear fix-up)",
-             "final state (linear)", "fix-ups disagree by"},
+            {"variant", "combiner", "outputs (rerun fix-up)", "final state (rerun)",
+             "outputs (linear fix-up)", "final state (linear)", "fix-ups disagree by"},
             {},
             {"", "", "ratio", "ratio", "ratio", "ratio", "ratio"}};
     bool exact_ok = true, fixup_ok = true, naive_wrong = true;
@@ -382,12 +395,14 @@ void CpRun::finish() {
         for (size_t ci = 0; ci < 3; ++ci) {
             const Err &a = err_[vi][ci][0], &b = err_[vi][ci][1];
             const double dis = std::max(rel(b.o_vals, a.o_vals), rel(b.S_vals, a.S_vals));
-            e.rows.push_back({std::string(variant_title(kVariants[vi])), std::string(combiner_title(kCombiners[ci])),
-                              a.o, a.S, b.o, b.S, dis});
+            e.rows.push_back({std::string(variant_title(kVariants[vi])),
+                              std::string(combiner_title(kCombiners[ci])), a.o, a.S, b.o, b.S, dis});
             if (kCombiners[ci] != Combiner::naive_sum) {
                 const double m = std::max({a.o, a.S, b.o, b.S});
                 exact_ok = exact_ok && m < kTol;
-                if (m >= worst_err) worst_err = m, worst = std::string(variant_id(kVariants[vi])) + "/" + combiner_id(kCombiners[ci]);
+                if (m >= worst_err)
+                    worst_err = m,
+                    worst = std::string(variant_id(kVariants[vi])) + "/" + combiner_id(kCombiners[ci]);
                 fixup_ok = fixup_ok && dis < kTol;
             } else if (kVariants[vi] == Variant::kda && R_ > 1) {
                 naive_wrong = naive_wrong && a.S > 1e-3;
@@ -411,7 +426,8 @@ void CpRun::finish() {
     int wrong_tokens = 0, expected_wrong = 0;
     const int W1 = d.window_rows();
     for (int t = 0; t < T_; ++t)
-        wrong_tokens += std::memcmp(nohalo_.k.data() + size_t(t) * qk, one_.k.data() + size_t(t) * qk, qk * 4) != 0;
+        wrong_tokens +=
+            std::memcmp(nohalo_.k.data() + size_t(t) * qk, one_.k.data() + size_t(t) * qk, qk * 4) != 0;
     // Tokens whose conv window reaches before their rank's slice: the first W-1 of every later rank, or
     // all of a rank shorter than that.
     for (size_t i = 1; i + 1 < b_.size(); ++i) expected_wrong += std::min(W1, b_[i + 1] - b_[i]);
@@ -423,26 +439,30 @@ void CpRun::finish() {
     const double halo_out = rel(halo_.out, one_.out), nohalo_out = rel(nohalo_.out, one_.out);
     const double halo_S = rel(halo_.state.data(), one_.state.data(), d.state_floats());
     const double nohalo_S = rel(nohalo_.state.data(), one_.state.data(), d.state_floats());
-    h.rows.push_back({std::string("with halo"), halo_out, halo_S, 0.0, halo_.halo_bytes, double(halo_.halo_max_ranks)});
+    h.rows.push_back(
+        {std::string("with halo"), halo_out, halo_S, 0.0, halo_.halo_bytes, double(halo_.halo_max_ranks)});
     h.rows.push_back({std::string("without halo"), nohalo_out, nohalo_S, double(wrong_tokens), 0.0, 0.0});
     r.tables.push_back(h);
     r.scalar("halo_rel_err_with", "Layer outputs with the halo vs one rank", "ratio", halo_out);
-    r.scalar("halo_rel_err_without", "Layer outputs without the halo vs one rank", "ratio", nohalo_out, true).help =
-        "Every rank after the first starts its short conv from zeros instead of the previous rank's last W-1 raw "
+    r.scalar("halo_rel_err_without", "Layer outputs without the halo vs one rank", "ratio", nohalo_out, true)
+        .help =
+        "Every rank after the first starts its short conv from zeros instead of the previous rank's last W-1 "
+        "raw "
         "rows.";
     r.check("With the halo every core input has the single-rank bits", pre_core_same,
             "q, k, v, g, beta of all " + std::to_string(T_) + " tokens compared bit for bit");
-    r.check("With the halo the layer equals one rank", halo_out < kTol && halo_S < kTol &&
-                                                            std::memcmp(halo_.state.data() + d.state_floats(),
-                                                                        one_.state.data() + d.state_floats(),
-                                                                        d.window_floats() * 4) == 0,
+    r.check("With the halo the layer equals one rank",
+            halo_out < kTol && halo_S < kTol &&
+                std::memcmp(halo_.state.data() + d.state_floats(), one_.state.data() + d.state_floats(),
+                            d.window_floats() * 4) == 0,
             "outputs " + sci(halo_out) + ", S " + sci(halo_S) + ", conv windows bitwise");
     if (R_ > 1)
         r.check("Without the halo exactly the first W-1 tokens of every later rank see a wrong conv input",
                 wrong_tokens == expected_wrong && nohalo_out > halo_out,
                 std::to_string(wrong_tokens) + " tokens differ, expected " + std::to_string(expected_wrong));
     // ---- per token error ----
-    Series naive{"naive sum (KDA)", "token", "relative error of the output row", {}, {}, "Output error per token"};
+    Series naive{"naive sum (KDA)",       "token", "relative error of the output row", {}, {},
+                 "Output error per token"};
     naive.log_y = true;
     naive.x_unit = "tokens";
     naive.y_unit = "ratio";
@@ -461,7 +481,9 @@ void CpRun::finish() {
     }
     r.series.insert(r.series.begin(), {naive, scan, nh});
     // ---- ranks ----
-    Table rk{"Ranks", {"rank", "first token", "tokens", "local map work (KDA)", "fix-up work (KDA, rerun)"}, {},
+    Table rk{"Ranks",
+             {"rank", "first token", "tokens", "local map work (KDA)", "fix-up work (KDA, rerun)"},
+             {},
              {"", "", "tokens", "MAC", "MAC"}};
     for (size_t i = 0; i + 1 < b_.size(); ++i) {
         const int n = b_[i + 1] - b_[i];
@@ -476,13 +498,16 @@ void CpRun::finish() {
         return double(m);
     }());
     r.timing_scalar("single_rank_ms", "Layer on one rank (this device)", "ms", ms_single_);
-    r.timing_scalar("cp_layer_ms", "Layer over R simulated ranks, run one after another (this device)", "ms", ms_cp_);
-    r.notes.push_back("Ranks are simulated one after another in one process; \"critical path\" counts the work a "
-                      "real deployment would wait for (the busiest rank's local pass, the combination rounds, the "
-                      "busiest fix-up), by formula.");
-    r.notes.push_back("Layer: one KDA layer with the runnable tiny model's geometry (4 heads, K = V = 64, d_model "
-                      "256, conv width 4) and seeded weights; layer inputs x ~ N(0, 1). Linear attention and the "
-                      "diagonal gate run on the same q, k, v (and g) as the KDA core.");
+    r.timing_scalar("cp_layer_ms", "Layer over R simulated ranks, run one after another (this device)", "ms",
+                    ms_cp_);
+    r.notes.push_back(
+        "Ranks are simulated one after another in one process; \"critical path\" counts the work a "
+        "real deployment would wait for (the busiest rank's local pass, the combination rounds, the "
+        "busiest fix-up), by formula.");
+    r.notes.push_back(
+        "Layer: one KDA layer with the runnable tiny model's geometry (4 heads, K = V = 64, d_model "
+        "256, conv width 4) and seeded weights; layer inputs x ~ N(0, 1). Linear attention and the "
+        "diagonal gate run on the same q, k, v (and g) as the KDA core.");
     if (p_.str("split") == "uneven" && R_ >= 2 && T_ < 4 * R_ + 2)
         r.notes.push_back("Too few tokens for uneven slices: even slices were used.");
 }
@@ -495,16 +520,20 @@ Experiment make_cp_experiment() {
     e.id = "cp";
     e.title = "Context parallelism and the non-additive state";
     e.component = "context parallelism";
-    e.purpose = "Split one prompt over R ranks: what it takes to get exactly the single-rank KDA state and outputs, "
-                "and why adding the ranks' states is wrong.";
+    e.purpose =
+        "Split one prompt over R ranks: what it takes to get exactly the single-rank KDA state and outputs, "
+        "and why adding the ranks' states is wrong.";
     e.how_it_works =
-        "Whatever state a token segment starts from, it ends in S_out = M S_in + B: B is the end state from zero, "
+        "Whatever state a token segment starts from, it ends in S_out = M S_in + B: B is the end state from "
+        "zero, "
         "M = A_n ... A_1 with A_t = (I - beta_t k_t k_t^T) Diag(alpha_t) for KDA. Outputs are affine too, "
-        "O = O0 + E S_in. So every rank runs its slice from a zero state, producing (M_r, B_r), O0_r and E_r, "
+        "O = O0 + E S_in. So every rank runs its slice from a zero state, producing (M_r, B_r), O0_r and "
+        "E_r, "
         "without waiting for anyone.\n\n"
         "The ranks then need their true start states S_in(r) = M_{r-1} S_in(r-1) + B_{r-1}. Maps compose as "
         "(M2, B2) o (M1, B1) = (M2 M1, M2 B1 + B2): associative, not commutative.\n\n"
-        "- Serial state passing: rank r applies its map to the state it received and sends the result on: R - 1 "
+        "- Serial state passing: rank r applies its map to the state it received and sends the result on: R "
+        "- 1 "
         "hops of one K x V state each.\n"
         "- Affine scan: ceil(log2 R) rounds of composing maps (Hillis-Steele), each rank sending its "
         "composite [M | B], K x K + K x V floats per value head; 4 MiB per layer for Kimi Linear.\n"
@@ -512,7 +541,8 @@ Experiment make_cp_experiment() {
         "diagonal gate it drops the decay; for KDA it also drops the delta rule's erasure of earlier values "
         "under similar keys. Its error is exactly sum_r (M_R..M_{r+1} - I) B_r + (M_R..M_1 - I) S_0, checked "
         "here against the measurement.\n\n"
-        "Fix-up: rerun the slice's state pass from S_in (what FLA does), or correct linearly: O = O0 + E S_in, "
+        "Fix-up: rerun the slice's state pass from S_in (what FLA does), or correct linearly: O = O0 + E "
+        "S_in, "
         "S_out = M S_in + B. Both are shown and agree.\n\n"
         "The short causal conv needs a halo: the first W-1 tokens of rank r convolve over the last W-1 raw "
         "(pre-conv) q/k/v rows before its slice, which live on rank r-1, or further back when a slice is "
@@ -522,8 +552,10 @@ Experiment make_cp_experiment() {
         "Multiplication to Affine Transformation\" (2026) for S' = M S + B and the composition lemma.";
     e.where_it_does_not_pay =
         "M is K x K per head: a rank's map is as large as its state again (K = V), and computing it runs the "
-        "state pass a second time, on M. Composing two maps costs K^3 + K^2 V per head, twice an application. "
-        "So for short slices the extra work and the exchange cost more than the parallelism saves: the speed-up "
+        "state pass a second time, on M. Composing two maps costs K^3 + K^2 V per head, twice an "
+        "application. "
+        "So for short slices the extra work and the exchange cost more than the parallelism saves: the "
+        "speed-up "
         "plot at scale shows where the affine scan stops paying and where serial passing is as good (for R "
         "below about 8 a scan round costs more than the hops it saves).\n\n"
         "- The exchange is per layer: 20 KDA layers of Kimi Linear send 80 MiB per rank per round, and the "
@@ -538,9 +570,11 @@ Experiment make_cp_experiment() {
     e.validate = validate_cp;
     e.headlines = {
         {"Adding KDA states over 7 ranks (an all-reduce '+') leaves this relative error in the final state",
-         {{"tokens", "200"}, {"ranks", "7"}}, "naive_state_rel_err"},
+         {{"tokens", "200"}, {"ranks", "7"}},
+         "naive_state_rel_err"},
         {"Each rank sends this much per KDA layer of Kimi Linear to make the split exact",
-         {{"tokens", "200"}, {"ranks", "7"}}, "bytes_per_rank_preset"},
+         {{"tokens", "200"}, {"ranks", "7"}},
+         "bytes_per_rank_preset"},
     };
     e.start = [](const Params& p) { return std::make_unique<CpRun>(p); };
     return e;

@@ -34,7 +34,7 @@ const std::string* find_entry(const ModuleDoc::Entries& v, const std::string& ke
 
 // Gives the finished report's scalars that have no help the doc's help.
 class DocumentedRun final : public Run {
-public:
+  public:
     DocumentedRun(std::unique_ptr<Run> inner, std::shared_ptr<const ModuleDoc::Entries> help)
         : inner_(std::move(inner)), help_(std::move(help)) {}
     double step(double budget_ms) override {
@@ -50,7 +50,7 @@ public:
     const Report& report() const override { return done_ ? report_ : inner_->report(); }
     std::string stage() const override { return inner_->stage(); }
 
-private:
+  private:
     std::unique_ptr<Run> inner_;
     std::shared_ptr<const ModuleDoc::Entries> help_;
     Report report_;
@@ -63,7 +63,8 @@ std::string_view module_doc_source(std::string_view id) {
     const std::string stem = file_stem(id);
     for (size_t i = 0; i < docs_embedded::files_count; ++i)
         if (stem == docs_embedded::files[i].name)
-            return {reinterpret_cast<const char*>(docs_embedded::files[i].data), docs_embedded::files[i].size};
+            return {reinterpret_cast<const char*>(docs_embedded::files[i].data),
+                    docs_embedded::files[i].size};
     return {};
 }
 
@@ -88,6 +89,12 @@ ModuleDoc module_doc(std::string_view id) {
             d.unknown_sections.push_back(title);
     }
     return d;
+}
+
+std::string doc_param_help(std::string_view doc, std::string_view key) {
+    const ModuleDoc d = module_doc(doc);
+    const std::string* h = find_entry(d.param_help, std::string(key));
+    return h ? *h : std::string();
 }
 
 void apply_module_doc(Experiment& e) {

@@ -17,7 +17,7 @@
 namespace k3 {
 
 struct ModuleDoc {
-    std::string how_it_works, where_it_does_not_pay;  // Markdown
+    std::string how_it_works, where_it_does_not_pay;                   // Markdown
     using Entries = std::vector<std::pair<std::string, std::string>>;  // key, plain text
     Entries param_help, figure_help;
     std::vector<std::string> unknown_sections;  // top-level headings other than the four above
@@ -27,7 +27,10 @@ struct ModuleDoc {
 ModuleDoc module_doc(std::string_view id);
 // The embedded Markdown source of module `id` ("" if none).
 std::string_view module_doc_source(std::string_view id);
-// Ids (file stems) of every embedded module doc.
+// Ids (file stems) of every embedded module doc, shared docs (core/modules/shared/*.md) included.
 std::vector<std::string> module_doc_names();
+// The help of parameter `key` in doc `doc`'s "# Parameters" ("" if none): for parameter groups
+// several modules share, documented once in core/modules/shared/<doc>.md.
+std::string doc_param_help(std::string_view doc, std::string_view key);
 
 }  // namespace k3

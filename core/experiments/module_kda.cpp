@@ -26,8 +26,9 @@ using namespace k3::kda;
 
 constexpr double kMaxBytes = 256.0 * 1024 * 1024;  // refuse runs above this estimate
 constexpr double kMaxWork = 2147483648.0;          // T * HV * K * V: the fp64 reference's work
-constexpr double kRelTarget = 1e-5;                // fp32 kernels vs fp64, relative RMS (reference/kda.md §7)
-constexpr double kManyBytes = 64.0 * 1024 * 1024;  // layer states cycled through by the "state in memory" decode
+constexpr double kRelTarget = 1e-5;  // fp32 kernels vs fp64, relative RMS (reference/kda.md §7)
+constexpr double kManyBytes =
+    64.0 * 1024 * 1024;  // layer states cycled through by the "state in memory" decode
 
 std::vector<ParamSpec> kda_params() {
     return {
@@ -55,8 +56,9 @@ std::vector<ParamSpec> kda_params() {
         ParamSpec::choice("gate", "Gate recipe", {"logsigmoid", "model"}, "logsigmoid",
                           {"logsigmoid(N(0,1)) x strength (FLA tests)", "-exp(A_log) softplus(z + dt_bias)"})
             .in_group("Inputs")
-            .describe("How the per-channel log-decay g is drawn: FLA's test recipe, or Kimi Linear's gate with "
-                      "A_log, dt_bias ~ N(0,1) and z ~ N(0, strength^2)."),
+            .describe(
+                "How the per-channel log-decay g is drawn: FLA's test recipe, or Kimi Linear's gate with "
+                "A_log, dt_bias ~ N(0,1) and z ~ N(0, strength^2)."),
         ParamSpec::real("gate_strength", "Gate strength", "", 0.001, 100, 1)
             .log()
             .in_group("Inputs")
@@ -88,8 +90,8 @@ double bytes_estimate(const Dims& d) {
     const double c = std::min(d.C, d.T);
     const double scratch = c * (8.0 * s.K + 4.0 * s.V) + 2.0 * c * c + 2.0 * s.K * c;
     const double many = std::max(kManyBytes, 4.0 * st);
-    return 4.0 * in + 8.0 * (out + st) + 4.0 * (8.0 * out + 10.0 * st + double(s.HV) * s.K * s.K) + 4.0 * scratch +
-           many;
+    return 4.0 * in + 8.0 * (out + st) + 4.0 * (8.0 * out + 10.0 * st + double(s.HV) * s.K * s.K) +
+           4.0 * scratch + many;
 }
 
 double work_estimate(const Dims& d) { return double(d.T) * d.s.HV * d.s.K * d.s.V; }
@@ -145,7 +147,7 @@ double rate(const std::function<void()>& fn, double head_tokens, double ms) {
 }
 
 class KdaRun : public StagedRun {
-public:
+  public:
     explicit KdaRun(const Params& p) : StagedRun("kda", p), p_(p), d_(dims_of(p)) {
         add_step("inputs", 1, [this] { make_inputs(); });
         add_stage("fp64 reference", 6, [this](const Deadline& dl) { return reference(dl); });
@@ -155,7 +157,7 @@ public:
         add_step("report", 0.1, [this] { finish(); });
     }
 
-private:
+  private:
     void make_inputs();
     double reference(const Deadline& dl);
     void kernels();
@@ -231,8 +233,14 @@ void KdaRun::kernels() {
     ch_vs_rec_ = compare(ch_o_[1].data(), rec_o_[1].data(), no);
     ch_vs_rec_.add(compare(ch_S_[1].data(), rec_S_[1].data(), ch_S_[1].size()));
     sweep_c_ = chunk_sweep(d_.T, d_.C);
-    sweep_err_ = {"chunked (fp32) vs fp64", "chunk size C (tokens)", "relative RMS error", {}, {}, "Error against chunk size",
-                  true, true};
+    sweep_err_ = {"chunked (fp32) vs fp64",
+                  "chunk size C (tokens)",
+                  "relative RMS error",
+                  {},
+                  {},
+                  "Error against chunk size",
+                  true,
+                  true};
     sweep_err_.x_unit = "tokens";
     sweep_diff_ = sweep_err_;
     sweep_diff_.name = "max |chunked - recurrent| (fp32)";
@@ -258,7 +266,7 @@ double KdaRun::timing(const Deadline& dl) {
     // Timed on a prefix of the tokens: enough head-tokens for a stable rate, few enough that the scalar
     // kernels finish quickly even for large runs.
     const Shape& s = d_.s;
-    const int Ts = std::max(1, std::min(d_.T, 256 / s.HV));                           // scalar kernels
+    const int Ts = std::max(1, std::min(d_.T, 256 / s.HV));                                // scalar kernels
     const int Tv = std::min(d_.T, std::max({1, 65536 / s.HV, std::min(d_.T, 2 * d_.C)}));  // SIMD
     FloatBuf S(s.state_floats()), o(size_t(d_.T) * s.v_row());
     const double ms = 6;
@@ -294,12 +302,13 @@ double KdaRun::timing(const Deadline& dl) {
             if (many.empty()) {
                 many.resize(size_t(n_many) * d_.s.state_floats());
                 for (int m = 0; m < n_many; ++m)
-                    std::memcpy(many.data() + size_t(m) * d_.s.state_floats(), S0_.data(), S0_.size() * sizeof(float));
+                    std::memcpy(many.data() + size_t(m) * d_.s.state_floats(), S0_.data(),
+                                S0_.size() * sizeof(float));
             }
             for (int t = 0; t < T; ++t, ++many_pos_) {  // calls continue round the ring of states
                 const Tokens r = x_.view().slice(d_.s, t, 1);
-                recurrent_step(d_.s, many.data() + size_t(many_pos_ % n_many) * d_.s.state_floats(), r.q, r.k, r.v,
-                               r.g, r.beta, scale_, o.data(), Impl::simd);
+                recurrent_step(d_.s, many.data() + size_t(many_pos_ % n_many) * d_.s.state_floats(), r.q, r.k,
+                               r.v, r.g, r.beta, scale_, o.data(), Impl::simd);
             }
         };
     };
@@ -342,21 +351,24 @@ void KdaRun::finish() {
     const std::string arch = simd_arch();
 
     // ---- headline scalars (deterministic: the same in every build) ----
-    r.scalar("rel_err_recurrent", "Recurrent kernel vs fp64 (relative RMS)", "", err_rec_.rel_rms(), true).help =
+    r.scalar("rel_err_recurrent", "Recurrent kernel vs fp64 (relative RMS)", "", err_rec_.rel_rms(), true)
+        .help =
         "||fp64 - fp32|| / ||fp64|| over all outputs and the final state of the fp32 recurrent kernel.";
     r.scalar("rel_err_chunked", "Chunked kernel vs fp64 (relative RMS)", "", err_ch_.rel_rms(), true).help =
         "The same for the chunked (WY) kernel with chunk size " + std::to_string(d_.C) + ".";
     r.scalar("max_abs_err_recurrent", "Recurrent vs fp64, max |diff|", "", err_rec_.max_abs);
     r.scalar("max_abs_err_chunked", "Chunked vs fp64, max |diff|", "", err_ch_.max_abs);
-    r.scalar("max_abs_chunked_vs_recurrent", "max |chunked - recurrent| (fp32)", "", ch_vs_rec_.max_abs, true).help =
-        "Largest difference between the two fp32 kernels over outputs and final state; they round differently "
+    r.scalar("max_abs_chunked_vs_recurrent", "max |chunked - recurrent| (fp32)", "", ch_vs_rec_.max_abs, true)
+        .help =
+        "Largest difference between the two fp32 kernels over outputs and final state; they round "
+        "differently "
         "(different order of operations), so this is not 0.";
     r.scalar("state_bytes_per_layer", "State per layer (fp32)", "B", double(s.state_floats()) * 4.0);
     const double n = std::min(d_.C, d_.T);
     const double rec_madds = 4.0 * K * V + K;  // decay, predict, write, read
     const double ch_madds = (n * (K + 0.5 * (K + V)) + 3.0 * K * V + 0.5 * n * V);
-    r.scalar("madds_per_head_token_recurrent", "Work per head-token, recurrent", "multiply-adds", rec_madds).help =
-        "Decay K V multiplies, then predict, write and read, K V multiply-adds each.";
+    r.scalar("madds_per_head_token_recurrent", "Work per head-token, recurrent", "multiply-adds", rec_madds)
+        .help = "Decay K V multiplies, then predict, write and read, K V multiply-adds each.";
     r.scalar("madds_per_head_token_chunked", "Work per head-token, chunked", "multiply-adds", ch_madds).help =
         "Per token of a full chunk of C: C (K + (K + V) / 2) for the pair matrices and the forward "
         "substitution, 3 K V for the state pass (W S, Qg S, Kd^T D), C V / 2 for Aqk D.";
@@ -368,8 +380,8 @@ void KdaRun::finish() {
     }
     char hex[16];
     std::snprintf(hex, sizeof hex, "%08x", unsigned(crc));
-    r.notes.push_back(std::string("Bits digest (CRC-32C of every fp32 output and state of this run): ") + hex +
-                      ". The same in every build for the same parameters.");
+    r.notes.push_back(std::string("Bits digest (CRC-32C of every fp32 output and state of this run): ") +
+                      hex + ". The same in every build for the same parameters.");
     r.scalar("bits_digest", "CRC-32C of the fp32 results", "", double(crc)).help =
         "Of the outputs and states of all four fp32 runs: the same number natively (AVX-512, AVX2), in "
         "WebAssembly SIMD and in the scalar builds, because the kernels give the same bits everywhere.";
@@ -388,8 +400,8 @@ void KdaRun::finish() {
         const ErrorStats a = vs_ref(rec_o_[v], rec_S_[v]), b = vs_ref(ch_o_[v], ch_S_[v]);
         t.rows.push_back({std::string("recurrent"), std::string(impl_name[v]), a.max_abs, a.rel_rms(),
                           std::string(a.rel_rms() < kRelTarget ? "yes" : "no")});
-        t.rows.push_back({"chunked C=" + std::to_string(d_.C), std::string(impl_name[v]), b.max_abs, b.rel_rms(),
-                          std::string(b.rel_rms() < kRelTarget ? "yes" : "no")});
+        t.rows.push_back({"chunked C=" + std::to_string(d_.C), std::string(impl_name[v]), b.max_abs,
+                          b.rel_rms(), std::string(b.rel_rms() < kRelTarget ? "yes" : "no")});
     }
     r.tables.push_back(t);
 
@@ -400,10 +412,11 @@ void KdaRun::finish() {
             "SIMD " + format_sig(err_rec_.rel_rms(), 3) + ", scalar " + format_sig(rs.rel_rms(), 3));
     r.check("fp32 chunked kernels within 1e-5 relative RMS of fp64",
             err_ch_.rel_rms() < kRelTarget && cs.rel_rms() < kRelTarget && err_ch_.non_finite == 0,
-            "SIMD " + format_sig(err_ch_.rel_rms(), 3) + ", scalar " + format_sig(cs.rel_rms(), 3) + " (C = " +
-                std::to_string(d_.C) + ")");
+            "SIMD " + format_sig(err_ch_.rel_rms(), 3) + ", scalar " + format_sig(cs.rel_rms(), 3) +
+                " (C = " + std::to_string(d_.C) + ")");
     r.check("Chunked equals recurrent within 1e-4 x max(1, max|out|)", ch_vs_rec_.within(),
-            "max |diff| " + format_sig(ch_vs_rec_.max_abs, 3) + ", tolerance " + format_sig(ch_vs_rec_.tolerance(), 3));
+            "max |diff| " + format_sig(ch_vs_rec_.max_abs, 3) + ", tolerance " +
+                format_sig(ch_vs_rec_.tolerance(), 3));
     auto same = [](const FloatBuf& a, const FloatBuf& b) {
         return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
     };
@@ -417,10 +430,13 @@ void KdaRun::finish() {
         FloatBuf S = S0_, o(rec_o_[1].size());
         for (int tt = 0; tt < d_.T; ++tt) {
             const Tokens one = x_.view().slice(s, tt, 1);
-            recurrent_step(s, S.data(), one.q, one.k, one.v, one.g, one.beta, scale_, o.data() + size_t(tt) * s.v_row());
+            recurrent_step(s, S.data(), one.q, one.k, one.v, one.g, one.beta, scale_,
+                           o.data() + size_t(tt) * s.v_row());
         }
-        r.check("Decode steps reproduce the recurrent prefill bit for bit", same(S, rec_S_[1]) && same(o, rec_o_[1]),
-                std::to_string(d_.T) + " single-token steps vs one call over " + std::to_string(d_.T) + " tokens");
+        r.check("Decode steps reproduce the recurrent prefill bit for bit",
+                same(S, rec_S_[1]) && same(o, rec_o_[1]),
+                std::to_string(d_.T) + " single-token steps vs one call over " + std::to_string(d_.T) +
+                    " tokens");
     }
     if (d_.T > d_.C) {
         // Split invariance: prefill(A) then prefill(B) with |A| a multiple of C == prefill(A ++ B), bitwise.
@@ -428,7 +444,8 @@ void KdaRun::finish() {
         FloatBuf S = S0_, o(ch_o_[1].size());
         chunked(s, S.data(), x_.view().slice(s, 0, A), scale_, d_.C, o.data());
         chunked(s, S.data(), x_.view().slice(s, A, d_.T - A), scale_, d_.C, o.data() + size_t(A) * s.v_row());
-        r.check("Prefill split at a chunk boundary gives the same bits", same(S, ch_S_[1]) && same(o, ch_o_[1]),
+        r.check("Prefill split at a chunk boundary gives the same bits",
+                same(S, ch_S_[1]) && same(o, ch_o_[1]),
                 std::to_string(A) + " + " + std::to_string(d_.T - A) + " tokens vs " + std::to_string(d_.T) +
                     " in one call");
     }
@@ -460,16 +477,17 @@ void KdaRun::finish() {
     };
     r.timing_scalar("head_tokens_per_s_recurrent", "Recurrent (SIMD), prefill", "head-tokens/s",
                     rate_of("recurrent (SIMD)"));
-    r.timing_scalar("head_tokens_per_s_chunked", "Chunked (SIMD), C = " + std::to_string(d_.C), "head-tokens/s",
-                    rate_of("chunked (SIMD)"));
+    r.timing_scalar("head_tokens_per_s_chunked", "Chunked (SIMD), C = " + std::to_string(d_.C),
+                    "head-tokens/s", rate_of("chunked (SIMD)"));
     r.timing_scalar("head_tokens_per_s_decode", "Decode step (SIMD), one token per call", "head-tokens/s",
                     rate_of("decode step (SIMD)"));
-    r.timing_scalar("head_tokens_per_s_decode_state_in_memory", "Decode step (SIMD), states from memory", "head-tokens/s",
-                    rate_of("decode, states in memory (SIMD)"))
+    r.timing_scalar("head_tokens_per_s_decode_state_in_memory", "Decode step (SIMD), states from memory",
+                    "head-tokens/s", rate_of("decode, states in memory (SIMD)"))
         .help = "Each step on the next of 64 MiB of layer states, so the state comes from memory, not cache.";
     r.timing_scalar("head_tokens_per_s_recurrent_scalar", "Recurrent (scalar)", "head-tokens/s",
                     rate_of("recurrent (scalar)"));
-    r.timing_scalar("head_tokens_per_s_chunked_scalar", "Chunked (scalar)", "head-tokens/s", rate_of("chunked (scalar)"));
+    r.timing_scalar("head_tokens_per_s_chunked_scalar", "Chunked (scalar)", "head-tokens/s",
+                    rate_of("chunked (scalar)"));
     r.timing_scalar("head_tokens_per_s_decode_scalar", "Decode step (scalar)", "head-tokens/s",
                     rate_of("decode step (scalar)"));
     auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
@@ -481,8 +499,8 @@ void KdaRun::finish() {
                     ratio(rate_of("chunked (SIMD)"), rate_of("decode step (SIMD)")));
     r.timing_scalar("chunked_over_decode_state_in_memory", "Chunked prefill / decode with states from memory",
                     "ratio", ratio(rate_of("chunked (SIMD)"), rate_of("decode, states in memory (SIMD)")));
-    Series bars{"throughput", "kernel", "head-tokens/s", {}, {}, "Throughput per kernel", false, false,
-                SeriesStyle::bars};
+    Series bars{"throughput", "kernel", "head-tokens/s",  {}, {}, "Throughput per kernel",
+                false,        false,    SeriesStyle::bars};
     bars.y_unit = "head-tokens/s";
     for (const auto& [k, v] : rates_) {
         bars.x.push_back(double(bars.x.size()));
@@ -504,16 +522,18 @@ void KdaRun::finish() {
     r.timing.series.push_back(dec);
 
     // ---- notes ----
-    r.notes.push_back("Shape: " + std::to_string(s.H) + " q/k heads, " + std::to_string(s.HV) + " value heads, K = " +
-                      std::to_string(K) + ", V = " + std::to_string(V) + ", " + std::to_string(d_.T) +
-                      " tokens; state layout [HV][K][V] fp32; scale = K^-0.5 applied to q inside the kernels.");
+    r.notes.push_back(
+        "Shape: " + std::to_string(s.H) + " q/k heads, " + std::to_string(s.HV) + " value heads, K = " +
+        std::to_string(K) + ", V = " + std::to_string(V) + ", " + std::to_string(d_.T) +
+        " tokens; state layout [HV][K][V] fp32; scale = K^-0.5 applied to q inside the kernels.");
     r.notes.push_back("Throughput is measured on the first " + std::to_string(timing_T_[1]) +
                       " tokens (SIMD) and " + std::to_string(timing_T_[0]) +
                       " tokens (scalar), best of repeated calls after a warm-up call. \"Scalar\" kernels are "
                       "compiled with auto-vectorisation disabled, so they show one float per instruction.");
     if (!simd)
-        r.timing_text("simd_note", "Note", "this build has no SIMD kernels (K3_SIMD=0): the SIMD figures are the "
-                                           "scalar kernels");
+        r.timing_text("simd_note", "Note",
+                      "this build has no SIMD kernels (K3_SIMD=0): the SIMD figures are the "
+                      "scalar kernels");
 }
 
 }  // namespace
@@ -524,38 +544,49 @@ Experiment make_kda_experiment() {
     e.id = "kda";
     e.title = "KDA kernel lab";
     e.component = "foundation";
-    e.purpose = "The Kimi Delta Attention kernels every other module runs on, live in this build: accuracy against "
-                "an fp64 reference, scalar against SIMD, recurrent against chunked.";
+    e.purpose =
+        "The Kimi Delta Attention kernels every other module runs on, live in this build: accuracy against "
+        "an fp64 reference, scalar against SIMD, recurrent against chunked.";
     e.how_it_works =
-        "Every KDA head keeps a K x V state matrix S (fp32, row = key channel). For each token it decays the rows "
-        "of S by alpha = exp(g), predicts p = S^T k, writes the scaled error beta (v - p) under the key, and reads "
+        "Every KDA head keeps a K x V state matrix S (fp32, row = key channel). For each token it decays the "
+        "rows "
+        "of S by alpha = exp(g), predicts p = S^T k, writes the scaled error beta (v - p) under the key, and "
+        "reads "
         "o = S^T q (reference/kda.md §2). The recurrent kernel does exactly that, token by token: 4 K V "
         "multiply-adds per head and token, and every step reads and writes the whole state.\n\n"
-        "The chunked (WY) kernel takes C tokens at a time (§3). Everything that does not depend on S is computed "
-        "first: the pair matrices L and Aqk with the decay between tokens r and s as a running product of alphas "
+        "The chunked (WY) kernel takes C tokens at a time (§3). Everything that does not depend on S is "
+        "computed "
+        "first: the pair matrices L and Aqk with the decay between tokens r and s as a running product of "
+        "alphas "
         "(never the exponential of a positive number, so gates of -50 per step cannot overflow), a forward "
         "substitution for (I + L)^-1, and the W and U rows. Then one pass over S per chunk: D = U - W S, "
         "O = Qg S + Aqk D, S = Diag(exp G_last) S + Kd^T D.\n\n"
         "- fp64 reference: the same recurrence in double precision; the fp32 kernels must stay within 1e-5 "
         "relative RMS of it (FLA's own GPU tolerance is 5e-3 against bf16).\n"
-        "- Determinism: the SIMD kernels vectorise along the value dimension, so each lane sums in the scalar "
+        "- Determinism: the SIMD kernels vectorise along the value dimension, so each lane sums in the "
+        "scalar "
         "order; no FMA, own exp. Scalar, AVX-512, AVX2 and WebAssembly SIMD give the same bits: compare the "
         "bits digest of this report between the page and the CLI.\n"
         "- The affine view (§4): a segment maps any start state to M S + B. That is what context parallelism "
         "and the fix-up of outputs are built on (module 9).\n\n"
         "Sources: fla-org/flash-linear-attention (fla/ops/kda/naive.py, chunk_intra.py, wy_fast.py, "
-        "fused_recurrent.py, tests/ops/test_kda.py); the Kimi Linear tech report (arXiv 2510.26692); Zhiyuan Li, "
+        "fused_recurrent.py, tests/ops/test_kda.py); the Kimi Linear tech report (arXiv 2510.26692); Zhiyuan "
+        "Li, "
         "\"KDA: From Matrix Multiplication to Affine Transformation\" (2026).";
     e.where_it_does_not_pay =
         "Chunking only helps prefill. A decode step has one token: the chunked kernel would do the recurrent "
         "work plus its set-up. With C much larger than the prompt, the pair matrices (C^2 terms) cost more "
         "than they save.\n\n"
-        "On a CPU, while the state is in cache, the chunked kernel is no faster than a recurrent prefill that "
-        "keeps a block of the state in L1 across tokens (compare the two bars). Per token it still does 3 K V "
-        "multiply-adds in the state pass against 4 K V (plus K V decay multiplies) for the recurrence, and adds "
+        "On a CPU, while the state is in cache, the chunked kernel is no faster than a recurrent prefill "
+        "that "
+        "keeps a block of the state in L1 across tokens (compare the two bars). Per token it still does 3 K "
+        "V "
+        "multiply-adds in the state pass against 4 K V (plus K V decay multiplies) for the recurrence, and "
+        "adds "
         "C (K + (K + V) / 2) for the pair matrices and the forward substitution. GPUs gain from chunking "
         "because those products run on tensor cores; here both forms run on the same vector units, without "
-        "FMA (forbidden for bitwise determinism). The throughput against chunk size shows the best C is small "
+        "FMA (forbidden for bitwise determinism). The throughput against chunk size shows the best C is "
+        "small "
         "(16-32) and that large chunks lose. The chunked form is still what context parallelism needs: it "
         "yields the affine map of a segment.\n\n"
         "- Decode is bound by state bandwidth: every token reads and writes K V floats per head (64 KiB at "
@@ -564,11 +595,14 @@ Experiment make_kda_experiment() {
         "memory: compare \"decode, states in memory\" with the cached decode step. That is where chunked "
         "prefill, which reads the state once per chunk, pays several times over; batching sequences does not "
         "help decode, since states are not shared.\n"
-        "- At small head dims SIMD gains vanish: with K = V = 16 a head is one AVX-512 register wide, and the "
+        "- At small head dims SIMD gains vanish: with K = V = 16 a head is one AVX-512 register wide, and "
+        "the "
         "per-token set-up (K exponentials, broadcasts, loop overhead) is a large share of the work.\n"
-        "- In WebAssembly the vectors are 4 lanes wide (128-bit SIMD) against 16 with AVX-512, so the page runs "
+        "- In WebAssembly the vectors are 4 lanes wide (128-bit SIMD) against 16 with AVX-512, so the page "
+        "runs "
         "these kernels at roughly half the native speed or less.\n\n"
-        "Sources: reference/kda.md §2 (decode memory traffic), §3 (chunk sizes: FLA 32/64 on GPU, FlashKDA 16) "
+        "Sources: reference/kda.md §2 (decode memory traffic), §3 (chunk sizes: FLA 32/64 on GPU, FlashKDA "
+        "16) "
         "and §8 (FLA kernels, the Kimi Linear report).";
     e.params = kda_params();
     e.validate = validate_kda;

@@ -16,12 +16,13 @@ namespace k3 {
 namespace {
 
 const std::vector<std::string> kPresets = {"kimi-linear-48b", "qwen3-next-80b", "tiny"};
-const std::vector<std::string> kPresetLabels = {"Kimi-Linear-48B-A3B", "Qwen3-Next-80B-A3B", "tiny (runnable)"};
+const std::vector<std::string> kPresetLabels = {"Kimi-Linear-48B-A3B", "Qwen3-Next-80B-A3B",
+                                                "tiny (runnable)"};
 constexpr double kMiB = 1024.0 * 1024.0;
 constexpr PoolDesign kDesigns[3] = {PoolDesign::static_split, PoolDesign::hybrid_pages, PoolDesign::unified};
 constexpr int kGridCells = 2048, kGridColumns = 64;
 // Refused above these: the run must stay well under a second and a few MB of samples.
-constexpr double kMaxTokenSteps = 4e6;   // requests x mean output: decode steps summed over requests
+constexpr double kMaxTokenSteps = 4e6;    // requests x mean output: decode steps summed over requests
 constexpr double kMaxArrivalSteps = 2e5;  // requests / arrival rate
 constexpr uint64_t kMaxSimPages = 1u << 18;
 
@@ -39,14 +40,16 @@ std::vector<ParamSpec> pool_params() {
                       "many requests fit."),
         ParamSpec::integer("page_tokens", "KV page (static, unified)", "tokens", 1, 1024, 64)
             .in_group("Designs")
-            .describe("SGLang page_size for the static and unified designs (1 with no_buffer, 64 typical with "
-                      "extra_buffer). The prefix-cache grid is the smallest page multiple >= 64 "
-                      "(mamba_cache_chunk_size = max(64, page_size)). vLLM derives its own block."),
+            .describe(
+                "SGLang page_size for the static and unified designs (1 with no_buffer, 64 typical with "
+                "extra_buffer). The prefix-cache grid is the smallest page multiple >= 64 "
+                "(mamba_cache_chunk_size = max(64, page_size)). vLLM derives its own block."),
         ParamSpec::real("state_ratio", "mamba_full_memory_ratio r", "", 0.05, 20, 0.9)
             .log()
             .in_group("Designs")
-            .describe("Static split: the state pool gets r / (1 + r) of the budget (SGLang default 0.9: 47 %), "
-                      "the KV pool the rest."),
+            .describe(
+                "Static split: the state pool gets r / (1 + r) of the budget (SGLang default 0.9: 47 %), "
+                "the KV pool the rest."),
         ParamSpec::integer("block_multiple", "vLLM kernel block multiple", "tokens", 1, 1024, 16)
             .in_group("Designs")
             .describe("vLLM rounds the inflated attention block up to a multiple of this (FlashAttention: "
@@ -75,8 +78,9 @@ std::vector<ParamSpec> pool_params() {
             .describe("Mean output length; uniform in 0.5x to 1.5x."),
         ParamSpec::real("prefix_share", "Share wanting a cached prefix", "fraction", 0, 1, 0.5)
             .in_group("Workload")
-            .describe("Share of requests whose prompt starts with one of the shared prefixes (system prompts, "
-                      "agent scaffolds)."),
+            .describe(
+                "Share of requests whose prompt starts with one of the shared prefixes (system prompts, "
+                "agent scaffolds)."),
         ParamSpec::integer("prefixes", "Shared prefixes", "prefixes", 1, 64, 6)
             .in_group("Workload")
             .describe("Distinct shared prefixes, lengths spread geometrically between the two bounds below."),
@@ -94,17 +98,21 @@ std::vector<ParamSpec> pool_params() {
         ParamSpec::real("shift_factor", "Prompt length after the shift", "x", 0.05, 64, 8)
             .log()
             .in_group("Workload")
-            .describe("Multiplier on the prompts' own part after the shift; 1 = no shift. Above 1 the mix moves "
-                      "from state-heavy to KV-heavy, which a fixed split cannot follow."),
+            .describe(
+                "Multiplier on the prompts' own part after the shift; 1 = no shift. Above 1 the mix moves "
+                "from state-heavy to KV-heavy, which a fixed split cannot follow."),
         ParamSpec::real("map_at", "Pool map taken at", "fraction", 0, 1, 0.4)
             .in_group("Workload")
             .describe("When the pool maps are recorded, as a share of the arrival period (the same step for "
                       "every design)."),
-        ParamSpec::seed("Seed of the request stream (arrivals, prompt and output lengths).").in_group("Workload"),
+        ParamSpec::seed("Seed of the request stream (arrivals, prompt and output lengths).")
+            .in_group("Workload"),
     };
 }
 
-PoolModel model_of(const Params& p) { return PoolModel::from(account_memory(*model_preset(p.str("preset")))); }
+PoolModel model_of(const Params& p) {
+    return PoolModel::from(account_memory(*model_preset(p.str("preset"))));
+}
 
 uint32_t cache_grid(uint32_t page) { return page * ((64 + page - 1) / page); }
 
@@ -128,12 +136,14 @@ std::vector<ParamIssue> validate_pool(const Params& p) {
     std::vector<ParamIssue> out;
     if (p.i("prefix_min") > p.i("prefix_max"))
         out.push_back({ParamIssue::error, "prefix_min",
-                       "shortest prefix (" + p.text("prefix_min") + ") exceeds the longest (" + p.text("prefix_max") + ")"});
+                       "shortest prefix (" + p.text("prefix_min") + ") exceeds the longest (" +
+                           p.text("prefix_max") + ")"});
     const double token_steps = p.num("requests") * p.num("output_tokens");
     if (token_steps > kMaxTokenSteps)
         out.push_back({ParamIssue::error, "output_tokens",
-                       "requests x output = " + format_grouped(token_steps) + " decode steps exceeds the limit of " +
-                           format_grouped(kMaxTokenSteps) + " (keeps the run under a second)"});
+                       "requests x output = " + format_grouped(token_steps) +
+                           " decode steps exceeds the limit of " + format_grouped(kMaxTokenSteps) +
+                           " (keeps the run under a second)"});
     const double arrival_steps = p.num("requests") / p.num("arrival_rate");
     if (arrival_steps > kMaxArrivalSteps)
         out.push_back({ParamIssue::error, "arrival_rate",
@@ -154,8 +164,10 @@ std::vector<ParamIssue> validate_pool(const Params& p) {
     HybridBlockPlan plan;
     const bool planned = plan_hybrid_blocks(m, uint32_t(p.i("block_multiple")), 16, &plan).empty();
     std::string short_of;
-    if (static_slots < spr) short_of = "the static split's state pool (" + std::to_string(static_slots) + " slots)";
-    else if (planned && budget / plan.block_bytes < uint64_t(plan.linear_groups) * spr + uint64_t(plan.attention_groups))
+    if (static_slots < spr)
+        short_of = "the static split's state pool (" + std::to_string(static_slots) + " slots)";
+    else if (planned &&
+             budget / plan.block_bytes < uint64_t(plan.linear_groups) * spr + uint64_t(plan.attention_groups))
         short_of = "vLLM's blocks (" + std::to_string(budget / plan.block_bytes) + " of " +
                    format_bytes(double(plan.block_bytes)) + ")";
     else if (budget < spr * S + page_bytes)
@@ -170,9 +182,19 @@ std::vector<ParamIssue> validate_pool(const Params& p) {
 
 // ---- pool map -> grid ----------------------------------------------------------------------------
 
-enum Category { c_free, c_kv, c_unfilled, c_state, c_cached_kv, c_cached_state, c_padding, c_unusable, c_count };
-const std::vector<std::string> kCategories = {"free",       "KV",           "KV (unfilled slots)", "state",
-                                              "cached KV",  "cached state", "padding",             "unusable"};
+enum Category {
+    c_free,
+    c_kv,
+    c_unfilled,
+    c_state,
+    c_cached_kv,
+    c_cached_state,
+    c_padding,
+    c_unusable,
+    c_count
+};
+const std::vector<std::string> kCategories = {
+    "free", "KV", "KV (unfilled slots)", "state", "cached KV", "cached state", "padding", "unusable"};
 
 int category_of(const MapUnit& u) {
     const bool cached = is_cache_owner(u.owner);
@@ -195,7 +217,8 @@ std::string owner_name(OwnerId o) {
 
 // One cell per `cell_bytes` of the pool (pool order); its category is the kind holding most of its
 // bytes, its label the owner holding most.
-CellGrid grid_of(const std::vector<MapUnit>& units, uint64_t budget, std::string name, uint64_t* cell_bytes_out) {
+CellGrid grid_of(const std::vector<MapUnit>& units, uint64_t budget, std::string name,
+                 uint64_t* cell_bytes_out) {
     CellGrid g;
     g.name = std::move(name);
     g.columns = kGridColumns;
@@ -214,8 +237,10 @@ CellGrid grid_of(const std::vector<MapUnit>& units, uint64_t budget, std::string
             by_cat[c][size_t(cat)] += take;
             if (u.owner != kNoOwner) {
                 auto& v = by_owner[c];
-                if (!v.empty() && v.back().first == u.owner) v.back().second += take;
-                else v.push_back({u.owner, take});
+                if (!v.empty() && v.back().first == u.owner)
+                    v.back().second += take;
+                else
+                    v.push_back({u.owner, take});
             }
             at += take;
         }
@@ -241,7 +266,7 @@ CellGrid grid_of(const std::vector<MapUnit>& units, uint64_t budget, std::string
 // ---- the run -------------------------------------------------------------------------------------
 
 class PoolRun : public StagedRun {
-public:
+  public:
     explicit PoolRun(const Params& p) : StagedRun("pool", p), p_(p) {
         add_step("request stream", 0.05, [this] { prepare(); });
         for (int d = 0; d < 3; ++d)
@@ -250,7 +275,7 @@ public:
         add_step("report", 0.05, [this] { summarise(); });
     }
 
-private:
+  private:
     void prepare();
     double serve(int d, const Deadline& dl);
     void summarise();
@@ -330,34 +355,46 @@ void PoolRun::summarise() {
         const PoolSimResult& s = res_[d];
         const std::string k = short_name[d];
         const double steps = double(std::max<uint64_t>(1, s.steps));
-        r.scalar("mean_running_" + k, std::string("Mean running requests: ") + nice[d], "requests", s.mean_running, true)
+        r.scalar("mean_running_" + k, std::string("Mean running requests: ") + nice[d], "requests",
+                 s.mean_running, true)
             .help = "Admitted concurrency averaged over every step of this design's run.";
-        r.scalar("peak_running_" + k, std::string("Peak running requests: ") + nice[d], "requests", s.peak_running);
-        r.scalar("utilisation_" + k, std::string("Mean utilisation: ") + nice[d], "fraction", s.sum_data / steps / B)
-            .help = "Bytes holding model data (filled KV token slots and state bytes, running and cached) over the "
-                    "budget, averaged over steps. Padding, unfilled slots and free bytes are the rest.";
-        r.scalar("peak_utilisation_" + k, std::string("Peak utilisation: ") + nice[d], "fraction", double(s.peak_data) / B);
-        r.scalar("padding_" + k, std::string("Mean padding: ") + nice[d], "fraction", s.sum_padding / steps / B);
-        r.scalar("unfilled_" + k, std::string("Mean unfilled KV slots: ") + nice[d], "fraction", s.sum_unfilled / steps / B);
-        r.scalar("fragmentation_" + k, std::string("Fragmentation: ") + nice[d], "fraction", s.fragmentation())
-            .help = "Of the new states the free bytes could have held (as one run usable by anything), the share "
-                    "that could not be placed without moving or evicting data, summed over steps: free KV pages "
-                    "of a static split, holes and a short gap in the unified pool, padding and block rounding "
-                    "in vLLM's.";
+        r.scalar("peak_running_" + k, std::string("Peak running requests: ") + nice[d], "requests",
+                 s.peak_running);
+        r.scalar("utilisation_" + k, std::string("Mean utilisation: ") + nice[d], "fraction",
+                 s.sum_data / steps / B)
+            .help =
+            "Bytes holding model data (filled KV token slots and state bytes, running and cached) over the "
+            "budget, averaged over steps. Padding, unfilled slots and free bytes are the rest.";
+        r.scalar("peak_utilisation_" + k, std::string("Peak utilisation: ") + nice[d], "fraction",
+                 double(s.peak_data) / B);
+        r.scalar("padding_" + k, std::string("Mean padding: ") + nice[d], "fraction",
+                 s.sum_padding / steps / B);
+        r.scalar("unfilled_" + k, std::string("Mean unfilled KV slots: ") + nice[d], "fraction",
+                 s.sum_unfilled / steps / B);
+        r.scalar("fragmentation_" + k, std::string("Fragmentation: ") + nice[d], "fraction",
+                 s.fragmentation())
+            .help =
+            "Of the new states the free bytes could have held (as one run usable by anything), the share "
+            "that could not be placed without moving or evicting data, summed over steps: free KV pages "
+            "of a static split, holes and a short gap in the unified pool, padding and block rounding "
+            "in vLLM's.";
         r.scalar("rejections_" + k, std::string("Admissions refused: ") + nice[d], "events", s.blocked_steps)
             .help = "Times the head of the queue could not be admitted for lack of memory (it waits; FCFS).";
-        r.scalar("refused_with_room_" + k, std::string("Refused with enough free bytes: ") + nice[d], "events",
-                 s.refused_with_room)
-            .help = "Refusals while the pool's free bytes covered the request's state and prompt KV: memory "
-                    "locked to the other kind (static), lost to block rounding and padding (vLLM), or in holes "
-                    "compaction could not join (unified).";
+        r.scalar("refused_with_room_" + k, std::string("Refused with enough free bytes: ") + nice[d],
+                 "events", s.refused_with_room)
+            .help =
+            "Refusals while the pool's free bytes covered the request's state and prompt KV: memory "
+            "locked to the other kind (static), lost to block rounding and padding (vLLM), or in holes "
+            "compaction could not join (unified).";
         r.scalar("preemptions_" + k, std::string("Preemptions: ") + nice[d], "events", s.preemptions);
         r.scalar("dropped_" + k, std::string("Dropped (never fit): ") + nice[d], "requests", s.dropped);
-        r.scalar("makespan_" + k, std::string("Steps to serve the stream: ") + nice[d], "steps", double(s.steps));
-        r.scalar("min_cacheable_prompt_" + k, std::string("Smallest prompt with a cache hit: ") + nice[d], "tokens",
-                 grids_[d] + 1.0, d == 1)
-            .help = "A hit reuses whole cache-grid units (vLLM: whole blocks) and must leave one prompt token to "
-                    "compute; a shared prefix shorter than one unit is never reused.";
+        r.scalar("makespan_" + k, std::string("Steps to serve the stream: ") + nice[d], "steps",
+                 double(s.steps));
+        r.scalar("min_cacheable_prompt_" + k, std::string("Smallest prompt with a cache hit: ") + nice[d],
+                 "tokens", grids_[d] + 1.0, d == 1)
+            .help =
+            "A hit reuses whole cache-grid units (vLLM: whole blocks) and must leave one prompt token to "
+            "compute; a shared prefix shorter than one unit is never reused.";
         r.scalar("prefix_hit_tokens_" + k, std::string("Prefix tokens reused: ") + nice[d], "fraction",
                  s.wanted_prefix_tokens ? double(s.reused_tokens) / double(s.wanted_prefix_tokens) : 0);
     }
@@ -393,8 +430,9 @@ void PoolRun::summarise() {
     }
     for (int d = 0; d < 3; ++d) {
         const std::string plot = std::string("Pool bytes over time: ") + nice[d];
-        const char* names[6] = {"KV (running)", "cached KV", "state (running)", "cached state",
-                                "padding + unfilled KV slots", "free"};
+        const char* names[6] = {
+            "KV (running)", "cached KV", "state (running)", "cached state", "padding + unfilled KV slots",
+            "free"};
         std::vector<Series> v;
         for (const char* n : names) {
             Series s{n, "step", "bytes", {}, {}, plot};
@@ -403,51 +441,55 @@ void PoolRun::summarise() {
             v.push_back(s);
         }
         for (const PoolSample& s : res_[d].samples) {
-            const double y[6] = {double(s.kv_running),   double(s.kv_cached),
-                                 double(s.state_running), double(s.state_cached),
-                                 double(s.padding + s.kv_unfilled), double(s.free)};
-            for (int j = 0; j < 6; ++j) v[size_t(j)].x.push_back(double(s.step)), v[size_t(j)].y.push_back(y[j]);
+            const double y[6] = {double(s.kv_running),
+                                 double(s.kv_cached),
+                                 double(s.state_running),
+                                 double(s.state_cached),
+                                 double(s.padding + s.kv_unfilled),
+                                 double(s.free)};
+            for (int j = 0; j < 6; ++j)
+                v[size_t(j)].x.push_back(double(s.step)), v[size_t(j)].y.push_back(y[j]);
         }
         for (auto& s : v) r.series.push_back(std::move(s));
     }
 
     // ---- tables ----
     Table lay{"Layout of each design (same budget)",
-              {"design", "KV page", "KV page bytes", "state slot bytes", "padding per state", "padding per KV page",
-               "max KV pages", "max states", "unusable", "cache grid"},
+              {"design", "KV page", "KV page bytes", "state slot bytes", "padding per state",
+               "padding per KV page", "max KV pages", "max states", "unusable", "cache grid"},
               {},
               {"", "tokens", "B", "B", "B", "B", "pages", "states", "B", "tokens"}};
     for (int d = 0; d < 3; ++d) {
         const PoolLayout& l = layouts_[d];
         lay.rows.push_back({std::string(nice[d]), double(l.page_tokens), double(l.kv_page_bytes),
-                            double(l.state_slot_bytes), double(l.state_padding()), double(l.kv_page_padding()),
-                            double(l.max_kv_pages), double(l.max_states), double(l.unusable_bytes), double(grids_[d])});
+                            double(l.state_slot_bytes), double(l.state_padding()),
+                            double(l.kv_page_padding()), double(l.max_kv_pages), double(l.max_states),
+                            double(l.unusable_bytes), double(grids_[d])});
     }
     r.tables.push_back(lay);
 
     Table adm{"Serving the same stream",
-              {"design", "peak running", "mean running", "steps", "mean wait", "mean latency", "refused admissions",
-               "refused: no KV page", "refused: no state id", "refused: no state space", "refused with room",
-               "free at refusal (mean)",
-               "preemptions", "dropped"},
+              {"design", "peak running", "mean running", "steps", "mean wait", "mean latency",
+               "refused admissions", "refused: no KV page", "refused: no state id", "refused: no state space",
+               "refused with room", "free at refusal (mean)", "preemptions", "dropped"},
               {},
-              {"", "requests", "requests", "steps", "steps", "steps", "events", "events", "events", "events", "events",
-               "B", "events", "requests"}};
+              {"", "requests", "requests", "steps", "steps", "steps", "events", "events", "events", "events",
+               "events", "B", "events", "requests"}};
     for (int d = 0; d < 3; ++d) {
         const PoolSimResult& s = res_[d];
-        adm.rows.push_back({std::string(nice[d]), double(s.peak_running), s.mean_running, double(s.steps), s.mean_wait,
-                            s.mean_latency, double(s.blocked_steps),
-                            double(s.blocked_by[size_t(AllocStatus::no_kv_page)]),
-                            double(s.blocked_by[size_t(AllocStatus::no_state_id)]),
-                            double(s.blocked_by[size_t(AllocStatus::no_state_space)]), double(s.refused_with_room),
-                            s.blocked_steps ? double(s.free_at_block_sum) / s.blocked_steps : 0.0,
-                            double(s.preemptions), double(s.dropped)});
+        adm.rows.push_back(
+            {std::string(nice[d]), double(s.peak_running), s.mean_running, double(s.steps), s.mean_wait,
+             s.mean_latency, double(s.blocked_steps), double(s.blocked_by[size_t(AllocStatus::no_kv_page)]),
+             double(s.blocked_by[size_t(AllocStatus::no_state_id)]),
+             double(s.blocked_by[size_t(AllocStatus::no_state_space)]), double(s.refused_with_room),
+             s.blocked_steps ? double(s.free_at_block_sum) / s.blocked_steps : 0.0, double(s.preemptions),
+             double(s.dropped)});
     }
     r.tables.push_back(adm);
 
     Table mem{"Memory over the run (time means, fractions of the budget)",
-              {"design", "utilisation", "peak utilisation", "padding", "unfilled KV slots", "free", "fragmentation",
-               "compactions", "bytes moved"},
+              {"design", "utilisation", "peak utilisation", "padding", "unfilled KV slots", "free",
+               "fragmentation", "compactions", "bytes moved"},
               {},
               {"", "fraction", "fraction", "fraction", "fraction", "fraction", "fraction", "events", "B"}};
     for (int d = 0; d < 3; ++d) {
@@ -455,18 +497,18 @@ void PoolRun::summarise() {
         const double steps = double(std::max<uint64_t>(1, s.steps));
         mem.rows.push_back({std::string(nice[d]), s.sum_data / steps / B, double(s.peak_data) / B,
                             s.sum_padding / steps / B, s.sum_unfilled / steps / B, s.sum_free / steps / B,
-                            s.fragmentation(),
-                            double(s.compactions), double(s.bytes_moved)});
+                            s.fragmentation(), double(s.compactions), double(s.bytes_moved)});
     }
     r.tables.push_back(mem);
 
     if (p_.num("shift_factor") != 1.0) {
-        Table ph{"Before and after the mix shift (steps with only pre-shift or only post-shift requests running)",
-                 {"design", "phase", "steps", "mean running", "utilisation", "free", "fragmentation",
-                  "refused: no KV page", "refused: no state id", "refused: no state space", "refused with room"},
-                 {},
-                 {"", "", "steps", "requests", "fraction", "fraction", "fraction", "events", "events", "events",
-                  "events"}};
+        Table ph{
+            "Before and after the mix shift (steps with only pre-shift or only post-shift requests running)",
+            {"design", "phase", "steps", "mean running", "utilisation", "free", "fragmentation",
+             "refused: no KV page", "refused: no state id", "refused: no state space", "refused with room"},
+            {},
+            {"", "", "steps", "requests", "fraction", "fraction", "fraction", "events", "events", "events",
+             "events"}};
         for (int d = 0; d < 3; ++d)
             for (int k = 0; k < 2; ++k) {
                 const PoolSimResult::Phase& x = res_[d].phases[k];
@@ -483,8 +525,8 @@ void PoolRun::summarise() {
     }
 
     Table pre{"Prefix cache by shared-prefix length",
-              {"prefix", "length", "cacheable: static", "cacheable: vLLM", "cacheable: unified", "hits: static",
-               "hits: vLLM", "hits: unified"},
+              {"prefix", "length", "cacheable: static", "cacheable: vLLM", "cacheable: unified",
+               "hits: static", "hits: vLLM", "hits: unified"},
               {},
               {"", "tokens", "tokens", "tokens", "tokens", "requests", "requests", "requests"}};
     for (size_t k = 0; k < plen_.size(); ++k) {
@@ -519,8 +561,8 @@ void PoolRun::summarise() {
                     std::to_string(s.end_stats.states) + " states still held");
         uint64_t bad = 0;
         for (const PoolSample& x : s.samples)
-            bad += x.kv_running + x.kv_cached + x.kv_unfilled + x.state_running + x.state_cached + x.padding + x.free +
-                       layouts_[d].unusable_bytes !=
+            bad += x.kv_running + x.kv_cached + x.kv_unfilled + x.state_running + x.state_cached + x.padding +
+                       x.free + layouts_[d].unusable_bytes !=
                    budget_;
         r.check(std::string("Bytes add up to the budget: ") + nice[d], bad == 0,
                 std::to_string(s.samples.size() - bad) + " of " + std::to_string(s.samples.size()) +
@@ -534,11 +576,13 @@ void PoolRun::summarise() {
     {
         const uint64_t kv = model_.kv_bytes_per_token_per_layer, st = model_.state_bytes_per_layer;
         const bool fits = uint64_t(plan_.block_tokens) * kv >= st;
-        const bool minimal = plan_.block_tokens <= 16 || uint64_t(plan_.block_tokens - plan_.kernel_multiple) * kv < st;
-        r.check("vLLM block: one attention page holds one layer's state, and no smaller multiple would", fits && minimal,
-                std::to_string(plan_.block_tokens) + " tokens x " + format_grouped(double(kv)) + " B = " +
-                    format_grouped(double(plan_.block_tokens * kv)) + " B >= " + format_grouped(double(st)) +
-                    " B per layer");
+        const bool minimal =
+            plan_.block_tokens <= 16 || uint64_t(plan_.block_tokens - plan_.kernel_multiple) * kv < st;
+        r.check("vLLM block: one attention page holds one layer's state, and no smaller multiple would",
+                fits && minimal,
+                std::to_string(plan_.block_tokens) + " tokens x " + format_grouped(double(kv)) +
+                    " B = " + format_grouped(double(plan_.block_tokens * kv)) +
+                    " B >= " + format_grouped(double(st)) + " B per layer");
         if (cfg.id == "qwen3-next-80b")
             r.check("vLLM block matches the observed Qwen3-Next figure (reference/serving.md §7)",
                     plan_.block_tokens == 1056 || p_.i("block_multiple") != 16,
@@ -554,27 +598,32 @@ void PoolRun::summarise() {
     r.notes.push_back("vLLM: \"Setting attention block size to " + std::to_string(plan_.block_tokens) +
                       " tokens\" (" + std::to_string(plan_.raw_tokens) + " rounded up to a multiple of " +
                       std::to_string(plan_.kernel_multiple) + "), \"Padding mamba page size by " +
-                      format_sig(pad_pct, 3) + "%\"; layer groups of " + std::to_string(plan_.group_size) + ": " +
-                      std::to_string(plan_.linear_groups) + " blocks per state" +
-                      (plan_.linear_padding_layers ? " with " + std::to_string(plan_.linear_padding_layers) +
-                                                         " padding layer(s)"
-                                                   : std::string()) +
+                      format_sig(pad_pct, 3) + "%\"; layer groups of " + std::to_string(plan_.group_size) +
+                      ": " + std::to_string(plan_.linear_groups) + " blocks per state" +
+                      (plan_.linear_padding_layers
+                           ? " with " + std::to_string(plan_.linear_padding_layers) + " padding layer(s)"
+                           : std::string()) +
                       ", " + std::to_string(plan_.attention_groups) + " per KV page.");
     if (cell_bytes)
-        r.notes.push_back("Pool maps are downsampled: one cell per " + format_bytes(double(cell_bytes)) +
-                          " of pool order (" + std::to_string(kGridCells) + " cells); a cell shows the kind holding "
-                          "most of its bytes and the owner holding most. vLLM maps list blocks in block order "
-                          "(a block's bytes sit at one index of each per-layer tensor).");
-    r.notes.push_back("Time is simulated in scheduler steps (one decode token per running request per step); "
-                      "prefill and recompute after preemption take no extra steps. Admission is FCFS and "
-                      "all-or-nothing; preemption frees the most recently admitted request (vLLM's recompute).");
-    r.notes.push_back("Fragmentation here: of the new states the free bytes could hold if they were one run usable "
-                      "by anything, the share that cannot be placed without moving or evicting data (summed over "
-                      "steps). A static split's free KV pages, the unified pool's holes and short gap, and vLLM's "
-                      "padded blocks all count; free bytes too few for one state do not.");
-    r.notes.push_back("Not modelled: SGLang's cap of running requests at state slots / 3 (5 with extra_buffer) "
-                      "on top of the static split, so its figures here are an upper bound; the unified pool's "
-                      "compaction freeze during PD transfers (#33362); per-step state copies of vLLM's align mode.");
+        r.notes.push_back(
+            "Pool maps are downsampled: one cell per " + format_bytes(double(cell_bytes)) +
+            " of pool order (" + std::to_string(kGridCells) +
+            " cells); a cell shows the kind holding "
+            "most of its bytes and the owner holding most. vLLM maps list blocks in block order "
+            "(a block's bytes sit at one index of each per-layer tensor).");
+    r.notes.push_back(
+        "Time is simulated in scheduler steps (one decode token per running request per step); "
+        "prefill and recompute after preemption take no extra steps. Admission is FCFS and "
+        "all-or-nothing; preemption frees the most recently admitted request (vLLM's recompute).");
+    r.notes.push_back(
+        "Fragmentation here: of the new states the free bytes could hold if they were one run usable "
+        "by anything, the share that cannot be placed without moving or evicting data (summed over "
+        "steps). A static split's free KV pages, the unified pool's holes and short gap, and vLLM's "
+        "padded blocks all count; free bytes too few for one state do not.");
+    r.notes.push_back(
+        "Not modelled: SGLang's cap of running requests at state slots / 3 (5 with extra_buffer) "
+        "on top of the static split, so its figures here are an upper bound; the unified pool's "
+        "compaction freeze during PD transfers (#33362); per-step state copies of vLLM's align mode.");
     r.notes.push_back("Series are sampled every " + std::to_string(res_[0].sample_stride) + "/" +
                       std::to_string(res_[1].sample_stride) + "/" + std::to_string(res_[2].sample_stride) +
                       " steps (static/vLLM/unified); time means use every step.");
@@ -588,12 +637,14 @@ Experiment make_pool_experiment() {
     e.id = "pool";
     e.title = "Unified page pool";
     e.component = "page pool";
-    e.purpose = "One request stream against three ways of sharing memory between growing KV pages and fixed "
-                "state slots: a static split, one page size for all, and one byte pool with two ends.";
+    e.purpose =
+        "One request stream against three ways of sharing memory between growing KV pages and fixed "
+        "state slots: a static split, one page size for all, and one byte pool with two ends.";
     e.how_it_works =
         "A hybrid model needs two kinds of memory per request: KV pages for its attention layers, which grow "
         "with every token, and one fixed state slot for its linear layers, tens of MB for the published "
-        "models (Kimi-Linear: 41.4 MiB). Engines share one budget between them in three ways, and this module "
+        "models (Kimi-Linear: 41.4 MiB). Engines share one budget between them in three ways, and this "
+        "module "
         "serves the same seeded request stream from each, with the same bytes.\n\n"
         "- Static split (SGLang's default): the state pool gets r / (1 + r) of the budget "
         "(--mamba-full-memory-ratio r = 0.9: 47 %), whole slots; the KV pool gets the rest. Neither lends to "
@@ -601,10 +652,12 @@ Experiment make_pool_experiment() {
         "- One page size (vLLM's hybrid allocator): the attention block is inflated until one layer's page "
         "holds one layer's state, rounded up to the kernel's block multiple (Qwen3.5-4B: 524 -> 528 tokens), "
         "and the state page is padded to match. Layers are grouped so each block id indexes group_size "
-        "per-layer tensors; a state takes one block per linear group (Kimi-Linear: 3, one with a padding layer).\n"
+        "per-layer tensors; a state takes one block per linear group (Kimi-Linear: 3, one with a padding "
+        "layer).\n"
         "- Unified pool (SGLang --enable-unified-memory, #29678): one byte buffer, KV page envelopes growing "
         "from the bottom (page-major, #29533) and state slots from the top. Freed slots leave holes; "
-        "compaction moves the occupants at the region tops into them by rewriting a virtual -> physical table, "
+        "compaction moves the occupants at the region tops into them by rewriting a virtual -> physical "
+        "table, "
         "so handles never change.\n\n"
         "A state allocation in the unified pool needs two resources: a free state id and enough contiguous "
         "bytes. Early code answered a shortfall only by evicting cached states and crashed with \"Can not "
@@ -612,7 +665,8 @@ Experiment make_pool_experiment() {
         "(#36713). The scheduler here does the same: evict unreferenced prefix-cache entries (LRU), let the "
         "pool compact, and only then refuse admission or preempt.\n\n"
         "A prefix-cache entry holds the KV of a shared prefix floored to the cache grid plus one state "
-        "checkpoint at that position: a hybrid hit needs both. Throughout the run (every 16 steps, thinning on "
+        "checkpoint at that position: a hybrid hit needs both. Throughout the run (every 16 steps, thinning "
+        "on "
         "long runs, and at the end) the pool is audited: each page and slot has one owner and one place, the "
         "map tiles the budget, and the bytes add up.\n\n"
         "Sources: reference/serving.md §1 and §7; SGLang memory_pool.py (MambaPool, HybridReqToTokenPool), "
@@ -637,7 +691,8 @@ Experiment make_pool_experiment() {
     e.start = [](const Params& p) { return std::make_unique<PoolRun>(p); };
     e.live = false;  // about 70 ms natively at defaults, more in the browser: run on release, with progress
     e.headlines = {
-        {"Kimi-Linear under vLLM's one page size: attention block needed to hold one KDA layer's state", {},
+        {"Kimi-Linear under vLLM's one page size: attention block needed to hold one KDA layer's state",
+         {},
          "vllm_block_tokens"},
     };
     return e;

@@ -14,7 +14,7 @@
 #include "core/cache/shared_model.h"
 #include "core/cache/tree_view.h"
 #include "core/experiments/registry.h"
-#include "core/experiments/tree_report.h"
+#include "core/modules/shared/tree_report.h"
 #include "core/model/accounting.h"
 #include "core/model/sampler.h"
 
@@ -74,7 +74,8 @@ std::vector<ParamSpec> prefix_params() {
             .in_group("Workload")
             .describe("Tokens each request generates (greedy in the cold run; the other methods are fed "
                       "the cold run's tokens so that every step compares like with like)."),
-        ParamSpec::seed("Seed of the workload's tokens (the tiny model's weights are fixed, seed 1).").in_group("Workload"),
+        ParamSpec::seed("Seed of the workload's tokens (the tiny model's weights are fixed, seed 1).")
+            .in_group("Workload"),
         ParamSpec::integer("interval", "Checkpoint interval N", "tokens", 1, 4096, 64)
             .log()
             .in_group("Cache")
@@ -552,7 +553,8 @@ void PrefixRun::probe_off_grid() {
 
 Series series(std::string name, std::string plot, std::string xl, std::string yl, std::string xu,
               std::string yu) {
-    return make_series(std::move(name), std::move(plot), std::move(xl), std::move(yl), std::move(xu), std::move(yu));
+    return make_series(std::move(name), std::move(plot), std::move(xl), std::move(yl), std::move(xu),
+                       std::move(yu));
 }
 
 std::string exactness(const Row& r, double scale) {
@@ -757,7 +759,8 @@ void PrefixRun::report_all() {
     // ---- radix trees ----
     for (size_t k = 1; k < kNumMethods; ++k) {
         const MethodRun& mr = runs_[k];
-        rep.trees.push_back(prefix_tree_report(std::string("Radix tree at the end: ") + mr.m->label, mr.tree));
+        rep.trees.push_back(
+            prefix_tree_report(std::string("Radix tree at the end: ") + mr.m->label, mr.tree));
     }
 
     // ---- checks ----

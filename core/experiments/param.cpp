@@ -10,7 +10,7 @@ namespace k3 {
 
 ParamSpec ParamSpec::seed(std::string help) {
     return integer("seed", "Seed", "", 0, 1e9, 1)
-        .describe(help + " The same seed gives the same report natively and in WebAssembly.");
+        .describe(help + kSeedHelpSuffix);
 }
 
 ParamSpec ParamSpec::integer(std::string key, std::string label, std::string unit, double min, double max,

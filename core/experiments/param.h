@@ -35,14 +35,26 @@ struct ParamSpec {
     static ParamSpec choice(std::string key, std::string label, std::vector<std::string> choices,
                             std::string def, std::vector<std::string> labels = {});
     static ParamSpec flag(std::string key, std::string label, bool def);
-    // The `seed` every stochastic module declares: the portable RNG's seed, 1 by default.
+    // The `seed` every stochastic module declares: the portable RNG's seed, 1 by default; its help
+    // is `help` followed by kSeedHelpSuffix.
     static ParamSpec seed(std::string help);
+    static constexpr const char* kSeedHelpSuffix =
+        " The same seed gives the same report natively and in WebAssembly.";
     // Free text (a file path, say); `suggestions` are offered in the UI.
     static ParamSpec text(std::string key, std::string label, std::string def,
                           std::vector<std::string> suggestions = {});
-    ParamSpec& log() { log_scale = true; return *this; }
-    ParamSpec& describe(std::string h) { help = std::move(h); return *this; }
-    ParamSpec& in_group(std::string g) { group = std::move(g); return *this; }
+    ParamSpec& log() {
+        log_scale = true;
+        return *this;
+    }
+    ParamSpec& describe(std::string h) {
+        help = std::move(h);
+        return *this;
+    }
+    ParamSpec& in_group(std::string g) {
+        group = std::move(g);
+        return *this;
+    }
     ParamSpec& active_when(std::string key_, std::string value) {
         active_key = std::move(key_);
         active_value = std::move(value);
@@ -67,7 +79,7 @@ struct ParamIssue {
 enum class RangePolicy { clamp, strict };
 
 class Params {
-public:
+  public:
     Params() = default;
     explicit Params(const std::vector<ParamSpec>* specs);  // all defaults
 
@@ -76,7 +88,8 @@ public:
 
     // Set from text. Returns false (and adds an issue) if the value is refused; an accepted value
     // that had to be clamped adds a warning.
-    bool set(std::string_view key, std::string_view text, RangePolicy policy, std::vector<ParamIssue>& issues);
+    bool set(std::string_view key, std::string_view text, RangePolicy policy,
+             std::vector<ParamIssue>& issues);
     // Set a number directly (UI sliders); clamps to the declared range.
     void set_number(std::string_view key, double v);
     void set_text(std::string_view key, std::string v);
@@ -92,12 +105,12 @@ public:
     const std::string& str_at(size_t i) const { return strs_.at(i); }
 
     bool is_default(std::string_view key) const;
-    bool is_active(const ParamSpec& s) const;  // see ParamSpec::active_when
+    bool is_active(const ParamSpec& s) const;      // see ParamSpec::active_when
     std::string text(std::string_view key) const;  // canonical text of the current value
     bool operator==(const Params& o) const { return nums_ == o.nums_ && strs_ == o.strs_; }
     bool operator!=(const Params& o) const { return !(*this == o); }
 
-private:
+  private:
     size_t index(std::string_view key) const;  // throws std::out_of_range for an undeclared key
     const std::vector<ParamSpec>* specs_ = nullptr;
     std::vector<double> nums_;

@@ -46,7 +46,7 @@ Choices<E> choices_from(const std::vector<std::string>& ids, const std::vector<s
 // Problems found by a module's validator, each naming the parameter by the field it came from:
 //     issues.error(p.interval, "interval 100 is not a multiple of the kernel chunk 64");
 class Issues {
-public:
+  public:
     using KeyAt = std::function<const std::string*(const void* field)>;
     explicit Issues(KeyAt key_at) : key_at_(std::move(key_at)) {}
 
@@ -60,7 +60,7 @@ public:
     }
     std::vector<ParamIssue> take() { return std::move(list_); }
 
-private:
+  private:
     void add(ParamIssue::Level level, const void* field, std::string message) {
         const std::string* key = key_at_(field);
         if (!key) throw std::logic_error("Issues: the field is not a declared parameter");
@@ -72,20 +72,24 @@ private:
 
 template <class P>
 class ParamList {
-public:
+  public:
     explicit ParamList(const P& defaults = P{}) : defaults_(defaults) {}
 
     // Each adds one parameter and returns its spec for .log(), .describe(), .in_group() ...
     // (valid until the next parameter is added).
     template <class T>
-    ParamSpec& integer(T P::*m, std::string key, std::string label, std::string unit, double min, double max) {
+    ParamSpec& integer(T P::*m, std::string key, std::string label, std::string unit, double min,
+                       double max) {
         static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>, "integer() binds an integer member");
-        return add(m, ParamSpec::integer(std::move(key), std::move(label), std::move(unit), min, max,
-                                         double(defaults_.*m)),
+        return add(m,
+                   ParamSpec::integer(std::move(key), std::move(label), std::move(unit), min, max,
+                                      double(defaults_.*m)),
                    [m](double n, const std::string&, P& p) { p.*m = static_cast<T>(n); });
     }
-    ParamSpec& real(double P::*m, std::string key, std::string label, std::string unit, double min, double max) {
-        return add(m, ParamSpec::real(std::move(key), std::move(label), std::move(unit), min, max, defaults_.*m),
+    ParamSpec& real(double P::*m, std::string key, std::string label, std::string unit, double min,
+                    double max) {
+        return add(m,
+                   ParamSpec::real(std::move(key), std::move(label), std::move(unit), min, max, defaults_.*m),
                    [m](double n, const std::string&, P& p) { p.*m = n; });
     }
     ParamSpec& flag(bool P::*m, std::string key, std::string label) {
@@ -93,7 +97,8 @@ public:
                    [m](double n, const std::string&, P& p) { p.*m = n != 0; });
     }
     // Free text (a file path, say); `suggestions` are offered in the UI.
-    ParamSpec& text(std::string P::*m, std::string key, std::string label, std::vector<std::string> suggestions = {}) {
+    ParamSpec& text(std::string P::*m, std::string key, std::string label,
+                    std::vector<std::string> suggestions = {}) {
         return add(m, ParamSpec::text(std::move(key), std::move(label), defaults_.*m, std::move(suggestions)),
                    [m](double, const std::string& s, P& p) { p.*m = s; });
     }
@@ -132,9 +137,8 @@ public:
         for (size_t i = 0; i < sub.specs().size(); ++i) {
             auto read = sub.reader(i);
             specs_.push_back(sub.specs()[i]);
-            bindings_.push_back({base + sub.offset(i), [m, read](double n, const std::string& s, P& p) {
-                                     read(n, s, p.*m);
-                                 }});
+            bindings_.push_back({base + sub.offset(i),
+                                 [m, read](double n, const std::string& s, P& p) { read(n, s, p.*m); }});
         }
         return *this;
     }
@@ -161,14 +165,15 @@ public:
     const Reader& reader(size_t i) const { return bindings_[i].read; }
     size_t offset(size_t i) const { return bindings_[i].offset; }
 
-private:
+  private:
     struct Binding {
         size_t offset;  // of the member inside P: identifies the parameter of a field (key_at)
         Reader read;
     };
     template <class M>
     size_t offset_of(M P::*m) const {
-        return size_t(reinterpret_cast<const char*>(&(defaults_.*m)) - reinterpret_cast<const char*>(&defaults_));
+        return size_t(reinterpret_cast<const char*>(&(defaults_.*m)) -
+                      reinterpret_cast<const char*>(&defaults_));
     }
     template <class M>
     ParamSpec& add(M P::*m, ParamSpec spec, Reader read) {

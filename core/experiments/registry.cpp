@@ -18,7 +18,8 @@ const std::vector<Experiment>& experiments() {
     static const std::vector<Experiment> all = [] {
         std::vector<Experiment> v;
         for (auto make : factories()) v.push_back(make());
-        std::sort(v.begin(), v.end(), [](const Experiment& a, const Experiment& b) { return a.number < b.number; });
+        std::sort(v.begin(), v.end(),
+                  [](const Experiment& a, const Experiment& b) { return a.number < b.number; });
         return v;
     }();
     return all;

@@ -7,8 +7,8 @@
 
 namespace k3 {
 
-Series make_series(std::string name, std::string plot, std::string x_label, std::string y_label, std::string x_unit,
-                   std::string y_unit) {
+Series make_series(std::string name, std::string plot, std::string x_label, std::string y_label,
+                   std::string x_unit, std::string y_unit) {
     Series s;
     s.name = std::move(name);
     s.plot = std::move(plot);
@@ -31,8 +31,8 @@ Table make_table(std::string name, const std::vector<Column>& cols) {
 
 Table& Table::add(std::vector<Cell> row) {
     if (row.size() != columns.size())
-        throw std::logic_error("table '" + name + "': a row of " + std::to_string(row.size()) + " cells for " +
-                               std::to_string(columns.size()) + " columns");
+        throw std::logic_error("table '" + name + "': a row of " + std::to_string(row.size()) +
+                               " cells for " + std::to_string(columns.size()) + " columns");
     rows.push_back(std::move(row));
     return *this;
 }
@@ -227,12 +227,21 @@ std::string report_json(const Report& r, bool pretty) {
     if (!r.trees.empty()) {
         w.key("trees").begin_array();
         for (const auto& t : r.trees) {
-            w.begin_object().field("name", t.name).field("x_label", t.x_label).field("marker_label", t.marker_label);
+            w.begin_object()
+                .field("name", t.name)
+                .field("x_label", t.x_label)
+                .field("marker_label", t.marker_label);
             strings("categories", t.categories);
             w.key("nodes").begin_array();
             for (const auto& n : t.nodes) {
-                w.begin_object().field("parent", double(n.parent)).field("start", n.start).field("end", n.end);
-                w.field("category", double(n.category)).field("label", n.label).key("markers").numbers(n.markers);
+                w.begin_object()
+                    .field("parent", double(n.parent))
+                    .field("start", n.start)
+                    .field("end", n.end);
+                w.field("category", double(n.category))
+                    .field("label", n.label)
+                    .key("markers")
+                    .numbers(n.markers);
                 w.end_object();
             }
             w.end_array().end_object();
@@ -242,9 +251,17 @@ std::string report_json(const Report& r, bool pretty) {
     if (!r.rings.empty()) {
         w.key("rings").begin_array();
         for (const auto& g : r.rings) {
-            w.begin_object().field("name", g.name).field("capacity", double(g.capacity)).key("frames").begin_array();
+            w.begin_object()
+                .field("name", g.name)
+                .field("capacity", double(g.capacity))
+                .key("frames")
+                .begin_array();
             for (const auto& f : g.frames)
-                w.begin_object().field("tail", double(f.tail)).field("count", double(f.count)).field("event", f.event).end_object();
+                w.begin_object()
+                    .field("tail", double(f.tail))
+                    .field("count", double(f.count))
+                    .field("event", f.event)
+                    .end_object();
             w.end_array().end_object();
         }
         w.end_array();
@@ -257,15 +274,21 @@ std::string report_json(const Report& r, bool pretty) {
             strings("categories", tl.categories);
             w.key("spans").begin_array();
             for (const auto& sp : tl.spans)
-                w.begin_object().field("lane", double(sp.lane)).field("start", sp.start).field("end", sp.end)
-                    .field("category", double(sp.category)).field("label", sp.label).end_object();
+                w.begin_object()
+                    .field("lane", double(sp.lane))
+                    .field("start", sp.start)
+                    .field("end", sp.end)
+                    .field("category", double(sp.category))
+                    .field("label", sp.label)
+                    .end_object();
             w.end_array().end_object();
         }
         w.end_array();
     }
     w.key("timing").begin_object();
     write_scalars(w, r.timing.scalars);
-    for (const auto& t : r.timing.texts) w.key(t.key).begin_object().field("text", t.text).field("label", t.label).end_object();
+    for (const auto& t : r.timing.texts)
+        w.key(t.key).begin_object().field("text", t.text).field("label", t.label).end_object();
     if (!r.timing.series.empty()) {
         w.key("series");
         write_series(w, r.timing.series);
@@ -310,7 +333,8 @@ static void csv_table(std::string& out, const Table& t, const char* prefix) {
 }
 
 static void csv_series(std::string& out, const Series& s, const char* prefix) {
-    out += "\n# " + std::string(prefix) + "series: " + s.name + (s.plot.empty() ? "" : " (" + s.plot + ")") + "\n";
+    out += "\n# " + std::string(prefix) + "series: " + s.name + (s.plot.empty() ? "" : " (" + s.plot + ")") +
+           "\n";
     out += csv_field(s.x_label) + "," + csv_field(s.y_label) + "\n";
     for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
         if (i < s.x_names.size())
@@ -326,7 +350,8 @@ std::string report_csv(const Report& r) {
     for (const auto& p : r.params) out += csv_field(p.key) + "," + csv_field(p.text) + "\n";
     out += "\n# scalars\nkey,value,unit,label\n";
     for (const auto& s : r.scalars)
-        out += csv_field(s.key) + "," + format_number(s.value) + "," + csv_field(s.unit) + "," + csv_field(s.label) + "\n";
+        out += csv_field(s.key) + "," + format_number(s.value) + "," + csv_field(s.unit) + "," +
+               csv_field(s.label) + "\n";
     out += "\n# checks\nkey,name,passed,detail\n";
     for (const auto& c : r.checks)
         out += csv_field(c.key) + "," + csv_field(c.name) + "," + (c.passed ? "true" : "false") + "," +
@@ -334,11 +359,13 @@ std::string report_csv(const Report& r) {
     for (const auto& t : r.tables) csv_table(out, t, "");
     for (const auto& s : r.series) csv_series(out, s, "");
     if (!r.timing.scalars.empty() || !r.timing.texts.empty()) {
-        out += "\n# timing (wall clock and build facts, differ between runs and builds)\nkey,value,unit,label\n";
+        out +=
+            "\n# timing (wall clock and build facts, differ between runs and builds)\nkey,value,unit,label\n";
         for (const auto& s : r.timing.scalars)
             out += csv_field(s.key) + "," + format_number(s.value) + "," + csv_field(s.unit) + "," +
                    csv_field(s.label) + "\n";
-        for (const auto& t : r.timing.texts) out += csv_field(t.key) + "," + csv_field(t.text) + ",," + csv_field(t.label) + "\n";
+        for (const auto& t : r.timing.texts)
+            out += csv_field(t.key) + "," + csv_field(t.text) + ",," + csv_field(t.label) + "\n";
     }
     for (const auto& t : r.timing.tables) csv_table(out, t, "timing ");
     for (const auto& s : r.timing.series) csv_series(out, s, "timing ");

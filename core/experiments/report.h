@@ -38,8 +38,8 @@ struct Series {
 };
 
 // A series with its plot, axis labels and units (points added by the caller).
-Series make_series(std::string name, std::string plot, std::string x_label, std::string y_label, std::string x_unit,
-                   std::string y_unit);
+Series make_series(std::string name, std::string plot, std::string x_label, std::string y_label,
+                   std::string x_unit, std::string y_unit);
 
 using Cell = std::variant<double, std::string>;
 
@@ -73,8 +73,8 @@ struct Check {
 struct CellGrid {
     std::string name;
     int columns = 0;
-    std::vector<std::string> categories;  // legend; cell.category indexes it
-    std::vector<int> cells;               // category per cell, -1 = empty
+    std::vector<std::string> categories;   // legend; cell.category indexes it
+    std::vector<int> cells;                // category per cell, -1 = empty
     std::vector<std::string> cell_labels;  // optional hover text per cell
 };
 
@@ -93,14 +93,14 @@ struct HeatMap {
 struct TreeNode {
     int parent = -1;  // index of the parent node, -1 for the root
     double start = 0, end = 0;
-    int category = 0;            // colour, indexes Tree::categories
-    std::string label;           // hover text
+    int category = 0;             // colour, indexes Tree::categories
+    std::string label;            // hover text
     std::vector<double> markers;  // positions of checkpoints (or other events) in [start, end]
 };
 struct Tree {
     std::string name, x_label;
     std::vector<std::string> categories;
-    std::string marker_label;  // what a marker means ("state checkpoint")
+    std::string marker_label;     // what a marker means ("state checkpoint")
     std::vector<TreeNode> nodes;  // parents before children
 };
 

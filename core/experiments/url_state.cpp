@@ -61,8 +61,8 @@ UrlState parse_url_hash(std::string_view h) {
     UrlState st;
     if (!h.empty() && h.front() == '#') h.remove_prefix(1);
     if (h.size() > kMaxHash) {
-        st.issues.push_back({ParamIssue::error, "", "link is longer than " + std::to_string(kMaxHash) +
-                                                        " characters; ignored"});
+        st.issues.push_back({ParamIssue::error, "",
+                             "link is longer than " + std::to_string(kMaxHash) + " characters; ignored"});
         return st;
     }
     size_t pairs = 0;
@@ -78,9 +78,11 @@ UrlState parse_url_hash(std::string_view h) {
         const size_t eq = part.find('=');
         bool ok_k = true, ok_v = true;
         const std::string key = percent_decode(part.substr(0, eq), &ok_k);
-        const std::string val = eq == std::string_view::npos ? "" : percent_decode(part.substr(eq + 1), &ok_v);
+        const std::string val =
+            eq == std::string_view::npos ? "" : percent_decode(part.substr(eq + 1), &ok_v);
         if (!ok_k || !ok_v)
-            st.issues.push_back({ParamIssue::warning, key, "malformed %-escape in '" + std::string(part) + "'"});
+            st.issues.push_back(
+                {ParamIssue::warning, key, "malformed %-escape in '" + std::string(part) + "'"});
         if (eq == std::string_view::npos) {
             st.issues.push_back({ParamIssue::error, key, "'" + key + "' in the link has no value"});
             continue;
@@ -99,7 +101,8 @@ std::string format_url_hash(const std::string& module, const Params* params, con
     std::string out = "#m=" + percent_encode(module.empty() ? "overview" : module);
     if (params)
         for (const auto& s : params->specs())
-            if (!params->is_default(s.key)) out += "&" + percent_encode(s.key) + "=" + percent_encode(params->text(s.key));
+            if (!params->is_default(s.key))
+                out += "&" + percent_encode(s.key) + "=" + percent_encode(params->text(s.key));
     if (!tab.empty()) out += "&tab=" + percent_encode(tab);
     return out;
 }

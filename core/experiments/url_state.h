@@ -13,10 +13,10 @@
 namespace k3 {
 
 struct UrlState {
-    std::string module;                                     // "" = overview
-    std::string tab;                                        // "", "how", "limits"
-    std::vector<std::pair<std::string, std::string>> kv;   // parameter text values
-    std::vector<ParamIssue> issues;                         // malformed parts of the hash
+    std::string module;                                   // "" = overview
+    std::string tab;                                      // "", "how", "limits"
+    std::vector<std::pair<std::string, std::string>> kv;  // parameter text values
+    std::vector<ParamIssue> issues;                       // malformed parts of the hash
 };
 
 UrlState parse_url_hash(std::string_view hash);

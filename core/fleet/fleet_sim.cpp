@@ -10,14 +10,10 @@ namespace k3 {
 
 const char* fail_reason_name(FailReason f) {
     switch (f) {
-        case FailReason::none:
-            return "none";
-        case FailReason::no_instance:
-            return "no instance left";
-        case FailReason::too_large:
-            return "larger than an instance's working memory";
-        case FailReason::stalled:
-            return "stalled";
+        case FailReason::none: return "none";
+        case FailReason::no_instance: return "no instance left";
+        case FailReason::too_large: return "larger than an instance's working memory";
+        case FailReason::stalled: return "stalled";
     }
     return "?";
 }
@@ -227,9 +223,7 @@ void FleetSim::handle(const FleetEvent& e) {
             else
                 drain(e.a, e.t);
             break;
-        case ev_up:
-            come_up(e.a, e.t);
-            break;
+        case ev_up: come_up(e.a, e.t); break;
         case ev_down:
             if (inst_[e.a].status == Inst::draining) go_down(e.a, e.t);
             break;
@@ -243,9 +237,7 @@ void FleetSim::handle(const FleetEvent& e) {
             x.cps = {};
             break;
         }
-        case ev_reroute:
-            reroute(uint32_t(e.b), e.t);
-            break;
+        case ev_reroute: reroute(uint32_t(e.b), e.t); break;
         case ev_deliver: {
             const uint32_t r = uint32_t(e.b);
             const int32_t k = live_[r].carry_to;
@@ -256,9 +248,7 @@ void FleetSim::handle(const FleetEvent& e) {
                 route(r, e.t);
             break;
         }
-        case ev_sample:
-            sample(e.t);
-            break;
+        case ev_sample: sample(e.t); break;
     }
 }
 

@@ -6,20 +6,13 @@ namespace k3 {
 
 const char* route_reason_name(RouteReason r) {
     switch (r) {
-        case RouteReason::only_choice:
-            return "only choice";
-        case RouteReason::rotation:
-            return "rotation";
-        case RouteReason::load:
-            return "least loaded";
-        case RouteReason::affinity:
-            return "cache affinity";
-        case RouteReason::balance:
-            return "imbalance: least loaded";
-        case RouteReason::below_threshold:
-            return "match below threshold: least loaded";
-        case RouteReason::hash:
-            return "session hash";
+        case RouteReason::only_choice: return "only choice";
+        case RouteReason::rotation: return "rotation";
+        case RouteReason::load: return "least loaded";
+        case RouteReason::affinity: return "cache affinity";
+        case RouteReason::balance: return "imbalance: least loaded";
+        case RouteReason::below_threshold: return "match below threshold: least loaded";
+        case RouteReason::hash: return "session hash";
     }
     return "?";
 }
@@ -59,8 +52,7 @@ RouteDecision Router::choose(const Request& r, uint64_t len, const RouterView& v
                 }
             }
             return {-1, RouteReason::rotation};
-        case RouterKind::least_loaded:
-            return {least_loaded(v), RouteReason::load};
+        case RouterKind::least_loaded: return {least_loaded(v), RouteReason::load};
         case RouterKind::power_of_two: {
             std::vector<uint32_t> up;
             for (uint32_t i = 0; i < n_; ++i)
@@ -71,12 +63,9 @@ RouteDecision Router::choose(const Request& r, uint64_t len, const RouterView& v
             const uint32_t lo = std::min(up[ia], up[ib]), hi = std::max(up[ia], up[ib]);
             return {int(v.load(hi) < v.load(lo) ? hi : lo), RouteReason::load};
         }
-        case RouterKind::prefix:
-            return affinity(r, len, v, false);
-        case RouterKind::state_aware:
-            return affinity(r, len, v, true);
-        case RouterKind::session:
-            return hashed(r, v);
+        case RouterKind::prefix: return affinity(r, len, v, false);
+        case RouterKind::state_aware: return affinity(r, len, v, true);
+        case RouterKind::session: return hashed(r, v);
     }
     return {least_loaded(v), RouteReason::load};
 }

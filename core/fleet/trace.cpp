@@ -99,30 +99,14 @@ bool LineParser::string(std::string* out) {
         const char e = s_[p_++];
         char decoded = 0;
         switch (e) {
-            case '"':
-                decoded = '"';
-                break;
-            case '\\':
-                decoded = '\\';
-                break;
-            case '/':
-                decoded = '/';
-                break;
-            case 'b':
-                decoded = '\b';
-                break;
-            case 'f':
-                decoded = '\f';
-                break;
-            case 'n':
-                decoded = '\n';
-                break;
-            case 'r':
-                decoded = '\r';
-                break;
-            case 't':
-                decoded = '\t';
-                break;
+            case '"': decoded = '"'; break;
+            case '\\': decoded = '\\'; break;
+            case '/': decoded = '/'; break;
+            case 'b': decoded = '\b'; break;
+            case 'f': decoded = '\f'; break;
+            case 'n': decoded = '\n'; break;
+            case 'r': decoded = '\r'; break;
+            case 't': decoded = '\t'; break;
             case 'u': {
                 uint32_t cp = 0;
                 for (int i = 0; i < 4; ++i, ++p_) {
@@ -138,9 +122,7 @@ bool LineParser::string(std::string* out) {
                 decoded = cp < 0x80 ? char(cp) : char(0x80);
                 break;
             }
-            default:
-                --p_;
-                return fail("bad escape in a string");
+            default: --p_; return fail("bad escape in a string");
         }
         if (out && out->size() < 256) *out += decoded;
     }
@@ -471,7 +453,8 @@ bool read_trace_text(std::string_view name, uint64_t max_bytes, std::string& tex
     if (name == kMooncakeTraceName) {
         if (const auto bytes = registered_data_file(kMooncakeTraceFile)) {
             if (bytes->size() > max_bytes) {
-                error = std::string(kMooncakeTraceFile) + " is larger than " + std::to_string(max_bytes) + " bytes";
+                error = std::string(kMooncakeTraceFile) + " is larger than " + std::to_string(max_bytes) +
+                        " bytes";
                 return false;
             }
             text = *bytes;
@@ -481,8 +464,10 @@ bool read_trace_text(std::string_view name, uint64_t max_bytes, std::string& tex
     }
     source = resolve_trace_path(name);
     if (source.empty()) {
-        error = "the bundled Mooncake trace was not found (looked in tests/data/traces/, $K3_DATA_DIR/traces/ and "
-                "the page's data/ folder)";
+        error =
+            "the bundled Mooncake trace was not found (looked in tests/data/traces/, $K3_DATA_DIR/traces/ "
+            "and "
+            "the page's data/ folder)";
         return false;
     }
     return read_file_bytes(source, max_bytes, text, error);

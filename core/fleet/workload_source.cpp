@@ -12,14 +12,11 @@ constexpr uint32_t kBundledCrc = 0x33f5c259u;  // tests/data/traces/mooncake_con
 constexpr uint64_t kBundledBytes = 3029533;
 }  // namespace
 
-const std::vector<std::string>& synthetic_kinds() {
-    static const std::vector<std::string> k = {"mix", "chat", "agentic", "shared"};
-    return k;
-}
-
-const std::vector<std::string>& synthetic_kind_labels() {
-    static const std::vector<std::string> k = {"mix of all three", "multi-turn chat", "agentic branching",
-                                               "shared system prompts"};
+const std::vector<SyntheticKindName>& synthetic_kinds() {
+    static const std::vector<SyntheticKindName> k = {{SyntheticKind::mix, "mix", "mix of all three"},
+                                                     {SyntheticKind::chat, "chat", "multi-turn chat"},
+                                                     {SyntheticKind::agentic, "agentic", "agentic branching"},
+                                                     {SyntheticKind::shared, "shared", "shared system prompts"}};
     return k;
 }
 
@@ -34,9 +31,12 @@ Workload synthetic_workload(const WorkloadSpec& s) {
     SharedPromptConfig sc;
     sc.requests = 2 * n;
     sc.seed = s.seed * 4 + 3;
-    if (s.synthetic == "chat") return chat_workload(cc);
-    if (s.synthetic == "agentic") return agentic_workload(ac);
-    if (s.synthetic == "shared") return shared_prompt_workload(sc);
+    switch (s.synthetic) {
+        case SyntheticKind::chat: return chat_workload(cc);
+        case SyntheticKind::agentic: return agentic_workload(ac);
+        case SyntheticKind::shared: return shared_prompt_workload(sc);
+        case SyntheticKind::mix: break;
+    }
     return merge_workloads({chat_workload(cc), agentic_workload(ac), shared_prompt_workload(sc)}, "mix");
 }
 

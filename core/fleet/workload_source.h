@@ -12,9 +12,13 @@
 
 namespace k3 {
 
+// The synthetic workloads: multi-turn chat, agent trees forking off a common prefix, single-turn
+// requests sharing system prompts, or all three interleaved.
+enum class SyntheticKind : uint8_t { mix, chat, agentic, shared };
+
 struct WorkloadSpec {
     std::string trace = "synthetic";  // "synthetic", "mooncake" (bundled) or a path
-    std::string synthetic = "mix";    // mix, chat, agentic, shared
+    SyntheticKind synthetic = SyntheticKind::mix;
     uint32_t sessions = 96;           // chat sessions; the mix adds sessions/4 agent tasks and 2 x sessions
                                       // shared-prompt requests
     uint64_t seed = 1;
@@ -37,8 +41,12 @@ LoadedWorkload load_workload(const WorkloadSpec& s);
 // web page may fetch later, or a file that opens); otherwise what is wrong.
 std::string check_trace_param(const std::string& trace);
 
-// Choices of the synthetic parameter with their labels.
-const std::vector<std::string>& synthetic_kinds();
-const std::vector<std::string>& synthetic_kind_labels();
+// Every synthetic kind with its id ("mix", "chat", "agentic", "shared") and display name.
+struct SyntheticKindName {
+    SyntheticKind kind;
+    const char* id;
+    const char* label;
+};
+const std::vector<SyntheticKindName>& synthetic_kinds();
 
 }  // namespace k3

@@ -9,8 +9,8 @@ AffineMap affine_identity(const Shape& s) {
     return a;
 }
 
-void segment_map(const Shape& s, const Tokens& x, float scale, int C, float* M, float* B, float* o0, float* eo,
-                 Impl impl) {
+void segment_map(const Shape& s, const Tokens& x, float scale, int C, float* M, float* B, float* o0,
+                 float* eo, Impl impl) {
 #if K3_SIMD
     if (impl == Impl::simd) return segment_map_simd(s, x, scale, C, M, B, o0, eo);
 #endif
@@ -23,8 +23,8 @@ AffineMap segment_map(const Shape& s, const Tokens& x, float scale, int C, Impl 
     return a;
 }
 
-void affine_compose(const Shape& s, const float* M2, const float* B2, const float* M1, const float* B1, float* M,
-                    float* B, Impl impl) {
+void affine_compose(const Shape& s, const float* M2, const float* B2, const float* M1, const float* B1,
+                    float* M, float* B, Impl impl) {
 #if K3_SIMD
     if (impl == Impl::simd) return affine_compose_simd(s, M2, B2, M1, B1, M, B);
 #endif
@@ -38,14 +38,16 @@ AffineMap compose(const AffineMap& second, const AffineMap& first, Impl impl) {
     return a;
 }
 
-void affine_apply(const Shape& s, const float* M, const float* B, const float* S_in, float* S_out, Impl impl) {
+void affine_apply(const Shape& s, const float* M, const float* B, const float* S_in, float* S_out,
+                  Impl impl) {
 #if K3_SIMD
     if (impl == Impl::simd) return affine_apply_simd(s, M, B, S_in, S_out);
 #endif
     affine_apply_scalar(s, M, B, S_in, S_out);
 }
 
-void affine_outputs(const Shape& s, int T, const float* o0, const float* eo, const float* S_in, float* o, Impl impl) {
+void affine_outputs(const Shape& s, int T, const float* o0, const float* eo, const float* S_in, float* o,
+                    Impl impl) {
 #if K3_SIMD
     if (impl == Impl::simd) return affine_outputs_simd(s, T, o0, eo, S_in, o);
 #endif

@@ -25,13 +25,13 @@ AffineMap affine_identity(const Shape& s);
 //   o0 [T][HV][V]  outputs from S_in = 0 (the same bits as chunked() from a zero state);
 //   eo [T][HV][K]  output sensitivities: for any S_in, O_t = o0_t + eo_t S_in per head.
 // M, B: [HV][K][K], [HV][K][V] (overwritten).
-void segment_map(const Shape& s, const Tokens& x, float scale, int C, float* M, float* B, float* o0, float* eo,
-                 Impl impl = Impl::simd);
+void segment_map(const Shape& s, const Tokens& x, float scale, int C, float* M, float* B, float* o0,
+                 float* eo, Impl impl = Impl::simd);
 AffineMap segment_map(const Shape& s, const Tokens& x, float scale, int C, Impl impl = Impl::simd);
 
 // (M, B) = (M2, B2) ∘ (M1, B1) = (M2 M1, M2 B1 + B2). Outputs must not alias inputs.
-void affine_compose(const Shape& s, const float* M2, const float* B2, const float* M1, const float* B1, float* M,
-                    float* B, Impl impl = Impl::simd);
+void affine_compose(const Shape& s, const float* M2, const float* B2, const float* M1, const float* B1,
+                    float* M, float* B, Impl impl = Impl::simd);
 AffineMap compose(const AffineMap& second, const AffineMap& first, Impl impl = Impl::simd);
 
 // S_out = M S_in + B, all heads. S_out must not alias S_in.
@@ -49,14 +49,16 @@ void segment_map_scalar(const Shape& s, const Tokens& x, float scale, int C, flo
 void affine_compose_scalar(const Shape& s, const float* M2, const float* B2, const float* M1, const float* B1,
                            float* M, float* B);
 void affine_apply_scalar(const Shape& s, const float* M, const float* B, const float* S_in, float* S_out);
-void affine_outputs_scalar(const Shape& s, int T, const float* o0, const float* eo, const float* S_in, float* o);
+void affine_outputs_scalar(const Shape& s, int T, const float* o0, const float* eo, const float* S_in,
+                           float* o);
 #if K3_SIMD
 void segment_map_simd(const Shape& s, const Tokens& x, float scale, int C, float* M, float* B, float* o0,
                       float* eo);
 void affine_compose_simd(const Shape& s, const float* M2, const float* B2, const float* M1, const float* B1,
                          float* M, float* B);
 void affine_apply_simd(const Shape& s, const float* M, const float* B, const float* S_in, float* S_out);
-void affine_outputs_simd(const Shape& s, int T, const float* o0, const float* eo, const float* S_in, float* o);
+void affine_outputs_simd(const Shape& s, int T, const float* o0, const float* eo, const float* S_in,
+                         float* o);
 #endif
 
 }  // namespace k3::kda

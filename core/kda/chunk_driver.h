@@ -22,7 +22,7 @@ namespace k3::kda {
 
 template <class Ops>
 class ChunkDriver {
-public:
+  public:
     ChunkDriver(const Shape& s, int C) : s_(s), C_(std::max(1, std::min(C, kMaxChunk))) {
         ldn_ = (C_ + 15) / 16 * 16;
         const int K = s.K, V = s.V, KV = std::max(K, V);
@@ -35,8 +35,8 @@ public:
         const size_t c = size_t(C_), ln = size_t(ldn_);
         const size_t oKc = take(c * K), oQc = take(c * K), oVc = take(c * V), oAl = take(c * K), ob = take(c),
                      oEg = take(size_t(K)), oL = take(c * ln), oA = take(c * ln), oKd = take(size_t(K) * ln),
-                     oW = take(2 * c * K), oU = take(c * V), oKg = take(c * K),
-                     oP = take(2 * c * KV), oD = take(c * KV);
+                     oW = take(2 * c * K), oU = take(c * V), oKg = take(c * K), oP = take(2 * c * KV),
+                     oD = take(c * KV);
         buf_.assign(off, 0.0f);
         float* p = buf_.data();
         Kc_ = p + oKc, Qc_ = p + oQc, Vc_ = p + oVc, alpha_ = p + oAl, b_ = p + ob, eg_ = p + oEg;
@@ -73,15 +73,15 @@ public:
             for (int t0 = 0; t0 < x.T; t0 += C_) {
                 const int n = std::min(C_, x.T - t0);
                 phase_a(x, h, t0, n, scale);
-                state_pass(n, Mh, K, K, nullptr, 0, eo ? eo + size_t(t0) * s_.g_row() + size_t(h) * K : nullptr,
-                           int(s_.g_row()));
+                state_pass(n, Mh, K, K, nullptr, 0,
+                           eo ? eo + size_t(t0) * s_.g_row() + size_t(h) * K : nullptr, int(s_.g_row()));
                 state_pass(n, Bh, V, V, U_, V, o0 ? o0 + size_t(t0) * s_.v_row() + size_t(h) * V : nullptr,
                            int(s_.v_row()));
             }
         }
     }
 
-private:
+  private:
     // Gathers tokens [t0, t0 + n) of value head h and computes everything that does not depend on S.
     void phase_a(const Tokens& x, int h, int t0, int n, float scale) {
         const int K = s_.K, V = s_.V, hk = h / s_.group();

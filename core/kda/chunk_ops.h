@@ -22,8 +22,8 @@ struct ScalarOps {
     // C[r][j] = A[r][0] B[0][j] + A[r][1] B[1][j] + ... (from 0, m ascending); with Add, from C[r][j],
     // and with a row scale d, from d[r] * C[r][j]. A [rows][inner], B [inner][cols], C [rows][cols].
     template <bool Add>
-    static void mm_cols(float* C, int ldc, const float* A, int lda, const float* B, int ldb, int rows, int inner,
-                        int j0, int j1, const float* d = nullptr) {
+    static void mm_cols(float* C, int ldc, const float* A, int lda, const float* B, int ldb, int rows,
+                        int inner, int j0, int j1, const float* d = nullptr) {
         for (int r = 0; r < rows; ++r) {
             float* c = C + size_t(r) * ldc;
             if (!Add) K3_SCALAR_LOOP for (int j = j0; j < j1; ++j) c[j] = 0.0f;
@@ -39,13 +39,13 @@ struct ScalarOps {
                    int cols) {
         mm_cols<false>(C, ldc, A, lda, B, ldb, rows, inner, 0, cols);
     }
-    static void mm_add(float* C, int ldc, const float* A, int lda, const float* B, int ldb, int rows, int inner,
-                       int cols) {
+    static void mm_add(float* C, int ldc, const float* A, int lda, const float* B, int ldb, int rows,
+                       int inner, int cols) {
         mm_cols<true>(C, ldc, A, lda, B, ldb, rows, inner, 0, cols);
     }
     // C = Diag(d) C + A B
-    static void mm_scale_add(float* C, int ldc, const float* d, const float* A, int lda, const float* B, int ldb,
-                             int rows, int inner, int cols) {
+    static void mm_scale_add(float* C, int ldc, const float* d, const float* A, int lda, const float* B,
+                             int ldb, int rows, int inner, int cols) {
         mm_cols<true>(C, ldc, A, lda, B, ldb, rows, inner, 0, cols, d);
     }
 
@@ -61,12 +61,14 @@ struct ScalarOps {
             }
         }
     }
-    static void mm_lower_add(float* C, int ldc, const float* A, int lda, const float* B, int ldb, int n, int cols) {
+    static void mm_lower_add(float* C, int ldc, const float* A, int lda, const float* B, int ldb, int n,
+                             int cols) {
         mm_lower_add_cols(C, ldc, A, lda, B, ldb, n, 0, cols);
     }
 
     // Forward substitution with a unit lower-triangular (I + L), right-hand side Diag(b) Y:
-    // X[r][j] = b[r] Y[r][j] - L[r][0] X[0][j] - L[r][1] X[1][j] - ... - L[r][r-1] X[r-1][j]  (left to right).
+    // X[r][j] = b[r] Y[r][j] - L[r][0] X[0][j] - L[r][1] X[1][j] - ... - L[r][r-1] X[r-1][j]  (left to
+    // right).
     static void forward_subst_cols(float* X, int ldx, const float* L, int ldl, const float* b, const float* Y,
                                    int ldy, int n, int j0, int j1) {
         for (int r = 0; r < n; ++r) {
@@ -80,8 +82,8 @@ struct ScalarOps {
             }
         }
     }
-    static void forward_subst(float* X, int ldx, const float* L, int ldl, const float* b, const float* Y, int ldy,
-                              int n, int cols) {
+    static void forward_subst(float* X, int ldx, const float* L, int ldl, const float* b, const float* Y,
+                              int ldy, int n, int cols) {
         forward_subst_cols(X, ldx, L, ldl, b, Y, ldy, n, 0, cols);
     }
 
@@ -92,8 +94,8 @@ struct ScalarOps {
     //     Aqk[r][s] = sum_i q_r[i] e(r,s,i)             for s <= r, 0 elsewhere
     //     KdT[i][s] = e(n-1,s,i)  (= k_s[i] exp(G_last[i] - G_s[i]))
     // sums over i ascending from 0. Kc, Qc, alpha: [n][K] (ld K); L, Aqk: [n][ldn]; KdT: [K][ldn].
-    static void build_pairs(int n, int K, const float* Kc, const float* Qc, const float* alpha, const float* b,
-                            float* L, float* Aqk, float* KdT, int ldn) {
+    static void build_pairs(int n, int K, const float* Kc, const float* Qc, const float* alpha,
+                            const float* b, float* L, float* Aqk, float* KdT, int ldn) {
         for (int r = 0; r < n; ++r)
             for (int s = 0; s < ldn; ++s) L[size_t(r) * ldn + s] = 0.0f, Aqk[size_t(r) * ldn + s] = 0.0f;
         for (int s = 0; s < n; ++s)

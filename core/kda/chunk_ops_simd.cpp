@@ -25,8 +25,8 @@ constexpr int kNB = 4;  // vectors per column block
 
 // Add = false: C = A B; Add = true: C = C + A B, or Diag(d) C + A B when d is given.
 template <bool Add, int NB>
-void mm_block(float* C, int ldc, const float* A, int lda, const float* B, int ldb, int rows, int inner, int j0,
-              const float* d) {
+void mm_block(float* C, int ldc, const float* A, int lda, const float* B, int ldb, int rows, int inner,
+              int j0, const float* d) {
     int r = 0;
     for (; r + 2 <= rows; r += 2) {
         float* c0 = C + size_t(r) * ldc + j0;
@@ -106,8 +106,8 @@ void lower_block(float* C, int ldc, const float* A, int lda, const float* B, int
 }
 
 template <int NB>
-void subst_block(float* X, int ldx, const float* L, int ldl, const float* b, const float* Y, int ldy, int nrows,
-                 int j0) {
+void subst_block(float* X, int ldx, const float* L, int ldl, const float* b, const float* Y, int ldy,
+                 int nrows, int j0) {
     int r = 0;
     for (; r + 2 <= nrows; r += 2) {
         float* x0p = X + size_t(r) * ldx + j0;
@@ -162,8 +162,8 @@ struct SimdOps {
     // row-major B with rows 512 B apart (V = 128) maps a column block onto a quarter of the L1 sets,
     // and the packed copy is what stays in L1 while the rows of C sweep over it.
     template <bool Add>
-    static void mm_any(float* C, int ldc, const float* A, int lda, const float* B, int ldb, int rows, int inner,
-                       int cols, const float* d) {
+    static void mm_any(float* C, int ldc, const float* A, int lda, const float* B, int ldb, int rows,
+                       int inner, int cols, const float* d) {
         constexpr int bw = kNB * W;
         thread_local FloatBuf pack;
         int j = 0;
@@ -185,24 +185,25 @@ struct SimdOps {
                    int cols) {
         mm_any<false>(C, ldc, A, lda, B, ldb, rows, inner, cols, nullptr);
     }
-    static void mm_add(float* C, int ldc, const float* A, int lda, const float* B, int ldb, int rows, int inner,
-                       int cols) {
+    static void mm_add(float* C, int ldc, const float* A, int lda, const float* B, int ldb, int rows,
+                       int inner, int cols) {
         mm_any<true>(C, ldc, A, lda, B, ldb, rows, inner, cols, nullptr);
     }
-    static void mm_scale_add(float* C, int ldc, const float* d, const float* A, int lda, const float* B, int ldb,
-                             int rows, int inner, int cols) {
+    static void mm_scale_add(float* C, int ldc, const float* d, const float* A, int lda, const float* B,
+                             int ldb, int rows, int inner, int cols) {
         mm_any<true>(C, ldc, A, lda, B, ldb, rows, inner, cols, d);
     }
 
-    static void mm_lower_add(float* C, int ldc, const float* A, int lda, const float* B, int ldb, int n, int cols) {
+    static void mm_lower_add(float* C, int ldc, const float* A, int lda, const float* B, int ldb, int n,
+                             int cols) {
         int j = 0;
         for (; j + kNB * W <= cols; j += kNB * W) lower_block<kNB>(C, ldc, A, lda, B, ldb, n, j);
         for (; j + W <= cols; j += W) lower_block<1>(C, ldc, A, lda, B, ldb, n, j);
         if (j < cols) ScalarOps::mm_lower_add_cols(C, ldc, A, lda, B, ldb, n, j, cols);
     }
 
-    static void forward_subst(float* X, int ldx, const float* L, int ldl, const float* b, const float* Y, int ldy,
-                              int n, int cols) {
+    static void forward_subst(float* X, int ldx, const float* L, int ldl, const float* b, const float* Y,
+                              int ldy, int n, int cols) {
         int j = 0;
         for (; j + kNB * W <= cols; j += kNB * W) subst_block<kNB>(X, ldx, L, ldl, b, Y, ldy, n, j);
         for (; j + W <= cols; j += W) subst_block<1>(X, ldx, L, ldl, b, Y, ldy, n, j);
@@ -213,8 +214,8 @@ struct SimdOps {
     // running products e(r, s, i) of a block live in registers while r sweeps down the chunk, and the
     // rows L[r], Aqk[r] of the block are loaded and stored once per U channels.
     template <int U>
-    static void pairs_block(int n, int K, const float* Kc, const float* Qc, const float* alpha, float* L, float* Aqk,
-                            float* KdT, int ldn, int s0, int i0, vf iota) {
+    static void pairs_block(int n, int K, const float* Kc, const float* Qc, const float* alpha, float* L,
+                            float* Aqk, float* KdT, int ldn, int s0, int i0, vf iota) {
         vf ks[U], e[U];
         for (int u = 0; u < U; ++u) ks[u] = load(KdT + size_t(i0 + u) * ldn + s0), e[u] = vf(0.0f);
         const int rd = std::min(n, s0 + W);
@@ -245,8 +246,8 @@ struct SimdOps {
         for (int u = 0; u < U; ++u) store(KdT + size_t(i0 + u) * ldn + s0, e[u]);
     }
 
-    static void build_pairs(int n, int K, const float* Kc, const float* Qc, const float* alpha, const float* b,
-                            float* L, float* Aqk, float* KdT, int ldn) {
+    static void build_pairs(int n, int K, const float* Kc, const float* Qc, const float* alpha,
+                            const float* b, float* L, float* Aqk, float* KdT, int ldn) {
         for (int r = 0; r < n; ++r)
             for (int s = 0; s < ldn; s += W)
                 store(L + size_t(r) * ldn + s, vf(0.0f)), store(Aqk + size_t(r) * ldn + s, vf(0.0f));
@@ -278,12 +279,13 @@ void chunked_simd(const Shape& s, float* S, const Tokens& x, float scale, int C,
     ChunkDriver<SimdOps>(s, C).prefill(S, x, scale, o);
 }
 
-void segment_map_simd(const Shape& s, const Tokens& x, float scale, int C, float* M, float* B, float* o0, float* eo) {
+void segment_map_simd(const Shape& s, const Tokens& x, float scale, int C, float* M, float* B, float* o0,
+                      float* eo) {
     ChunkDriver<SimdOps>(s, C).segment(x, scale, M, B, o0, eo);
 }
 
-void affine_compose_simd(const Shape& s, const float* M2, const float* B2, const float* M1, const float* B1, float* M,
-                         float* B) {
+void affine_compose_simd(const Shape& s, const float* M2, const float* B2, const float* M1, const float* B1,
+                         float* M, float* B) {
     AffineOps<SimdOps>::compose(s, M2, B2, M1, B1, M, B);
 }
 
@@ -291,7 +293,8 @@ void affine_apply_simd(const Shape& s, const float* M, const float* B, const flo
     AffineOps<SimdOps>::apply(s, M, B, S_in, S_out);
 }
 
-void affine_outputs_simd(const Shape& s, int T, const float* o0, const float* eo, const float* S_in, float* o) {
+void affine_outputs_simd(const Shape& s, int T, const float* o0, const float* eo, const float* S_in,
+                         float* o) {
     AffineOps<SimdOps>::outputs(s, T, o0, eo, S_in, o);
 }
 

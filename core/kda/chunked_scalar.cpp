@@ -29,7 +29,8 @@ void affine_apply_scalar(const Shape& s, const float* M, const float* B, const f
     AffineOps<ScalarOps>::apply(s, M, B, S_in, S_out);
 }
 
-void affine_outputs_scalar(const Shape& s, int T, const float* o0, const float* eo, const float* S_in, float* o) {
+void affine_outputs_scalar(const Shape& s, int T, const float* o0, const float* eo, const float* S_in,
+                           float* o) {
     AffineOps<ScalarOps>::outputs(s, T, o0, eo, S_in, o);
 }
 

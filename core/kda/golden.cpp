@@ -12,8 +12,8 @@ namespace k3::kda {
 
 Tokens GoldenCase::tokens(int b) const {
     const size_t t = size_t(b) * size_t(T);
-    return {q.data() + t * shape.qk_row(), k.data() + t * shape.qk_row(), v.data() + t * shape.v_row(),
-            g.data() + t * shape.g_row(), beta.data() + t * size_t(shape.HV), T};
+    return {q.data() + t * shape.qk_row(), k.data() + t * shape.qk_row(),      v.data() + t * shape.v_row(),
+            g.data() + t * shape.g_row(),  beta.data() + t * size_t(shape.HV), T};
 }
 
 namespace {
@@ -48,9 +48,9 @@ std::string read_f32(const std::string& dir, const char* name, size_t count, con
     const std::string file = std::string(name) + ".f32";
     if (!slurp(dir + "/" + file, count * 4, data, err)) return file + ": " + err;
     if (data.size() != count * 4)
-        return file + ": " + (data.size() > count * 4 ? "more than " : "") + format_grouped(double(data.size())) +
-               " bytes, expected " + format_grouped(double(count * 4)) + " (" + shape_text + " = " +
-               format_grouped(double(count)) + " float32)";
+        return file + ": " + (data.size() > count * 4 ? "more than " : "") +
+               format_grouped(double(data.size())) + " bytes, expected " + format_grouped(double(count * 4)) +
+               " (" + shape_text + " = " + format_grouped(double(count)) + " float32)";
     out.resize(count);
     for (size_t e = 0; e < count; ++e) {
         const auto* p = reinterpret_cast<const unsigned char*>(data.data() + 4 * e);
@@ -69,7 +69,8 @@ std::string read_golden(const std::string& dir, GoldenCase& c) {
     c = GoldenCase{};
     c.dir = dir;
     std::string meta, err;
-    if (!slurp(dir + "/meta.txt", 1 << 16, meta, err)) return "meta.txt: " + err + " (is " + dir + " a golden folder?)";
+    if (!slurp(dir + "/meta.txt", 1 << 16, meta, err))
+        return "meta.txt: " + err + " (is " + dir + " a golden folder?)";
     if (meta.size() > (1 << 16)) return "meta.txt: longer than 64 KiB";
     std::map<std::string, double> kv;
     size_t pos = 0;
@@ -103,7 +104,8 @@ std::string read_golden(const std::string& dir, GoldenCase& c) {
     std::string e;
     if (!(e = dim("B", 1, 1 << 16, c.B)).empty() || !(e = dim("T", 1, 1 << 24, c.T)).empty() ||
         !(e = dim("H", 1, 1 << 16, c.shape.H)).empty() || !(e = dim("HV", 1, 1 << 16, c.shape.HV)).empty() ||
-        !(e = dim("K", 1, kMaxHeadDim, c.shape.K)).empty() || !(e = dim("V", 1, kMaxHeadDim, c.shape.V)).empty())
+        !(e = dim("K", 1, kMaxHeadDim, c.shape.K)).empty() ||
+        !(e = dim("V", 1, kMaxHeadDim, c.shape.V)).empty())
         return e;
     if (!(e = c.shape.problem()).empty()) return "meta.txt: " + e;
     int init = 0;
@@ -113,8 +115,9 @@ std::string read_golden(const std::string& dir, GoldenCase& c) {
     if (!(c.scale > 0) || !std::isfinite(c.scale)) return "meta.txt: scale must be a positive number";
     const Shape& s = c.shape;
     const double BT = double(c.B) * c.T;
-    const double total = 4.0 * (BT * (2.0 * double(s.qk_row()) + 2.0 * double(s.v_row()) + double(s.g_row()) + s.HV) +
-                                (c.has_h0 ? 2.0 : 1.0) * c.B * double(s.state_floats()));
+    const double total =
+        4.0 * (BT * (2.0 * double(s.qk_row()) + 2.0 * double(s.v_row()) + double(s.g_row()) + s.HV) +
+               (c.has_h0 ? 2.0 : 1.0) * c.B * double(s.state_floats()));
     if (total > kGoldenMaxBytes)
         return "meta.txt: the case would need " + format_bytes(total) + ", more than the limit of " +
                format_bytes(kGoldenMaxBytes);

@@ -23,7 +23,9 @@ struct GoldenCase {
 
     // Batch b as a token view and its slices of h0 / o / ht.
     Tokens tokens(int b) const;
-    const float* h0_of(int b) const { return has_h0 ? h0.data() + size_t(b) * shape.state_floats() : nullptr; }
+    const float* h0_of(int b) const {
+        return has_h0 ? h0.data() + size_t(b) * shape.state_floats() : nullptr;
+    }
     const float* o_of(int b) const { return o.data() + size_t(b) * size_t(T) * shape.v_row(); }
     const float* ht_of(int b) const { return ht.data() + size_t(b) * shape.state_floats(); }
 };

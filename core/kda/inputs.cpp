@@ -29,7 +29,8 @@ TokenData random_tokens(const Shape& s, int T, uint64_t seed, const InputRecipe&
     for (auto& b : d.beta) b = sigmoid_f32(float(rb.normal()));
     const float strength = float(recipe.gate_strength);
     if (recipe.gate == GateRecipe::logsigmoid) {
-        for (auto& g : d.g) g = strength * -softplus_f32(-float(rg.normal()));  // logsigmoid(x) = -softplus(-x)
+        for (auto& g : d.g)
+            g = strength * -softplus_f32(-float(rg.normal()));  // logsigmoid(x) = -softplus(-x)
     } else {
         FloatBuf A_log(size_t(s.HV)), dt_bias(s.g_row()), z(s.g_row());
         rg.fill_normal(A_log.data(), A_log.size());

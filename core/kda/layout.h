@@ -30,11 +30,11 @@ struct Shape {
     int V = 64;  // value head dim (state columns)
 
     int group() const { return HV / H; }
-    size_t head_state() const { return size_t(K) * size_t(V); }           // floats per value head
-    size_t state_floats() const { return size_t(HV) * head_state(); }     // floats per layer
-    size_t qk_row() const { return size_t(H) * size_t(K); }               // floats per token of q or k
-    size_t v_row() const { return size_t(HV) * size_t(V); }               // floats per token of v or o
-    size_t g_row() const { return size_t(HV) * size_t(K); }               // floats per token of g
+    size_t head_state() const { return size_t(K) * size_t(V); }        // floats per value head
+    size_t state_floats() const { return size_t(HV) * head_state(); }  // floats per layer
+    size_t qk_row() const { return size_t(H) * size_t(K); }            // floats per token of q or k
+    size_t v_row() const { return size_t(HV) * size_t(V); }            // floats per token of v or o
+    size_t g_row() const { return size_t(HV) * size_t(K); }            // floats per token of g
     // Empty when valid, else what is wrong ("HV (6) must be a multiple of H (4)").
     std::string problem() const;
     bool operator==(const Shape& o) const { return H == o.H && HV == o.HV && K == o.K && V == o.V; }
@@ -51,8 +51,8 @@ struct Tokens {
 
     // Tokens [t0, t0 + n) of this view.
     Tokens slice(const Shape& s, int t0, int n) const {
-        return {q + size_t(t0) * s.qk_row(), k + size_t(t0) * s.qk_row(), v + size_t(t0) * s.v_row(),
-                g + size_t(t0) * s.g_row(), beta + size_t(t0) * size_t(s.HV), n};
+        return {q + size_t(t0) * s.qk_row(), k + size_t(t0) * s.qk_row(),      v + size_t(t0) * s.v_row(),
+                g + size_t(t0) * s.g_row(),  beta + size_t(t0) * size_t(s.HV), n};
     }
 };
 
@@ -63,9 +63,9 @@ float default_scale(int K);
 // (K3_SIMD=1) and the scalar kernel otherwise; both give the same bits.
 enum class Impl { scalar, simd };
 
-bool simd_enabled();        // the build has xsimd kernels (K3_SIMD=1)
-const char* simd_arch();    // xsimd's default_arch name ("avx512bw", "avx2", "wasm"); "scalar" without SIMD
-int simd_width();           // float lanes of the SIMD kernels (1 without SIMD)
+bool simd_enabled();      // the build has xsimd kernels (K3_SIMD=1)
+const char* simd_arch();  // xsimd's default_arch name ("avx512bw", "avx2", "wasm"); "scalar" without SIMD
+int simd_width();         // float lanes of the SIMD kernels (1 without SIMD)
 
 // float storage aligned to 64 bytes (a cache line, an AVX-512 register) for states and scratch.
 template <class T>
@@ -77,7 +77,9 @@ struct AlignedAlloc {
     T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(64))); }
     void deallocate(T* p, size_t) { ::operator delete(p, std::align_val_t(64)); }
     template <class U>
-    bool operator==(const AlignedAlloc<U>&) const { return true; }
+    bool operator==(const AlignedAlloc<U>&) const {
+        return true;
+    }
 };
 using FloatBuf = std::vector<float, AlignedAlloc<float>>;
 

@@ -46,8 +46,9 @@ void recurrent_step_scalar(const Shape& s, float* S, const float* q, const float
                            const float* g, const float* beta, float scale, float* o) {
     const int grp = s.group();
     for (int h = 0; h < s.HV; ++h)
-        step_head(S + size_t(h) * s.head_state(), s.K, s.V, q + size_t(h / grp) * s.K, k + size_t(h / grp) * s.K,
-                  v + size_t(h) * s.V, g + size_t(h) * s.K, beta[h], scale, o ? o + size_t(h) * s.V : nullptr);
+        step_head(S + size_t(h) * s.head_state(), s.K, s.V, q + size_t(h / grp) * s.K,
+                  k + size_t(h / grp) * s.K, v + size_t(h) * s.V, g + size_t(h) * s.K, beta[h], scale,
+                  o ? o + size_t(h) * s.V : nullptr);
 }
 
 void recurrent_scalar(const Shape& s, float* S, const Tokens& x, float scale, float* o) {

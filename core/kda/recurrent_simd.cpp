@@ -110,10 +110,12 @@ inline void run_head(float* Sh, int K, int V, const HeadIn* in, float* const* ou
             continue;
         }
         for (int i = 0; i < K; ++i)
-            for (int c = 0; c < bw; c += W) store(pack + size_t(i) * bw + c, load(Sh + size_t(i) * V + j + c));
+            for (int c = 0; c < bw; c += W)
+                store(pack + size_t(i) * bw + c, load(Sh + size_t(i) * V + j + c));
         for (int t = 0; t < n; ++t) block<kBlock>(pack, bw, K, j, in[t], out[t]);
         for (int i = 0; i < K; ++i)
-            for (int c = 0; c < bw; c += W) store(Sh + size_t(i) * V + j + c, load(pack + size_t(i) * bw + c));
+            for (int c = 0; c < bw; c += W)
+                store(Sh + size_t(i) * V + j + c, load(pack + size_t(i) * bw + c));
     }
     for (; j + W <= V; j += W)
         for (int t = 0; t < n; ++t) block<1>(Sh + j, V, K, j, in[t], out[t]);
@@ -123,8 +125,8 @@ inline void run_head(float* Sh, int K, int V, const HeadIn* in, float* const* ou
 
 }  // namespace
 
-void recurrent_step_simd(const Shape& s, float* S, const float* q, const float* k, const float* v, const float* g,
-                         const float* beta, float scale, float* o) {
+void recurrent_step_simd(const Shape& s, float* S, const float* q, const float* k, const float* v,
+                         const float* g, const float* beta, float scale, float* o) {
     const int K = s.K, V = s.V, grp = s.group();
     alignas(64) float a[kMaxHeadDim], qs[kMaxHeadDim];
     for (int h = 0; h < s.HV; ++h) {
@@ -147,10 +149,10 @@ void recurrent_simd(const Shape& s, float* S, const Tokens& x, float scale, floa
                 const size_t tt = size_t(t0 + t);
                 float* at = a.data() + size_t(t) * K;
                 float* qt = qs.data() + size_t(t) * K;
-                prep(x.g + tt * s.g_row() + size_t(h) * K, x.q + tt * s.qk_row() + size_t(h / grp) * K, scale, K, at,
-                     qt);
-                in[t] = {at, x.k + tt * s.qk_row() + size_t(h / grp) * K, qt, x.v + tt * s.v_row() + size_t(h) * V,
-                         x.beta[tt * size_t(s.HV) + size_t(h)]};
+                prep(x.g + tt * s.g_row() + size_t(h) * K, x.q + tt * s.qk_row() + size_t(h / grp) * K, scale,
+                     K, at, qt);
+                in[t] = {at, x.k + tt * s.qk_row() + size_t(h / grp) * K, qt,
+                         x.v + tt * s.v_row() + size_t(h) * V, x.beta[tt * size_t(s.HV) + size_t(h)]};
                 out[t] = o ? o + tt * s.v_row() + size_t(h) * V : nullptr;
             }
             run_head(S + size_t(h) * s.head_state(), K, V, in, out, n, pack.data());

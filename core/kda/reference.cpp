@@ -24,7 +24,7 @@ void step(const Shape& s, double* S, const float* q, const float* k, const float
         for (int i = 0; i < K; ++i)
             for (int j = 0; j < V; ++j) p[j] += double(kh[i]) * Sh[size_t(i) * V + j];
         for (int j = 0; j < V; ++j) u[j] = double(beta[h]) * (double(vh[j]) - p[j]);  // 3. delta
-        for (int i = 0; i < K; ++i)                                                  // 4. rank-1 write
+        for (int i = 0; i < K; ++i)                                                   // 4. rank-1 write
             for (int j = 0; j < V; ++j) Sh[size_t(i) * V + j] += double(kh[i]) * u[j];
         if (!o) continue;
         double* oh = o + size_t(h) * V;  // 5. read with the updated state
@@ -152,7 +152,8 @@ void segment_map_explicit(const Shape& s, const Tokens& x, double* M, double* B)
                 kw[c] = acc;
             }
             for (int i = 0; i < K; ++i)
-                for (int c = 0; c < K; ++c) Mh[size_t(i) * K + c] = T[size_t(i) * K + c] - b * double(kh[i]) * kw[c];
+                for (int c = 0; c < K; ++c)
+                    Mh[size_t(i) * K + c] = T[size_t(i) * K + c] - b * double(kh[i]) * kw[c];
         }
     }
     // B = run(0)

@@ -25,7 +25,7 @@ inline vf exp_v(vf x) {
     p = p * r + vf(1.0f);
     p = p * r + vf(1.0f);
     const vi ni = xsimd::to_int(n);  // exact: n is an integer in [-150, 128]
-    const auto lo_i = ni < vi(-125), hi_i = ni > vi(127);
+    const auto lo_i = ni<vi(-125), hi_i = ni> vi(127);
     // exp_f32: p * 2^n, or (p * 2^(n+60)) * 2^-60 below the normal range, or (p * 2^(n-1)) * 2 above.
     const vi e1 = xsimd::select(lo_i, ni + vi(60), xsimd::select(hi_i, ni - vi(1), ni));
     const vf f2 = xsimd::select(xsimd::batch_bool_cast<float>(lo_i), vf(0x1p-60f),

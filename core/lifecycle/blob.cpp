@@ -1,7 +1,7 @@
 #include "core/lifecycle/blob.h"
 
-#include <bit>
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -78,7 +78,8 @@ std::vector<Expected> expected_sections(const BlobLayout& l, uint64_t position, 
         if (contents & kBlobConv) s.push_back({kConv, i, l.conv_bytes_per_layer()});
     }
     if (contents & kBlobKv)
-        for (uint32_t a = 0; a < l.attention_layers; ++a) s.push_back({kKv, a, position * l.kv_bytes_per_token_per_layer()});
+        for (uint32_t a = 0; a < l.attention_layers; ++a)
+            s.push_back({kKv, a, position * l.kv_bytes_per_token_per_layer()});
     if (contents & kBlobTokens) s.push_back({kTokens, 0, 0});
     if (contents & kBlobSampler) s.push_back({kSampler, 0, kSamplerPayloadBytes});
     return s;
@@ -87,16 +88,19 @@ std::vector<Expected> expected_sections(const BlobLayout& l, uint64_t position, 
 // Structural problems of a header's values (shared by the writer and the reader).
 BlobStatus check_header_values(const RequestState& r) {
     if (r.contents & ~uint32_t(kBlobAll))
-        return fail(BlobError::bad_header, kOffContents, "contents has unknown bits 0x" + [&] {
-            char b[16];
-            std::snprintf(b, sizeof b, "%x", unsigned(r.contents & ~uint32_t(kBlobAll)));
-            return std::string(b);
-        }());
+        return fail(
+            BlobError::bad_header, kOffContents, "contents has unknown bits 0x" + [&] {
+                char b[16];
+                std::snprintf(b, sizeof b, "%x", unsigned(r.contents & ~uint32_t(kBlobAll)));
+                return std::string(b);
+            }());
     if (bool(r.contents & kBlobRecurrent) != bool(r.contents & kBlobConv))
         return fail(BlobError::bad_header, kOffContents,
-                    "contents has " + contents_text(r.contents) + ": the recurrent state and the conv windows "
-                    "only resume together");
-    if (std::string e = r.layout.problem(); !e.empty()) return fail(BlobError::bad_layout, kOffLayout, "layout: " + e);
+                    "contents has " + contents_text(r.contents) +
+                        ": the recurrent state and the conv windows "
+                        "only resume together");
+    if (std::string e = r.layout.problem(); !e.empty())
+        return fail(BlobError::bad_layout, kOffLayout, "layout: " + e);
     if (r.position > kMaxBlobPosition)
         return fail(BlobError::bad_header, kOffPosition,
                     "position " + num(r.position) + " exceeds the format limit " + num(kMaxBlobPosition));
@@ -109,7 +113,8 @@ BlobStatus check_header_values(const RequestState& r) {
                     "consumed " + num(r.consumed) + " differs from position " + num(r.position) +
                         " but the blob has no tokens to recompute from");
     if (r.prompt_tokens > kMaxBlobPosition)
-        return fail(BlobError::bad_header, kOffPrompt, "prompt tokens " + num(r.prompt_tokens) + " exceed the format limit");
+        return fail(BlobError::bad_header, kOffPrompt,
+                    "prompt tokens " + num(r.prompt_tokens) + " exceed the format limit");
     if (!(r.contents & kBlobKv) && r.position != 0 && !(r.contents & kBlobRecurrent))
         return fail(BlobError::bad_header, kOffPosition,
                     "position " + num(r.position) + " but the blob carries neither KV nor state");
@@ -118,10 +123,11 @@ BlobStatus check_header_values(const RequestState& r) {
 
 BlobStatus check_sampler(const SamplerState& s, uint32_t has_spare, uint64_t offset) {
     if (!std::isfinite(s.temperature) || s.temperature < 0)
-        return fail(BlobError::bad_sampler, offset, "sampler temperature " + std::to_string(s.temperature) +
-                                                        " must be finite and >= 0");
+        return fail(BlobError::bad_sampler, offset,
+                    "sampler temperature " + std::to_string(s.temperature) + " must be finite and >= 0");
     if (has_spare > 1)
-        return fail(BlobError::bad_sampler, offset + 4, "sampler has_spare is " + num(has_spare) + ", not 0 or 1");
+        return fail(BlobError::bad_sampler, offset + 4,
+                    "sampler has_spare is " + num(has_spare) + ", not 0 or 1");
     return {};
 }
 
@@ -133,7 +139,8 @@ std::string write_blob(const RequestState& r, std::vector<std::byte>* out) {
     const BlobLayout& l = r.layout;
     const uint64_t per_layer_state = l.recurrent_bytes_per_layer() + l.conv_bytes_per_layer();
     if ((r.contents & kBlobRecurrent) && r.state.size() != per_layer_state * l.linear_layers)
-        return "state is " + num(r.state.size()) + " B, the layout needs " + num(per_layer_state * l.linear_layers);
+        return "state is " + num(r.state.size()) + " B, the layout needs " +
+               num(per_layer_state * l.linear_layers);
     const uint64_t kv_layer = r.position * l.kv_bytes_per_token_per_layer();
     if ((r.contents & kBlobKv) && r.kv.size() != kv_layer * l.attention_layers)
         return "KV is " + num(r.kv.size()) + " B, " + num(r.position) + " tokens need " +
@@ -158,8 +165,8 @@ std::string write_blob(const RequestState& r, std::vector<std::byte>* out) {
     b.push_back(std::byte(l.state_dtype));
     b.push_back(std::byte(l.conv_dtype));
     b.push_back(std::byte(l.kv_dtype));
-    for (uint32_t v : {l.linear_layers, l.attention_layers, l.heads, l.v_heads, l.head_k, l.head_v, l.conv_width,
-                       l.kv_row, l.chunk})
+    for (uint32_t v : {l.linear_layers, l.attention_layers, l.heads, l.v_heads, l.head_k, l.head_v,
+                       l.conv_width, l.kv_row, l.chunk})
         put32(b, v);
     put64(b, 0);  // reserved
     const std::byte* state = r.state.data();
@@ -219,7 +226,8 @@ BlobStatus read_blob(std::span<const std::byte> blob, RequestState* out) {
                         num(kBlobHeaderBytes + kBlobTrailerBytes) + " B)");
     const uint64_t total = get64(p + kOffTotal);
     if (n < total)
-        return fail(BlobError::truncated, n, "blob is " + num(n) + " B, its header declares " + num(total) + " B");
+        return fail(BlobError::truncated, n,
+                    "blob is " + num(n) + " B, its header declares " + num(total) + " B");
     if (n > total)
         return fail(BlobError::trailing_bytes, total,
                     "blob is " + num(n) + " B, its header declares " + num(total) + " B: " + num(n - total) +
@@ -228,7 +236,8 @@ BlobStatus read_blob(std::span<const std::byte> blob, RequestState* out) {
     if (stored != crc) {
         char b[64];
         std::snprintf(b, sizeof b, "stored 0x%08x, computed 0x%08x", unsigned(stored), unsigned(crc));
-        return fail(BlobError::checksum_mismatch, n - 4, std::string("CRC-32C mismatch (") + b + "): the blob was changed");
+        return fail(BlobError::checksum_mismatch, n - 4,
+                    std::string("CRC-32C mismatch (") + b + "): the blob was changed");
     }
     const uint32_t version = get32(p + kOffVersion);
     if (version != kBlobVersion)
@@ -236,8 +245,10 @@ BlobStatus read_blob(std::span<const std::byte> blob, RequestState* out) {
                     "format version " + num(version) + ", this reader knows version " + num(kBlobVersion));
     // ---- header ----
     if (get32(p + 12) != kBlobHeaderBytes)
-        return fail(BlobError::bad_header, 12, "header size " + num(get32(p + 12)) + ", version 1 has " + num(kBlobHeaderBytes));
-    if (get64(p + kOffReserved) != 0) return fail(BlobError::bad_header, kOffReserved, "reserved header field is not zero");
+        return fail(BlobError::bad_header, 12,
+                    "header size " + num(get32(p + 12)) + ", version 1 has " + num(kBlobHeaderBytes));
+    if (get64(p + kOffReserved) != 0)
+        return fail(BlobError::bad_header, kOffReserved, "reserved header field is not zero");
     RequestState r;
     r.model_hash = get64(p + kOffModelHash);
     r.position = get64(p + kOffPosition);
@@ -250,7 +261,7 @@ BlobStatus read_blob(std::span<const std::byte> blob, RequestState* out) {
     l.state_dtype = DType(uint8_t(lp[1]));
     l.conv_dtype = DType(uint8_t(lp[2]));
     l.kv_dtype = DType(uint8_t(lp[3]));
-    uint32_t* fields[] = {&l.linear_layers, &l.attention_layers, &l.heads, &l.v_heads, &l.head_k,
+    uint32_t* fields[] = {&l.linear_layers, &l.attention_layers, &l.heads,  &l.v_heads, &l.head_k,
                           &l.head_v,        &l.conv_width,       &l.kv_row, &l.chunk};
     for (size_t i = 0; i < 9; ++i) *fields[i] = get32(lp + 4 + 4 * i);
     if (BlobStatus s = check_header_values(r); !s.ok()) return s;
@@ -258,7 +269,8 @@ BlobStatus read_blob(std::span<const std::byte> blob, RequestState* out) {
     const uint32_t count = get32(p + kOffSections);
     if (count != secs.size())
         return fail(BlobError::bad_header, kOffSections,
-                    "section count " + num(count) + ", contents " + contents_text(r.contents) + " need " + num(secs.size()));
+                    "section count " + num(count) + ", contents " + contents_text(r.contents) + " need " +
+                        num(secs.size()));
     // ---- sections ----
     uint64_t off = kBlobHeaderBytes;
     const uint64_t end = n - kBlobTrailerBytes;
@@ -268,16 +280,18 @@ BlobStatus read_blob(std::span<const std::byte> blob, RequestState* out) {
     }
     for (const Expected& e : secs) {
         if (end - off < kSectionHeaderBytes)
-            return fail(BlobError::bad_section, off, std::string("the ") + kind_name(e.kind) + " section header at byte " +
-                                                         num(off) + " runs past the end");
+            return fail(BlobError::bad_section, off,
+                        std::string("the ") + kind_name(e.kind) + " section header at byte " + num(off) +
+                            " runs past the end");
         const uint32_t kind = get32(p + off), layer = get32(p + off + 4);
         const uint64_t bytes = get64(p + off + 8);
-        const std::string where = std::string(kind_name(e.kind)) + (e.kind <= kKv ? " of layer " + num(e.layer) : "") +
-                                  " (section at byte " + num(off) + ")";
+        const std::string where = std::string(kind_name(e.kind)) +
+                                  (e.kind <= kKv ? " of layer " + num(e.layer) : "") + " (section at byte " +
+                                  num(off) + ")";
         if (kind != e.kind || layer != e.layer)
             return fail(BlobError::bad_section, off,
-                        "expected the " + where + ", found kind " + num(kind) + " (" + kind_name(kind) + ") layer " +
-                            num(layer));
+                        "expected the " + where + ", found kind " + num(kind) + " (" + kind_name(kind) +
+                            ") layer " + num(layer));
         off += kSectionHeaderBytes;
         if (bytes > end - off)
             return fail(BlobError::bad_section, off - 8,
@@ -321,8 +335,9 @@ BlobStatus read_blob(std::span<const std::byte> blob, RequestState* out) {
     if (off != end)
         return fail(BlobError::bad_section, off, num(end - off) + " unexpected bytes after the last section");
     if ((r.contents & kBlobTokens) && r.prompt_tokens > r.tokens.size())
-        return fail(BlobError::bad_tokens, kOffPrompt,
-                    "prompt of " + num(r.prompt_tokens) + " tokens, but the blob holds " + num(r.tokens.size()));
+        return fail(
+            BlobError::bad_tokens, kOffPrompt,
+            "prompt of " + num(r.prompt_tokens) + " tokens, but the blob holds " + num(r.tokens.size()));
     *out = std::move(r);
     return {};
 }
@@ -331,20 +346,22 @@ BlobStatus check_blob(const RequestState& r, const BlobExpect& e) {
     if (r.model_hash != e.model_hash) {
         char b[96];
         std::snprintf(b, sizeof b, "written by model 0x%016llx, this model is 0x%016llx",
-                      static_cast<unsigned long long>(r.model_hash), static_cast<unsigned long long>(e.model_hash));
+                      static_cast<unsigned long long>(r.model_hash),
+                      static_cast<unsigned long long>(e.model_hash));
         return fail(BlobError::model_mismatch, kOffModelHash, b);
     }
     if (std::string d = r.layout.difference(e.layout); !d.empty())
         return fail(BlobError::layout_mismatch, kOffLayout, "layout differs: " + d);
     if (e.consumed && r.consumed != *e.consumed)
-        return fail(BlobError::position_mismatch, kOffConsumed,
-                    "the blob resumes after " + num(r.consumed) + " tokens, the request is at " + num(*e.consumed));
+        return fail(
+            BlobError::position_mismatch, kOffConsumed,
+            "the blob resumes after " + num(r.consumed) + " tokens, the request is at " + num(*e.consumed));
     if (e.vocab > 0)
         for (size_t i = 0; i < r.tokens.size(); ++i)
             if (r.tokens[i] < 0 || r.tokens[i] >= e.vocab)
                 return fail(BlobError::bad_tokens, 0,
-                            "token " + num(i) + " (id " + std::to_string(r.tokens[i]) + ") is outside the vocabulary [0, " +
-                                std::to_string(e.vocab) + ")");
+                            "token " + num(i) + " (id " + std::to_string(r.tokens[i]) +
+                                ") is outside the vocabulary [0, " + std::to_string(e.vocab) + ")");
     return {};
 }
 

@@ -104,8 +104,8 @@ struct RequestState {
 struct BlobExpect {
     uint64_t model_hash = 0;
     BlobLayout layout;
-    int vocab = 0;                          // token ids must be in [0, vocab) (0 = unchecked)
-    std::optional<uint64_t> consumed;       // the request's position as the scheduler knows it
+    int vocab = 0;                     // token ids must be in [0, vocab) (0 = unchecked)
+    std::optional<uint64_t> consumed;  // the request's position as the scheduler knows it
 };
 // Checks a parsed blob against the resuming model.
 [[nodiscard]] BlobStatus check_blob(const RequestState& r, const BlobExpect& e);
@@ -118,7 +118,8 @@ struct BlobExpect {
 void reseal_blob(std::vector<std::byte>& blob);
 
 // Header field offsets (fault injection, tests, the fuzz target).
-inline constexpr size_t kOffVersion = 8, kOffTotal = 16, kOffModelHash = 24, kOffPosition = 32, kOffConsumed = 40,
-                        kOffPrompt = 48, kOffContents = 56, kOffSections = 60, kOffLayout = 64, kOffReserved = 104;
+inline constexpr size_t kOffVersion = 8, kOffTotal = 16, kOffModelHash = 24, kOffPosition = 32,
+                        kOffConsumed = 40, kOffPrompt = 48, kOffContents = 56, kOffSections = 60,
+                        kOffLayout = 64, kOffReserved = 104;
 
 }  // namespace k3::lifecycle

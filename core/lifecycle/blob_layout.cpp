@@ -51,8 +51,8 @@ std::string BlobLayout::problem() const {
     if (!(e = range("attention_layers", attention_layers, 0, kMaxBlobLayers)).empty()) return e;
     if (!(e = range("heads", heads, 1, kMaxBlobHeads)).empty()) return e;
     if (!(e = range("v_heads", v_heads, 1, kMaxBlobHeads)).empty()) return e;
-    if (v_heads % heads) return "v_heads " + std::to_string(v_heads) + " is not a multiple of heads " +
-                                std::to_string(heads);
+    if (v_heads % heads)
+        return "v_heads " + std::to_string(v_heads) + " is not a multiple of heads " + std::to_string(heads);
     if (!(e = range("head_k", head_k, 1, kMaxBlobHeadDim)).empty()) return e;
     if (!(e = range("head_v", head_v, 1, kMaxBlobHeadDim)).empty()) return e;
     if (!(e = range("conv_width", conv_width, 1, kMaxBlobConvWidth)).empty()) return e;
@@ -66,16 +66,22 @@ std::string BlobLayout::difference(const BlobLayout& m) const {
     };
     if (state_order != m.state_order)
         return differs("state order", state_order_name(state_order), state_order_name(m.state_order));
-    if (state_dtype != m.state_dtype) return differs("state dtype", dtype_name(state_dtype), dtype_name(m.state_dtype));
-    if (conv_dtype != m.conv_dtype) return differs("conv dtype", dtype_name(conv_dtype), dtype_name(m.conv_dtype));
+    if (state_dtype != m.state_dtype)
+        return differs("state dtype", dtype_name(state_dtype), dtype_name(m.state_dtype));
+    if (conv_dtype != m.conv_dtype)
+        return differs("conv dtype", dtype_name(conv_dtype), dtype_name(m.conv_dtype));
     if (kv_dtype != m.kv_dtype) return differs("KV dtype", dtype_name(kv_dtype), dtype_name(m.kv_dtype));
     const struct {
         const char* name;
         uint32_t a, b;
-    } f[] = {{"linear_layers", linear_layers, m.linear_layers}, {"attention_layers", attention_layers, m.attention_layers},
-             {"heads", heads, m.heads},     {"v_heads", v_heads, m.v_heads},
-             {"head_k", head_k, m.head_k},  {"head_v", head_v, m.head_v},
-             {"conv_width", conv_width, m.conv_width}, {"kv_row", kv_row, m.kv_row},
+    } f[] = {{"linear_layers", linear_layers, m.linear_layers},
+             {"attention_layers", attention_layers, m.attention_layers},
+             {"heads", heads, m.heads},
+             {"v_heads", v_heads, m.v_heads},
+             {"head_k", head_k, m.head_k},
+             {"head_v", head_v, m.head_v},
+             {"conv_width", conv_width, m.conv_width},
+             {"kv_row", kv_row, m.kv_row},
              {"chunk", chunk, m.chunk}};
     for (const auto& x : f)
         if (x.a != x.b) return differs(x.name, std::to_string(x.a), std::to_string(x.b));
@@ -92,7 +98,8 @@ std::string contents_text(uint32_t c) {
 
 uint64_t blob_bytes(const BlobLayout& l, uint64_t position, uint64_t tokens, uint32_t contents) {
     uint64_t n = kBlobHeaderBytes + kBlobTrailerBytes;
-    if (contents & kBlobRecurrent) n += l.linear_layers * (kSectionHeaderBytes + l.recurrent_bytes_per_layer());
+    if (contents & kBlobRecurrent)
+        n += l.linear_layers * (kSectionHeaderBytes + l.recurrent_bytes_per_layer());
     if (contents & kBlobConv) n += l.linear_layers * (kSectionHeaderBytes + l.conv_bytes_per_layer());
     if (contents & kBlobKv)
         n += l.attention_layers * (kSectionHeaderBytes + position * l.kv_bytes_per_token_per_layer());

@@ -33,8 +33,9 @@ struct BlobLayout {
     uint32_t heads = 0, v_heads = 0, head_k = 0, head_v = 0;  // KDA: H, HV, K, V
     uint32_t conv_width = 0;                                  // W; windows keep W - 1 raw rows
     uint32_t kv_row = 0;                                      // cached elements per token per attention layer
-    uint32_t chunk = 0;  // prefill chunk size the state was computed with (0 = not recorded): part of
-                         // the layout because a different chunk gives different rounding (reference/kda.md §3.4)
+    uint32_t chunk =
+        0;  // prefill chunk size the state was computed with (0 = not recorded): part of
+            // the layout because a different chunk gives different rounding (reference/kda.md §3.4)
 
     // The layout of a configuration's sequences ([K][V] order); chunk as given.
     static BlobLayout of(const ModelConfig& c, uint32_t chunk = 0);

@@ -4,7 +4,9 @@
 
 namespace k3::lifecycle {
 
-BlobLayout model_layout(const model::Model& m) { return BlobLayout::of(m.config(), uint32_t(m.options().chunk)); }
+BlobLayout model_layout(const model::Model& m) {
+    return BlobLayout::of(m.config(), uint32_t(m.options().chunk));
+}
 
 BlobExpect expect_for(const model::Model& m, std::optional<uint64_t> consumed) {
     BlobExpect e;
@@ -53,16 +55,18 @@ RequestState capture(const model::Model& m, const Request& r, MigrationStrategy 
     return st;
 }
 
-BlobStatus resume(model::Model& m, PagePool& pool, OwnerId owner, const RequestState& r, const StateCheckpoint* ckpt,
-                  Request* out, ResumeInfo* info) {
+BlobStatus resume(model::Model& m, PagePool& pool, OwnerId owner, const RequestState& r,
+                  const StateCheckpoint* ckpt, Request* out, ResumeInfo* info) {
     ResumeInfo local;
     ResumeInfo& in = info ? *info : local;
     in = {};
     if (BlobStatus s = check_blob(r, expect_for(m)); !s.ok()) return s;
     const bool has_state = r.contents & kBlobRecurrent, has_kv = r.contents & kBlobKv;
-    if (!(r.contents & kBlobSampler)) return {BlobError::bad_header, "the blob carries no sampler state", kOffContents};
+    if (!(r.contents & kBlobSampler))
+        return {BlobError::bad_header, "the blob carries no sampler state", kOffContents};
     if (r.position > 0 && !has_kv)
-        return {BlobError::bad_header, "the blob has a position but no KV: attention layers cannot resume", kOffContents};
+        return {BlobError::bad_header, "the blob has a position but no KV: attention layers cannot resume",
+                kOffContents};
     model::SequenceSnapshot snap;
     snap.fingerprint = r.model_hash;
     snap.position = r.position;
@@ -72,8 +76,9 @@ BlobStatus resume(model::Model& m, PagePool& pool, OwnerId owner, const RequestS
     } else if (r.position > 0) {
         if (!ckpt)
             return {BlobError::position_mismatch,
-                    "the blob has KV for " + std::to_string(r.position) + " tokens but no KDA state, and no checkpoint "
-                    "is given",
+                    "the blob has KV for " + std::to_string(r.position) +
+                        " tokens but no KDA state, and no checkpoint "
+                        "is given",
                     kOffPosition};
         if (ckpt->model_hash != m.fingerprint())
             return {BlobError::model_mismatch, "the checkpoint was taken on another model", kOffModelHash};

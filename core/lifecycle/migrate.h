@@ -38,7 +38,7 @@ struct ResumeInfo {
     uint64_t recomputed_tokens = 0;  // tokens re-fed to reach `consumed`
     uint64_t prefilled = 0, decoded = 0;
     bool used_checkpoint = false;
-    bool exact_path = true;          // the recompute follows the original chunk boundaries
+    bool exact_path = true;  // the recompute follows the original chunk boundaries
 };
 
 // Resumes a parsed and checked blob on m as a new sequence of `owner` in `pool`. A blob with KV but

@@ -29,7 +29,8 @@ const char* strategy_title(MigrationStrategy s) {
 MigrationStrategy MigrationCosts::fastest() const {
     size_t best = 0;
     for (size_t i = 1; i < by.size(); ++i)
-        if (by[i].total_s < by[best].total_s || (by[i].total_s == by[best].total_s && by[i].bytes < by[best].bytes))
+        if (by[i].total_s < by[best].total_s ||
+            (by[i].total_s == by[best].total_s && by[i].bytes < by[best].bytes))
             best = i;
     return by[best].strategy;
 }
@@ -78,21 +79,22 @@ MigrationCosts costs(const ModelConfig& cfg, const MigrationCase& mc, double lin
 MigrationCosts migration_costs(const ModelConfig& cfg, const MigrationCase& mc, const Link& link,
                                const Hardware& hw, const Efficiency& eff, RecomputeRegime regime) {
     return costs(cfg, mc, link.bytes_per_s, [&](double tokens, double cached) {
-        const WorkCost w = regime == RecomputeRegime::in_batch ? prefill_cost_in_batch(cfg, hw, tokens, cached, eff)
-                                                               : prefill_cost(cfg, hw, tokens, cached, eff);
+        const WorkCost w = regime == RecomputeRegime::in_batch
+                               ? prefill_cost_in_batch(cfg, hw, tokens, cached, eff)
+                               : prefill_cost(cfg, hw, tokens, cached, eff);
         return Recompute{w.seconds, w.flops};
     });
 }
 
-MigrationCosts migration_costs_measured(const ModelConfig& cfg, const MigrationCase& mc, double link_bytes_per_s,
-                                        double prefill_tokens_per_s) {
+MigrationCosts migration_costs_measured(const ModelConfig& cfg, const MigrationCase& mc,
+                                        double link_bytes_per_s, double prefill_tokens_per_s) {
     return costs(cfg, mc, link_bytes_per_s, [&](double tokens, double cached) {
         return Recompute{tokens / prefill_tokens_per_s, tokens * flops_per_token(cfg, cached + tokens / 2)};
     });
 }
 
-double move_kv_break_even_distance(const ModelConfig& cfg, double context, const Link& link, const Hardware& hw,
-                                   const Efficiency& eff, RecomputeRegime regime) {
+double move_kv_break_even_distance(const ModelConfig& cfg, double context, const Link& link,
+                                   const Hardware& hw, const Efficiency& eff, RecomputeRegime regime) {
     const double P = std::max(0.0, std::floor(context));
     auto kv_wins = [&](double d) {
         const MigrationCosts c = migration_costs(cfg, {P, d}, link, hw, eff, regime);

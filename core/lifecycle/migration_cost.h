@@ -79,13 +79,14 @@ MigrationCosts migration_costs(const ModelConfig& cfg, const MigrationCase& mc, 
 // Measured speed: recompute_s = tokens / prefill_tokens_per_s (> 0), transfer at link_bytes_per_s (> 0).
 // recompute_flops still uses flops_per_token: set cfg.active_params for a runnable model
 // (ModelWeights::parameters()).
-MigrationCosts migration_costs_measured(const ModelConfig& cfg, const MigrationCase& mc, double link_bytes_per_s,
-                                        double prefill_tokens_per_s);
+MigrationCosts migration_costs_measured(const ModelConfig& cfg, const MigrationCase& mc,
+                                        double link_bytes_per_s, double prefill_tokens_per_s);
 
 // The checkpoint distance up to which move_kv is at least as fast as move_all under the roofline
 // estimate: the last distance before the first one at which it loses (0 when it only wins with nothing
 // to recompute; `context` when it always wins), found by doubling then bisection.
-double move_kv_break_even_distance(const ModelConfig& cfg, double context, const Link& link, const Hardware& hw,
-                                   const Efficiency& eff = {}, RecomputeRegime regime = RecomputeRegime::alone);
+double move_kv_break_even_distance(const ModelConfig& cfg, double context, const Link& link,
+                                   const Hardware& hw, const Efficiency& eff = {},
+                                   RecomputeRegime regime = RecomputeRegime::alone);
 
 }  // namespace k3::lifecycle

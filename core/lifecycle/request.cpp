@@ -25,7 +25,8 @@ std::string start_request(model::Model& m, PagePool& pool, OwnerId owner, std::s
     std::vector<float>& lg = logits ? *logits : local;
     prev = 0;
     for (uint64_t c : cuts) {
-        if (std::string e = m.prefill(*s.seq, prompt.subspan(size_t(prev), size_t(c - prev))); !e.empty()) return e;
+        if (std::string e = m.prefill(*s.seq, prompt.subspan(size_t(prev), size_t(c - prev))); !e.empty())
+            return e;
         checkpoints->push_back(take_checkpoint(m, *s.seq));
         prev = c;
     }

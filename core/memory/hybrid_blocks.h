@@ -29,14 +29,15 @@ struct HybridBlockPlan {
     uint32_t block_tokens = 0;          // attention block size in tokens
     uint64_t page_bytes_per_layer = 0;  // block_tokens x KV per token per layer (= padded state page)
     uint64_t state_padding_per_layer = 0;
-    int group_size = 0;                 // layers per group = per-layer tensors sharing a block id
+    int group_size = 0;  // layers per group = per-layer tensors sharing a block id
     int attention_groups = 0, linear_groups = 0;
     int attention_padding_layers = 0, linear_padding_layers = 0;
-    uint64_t block_bytes = 0;           // group_size x page_bytes_per_layer
+    uint64_t block_bytes = 0;  // group_size x page_bytes_per_layer
 
     // What vLLM logs: "Padding mamba page size by x%" (per layer, padding layers aside).
     double state_padding_pct(uint64_t state_bytes_per_layer) const {
-        return state_bytes_per_layer ? 100.0 * double(state_padding_per_layer) / double(state_bytes_per_layer) : 0;
+        return state_bytes_per_layer ? 100.0 * double(state_padding_per_layer) / double(state_bytes_per_layer)
+                                     : 0;
     }
 };
 

@@ -18,7 +18,7 @@ namespace k3 {
 namespace {
 
 class HybridPool final : public PagePool {
-public:
+  public:
     HybridPool(const PoolModel& m, const PoolLayout& l, const HybridBlockPlan& plan, uint64_t n_blocks,
                const PoolOptions& o)
         : PagePool(m, l, size_t(l.max_kv_pages), size_t(l.max_states), o),
@@ -33,7 +33,7 @@ public:
         for (uint32_t s = 0; s < l.max_states; ++s) free_states_.insert(free_states_.end(), s);
     }
 
-private:
+  private:
     uint32_t take_block() {
         const uint32_t b = *free_blocks_.begin();
         free_blocks_.erase(free_blocks_.begin());
@@ -130,7 +130,8 @@ private:
         }
         for (uint32_t s = 0; s < layout_.max_states; ++s) {
             const bool owned = state_owner(s) != kNoOwner;
-            if (owned == bool(free_state[s])) return "vllm pool: state handle " + std::to_string(s) + " state";
+            if (owned == bool(free_state[s]))
+                return "vllm pool: state handle " + std::to_string(s) + " state";
             for (uint32_t g = 0; g < G_; ++g) {
                 const uint32_t b = state_blocks_[size_t(s) * G_ + g];
                 if (owned ? !claim(b) : b != kNoRef)
@@ -145,7 +146,9 @@ private:
     uint64_t free_for_state() const override {
         return uint64_t(free_blocks_.size()) / G_ * G_ * plan_.block_bytes;
     }
-    uint64_t free_for_kv() const override { return uint64_t(free_blocks_.size()) / A_ * A_ * plan_.block_bytes; }
+    uint64_t free_for_kv() const override {
+        return uint64_t(free_blocks_.size()) / A_ * A_ * plan_.block_bytes;
+    }
 
     uint64_t kv_offset(PageRef p, int layer) const override {
         const uint32_t L = uint32_t(layer);
@@ -190,7 +193,8 @@ PoolResult make_hybrid_pool(const PoolModel& m, const HybridPagesConfig& c, cons
         return {nullptr, "budget too small: " + std::to_string(n_blocks) + " blocks of " +
                              std::to_string(plan.block_bytes) + " B"};
     if (n_blocks > kMaxPoolHandles)
-        return {nullptr, std::to_string(n_blocks) + " blocks exceed the limit of " + std::to_string(kMaxPoolHandles)};
+        return {nullptr,
+                std::to_string(n_blocks) + " blocks exceed the limit of " + std::to_string(kMaxPoolHandles)};
     return {std::unique_ptr<PagePool>(new HybridPool(m, l, plan, n_blocks, o)), {}};
 }
 

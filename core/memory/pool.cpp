@@ -78,7 +78,8 @@ const PagePool::OwnerRecord* PagePool::find(OwnerId o) const {
 
 void PagePool::drop_if_empty(OwnerId o) {
     auto it = owners_.find(o);
-    if (it != owners_.end() && it->second.pages.empty() && it->second.states.empty() && it->second.tokens == 0)
+    if (it != owners_.end() && it->second.pages.empty() && it->second.states.empty() &&
+        it->second.tokens == 0)
         owners_.erase(it);
 }
 
@@ -114,7 +115,9 @@ AllocStatus PagePool::grow_kv(OwnerId owner, uint64_t tokens) {
 
 AllocStatus PagePool::truncate_kv(OwnerId owner, uint64_t tokens) {
     OwnerRecord* r = find(owner);
-    if (!r) return owner == kNoOwner ? AllocStatus::bad_request : (tokens == 0 ? AllocStatus::ok : AllocStatus::bad_request);
+    if (!r)
+        return owner == kNoOwner ? AllocStatus::bad_request
+                                 : (tokens == 0 ? AllocStatus::ok : AllocStatus::bad_request);
     if (tokens > r->tokens) return AllocStatus::bad_request;
     const uint64_t pt = layout_.page_tokens;
     const uint64_t keep = (tokens + pt - 1) / pt;
@@ -133,7 +136,8 @@ AllocStatus PagePool::truncate_kv(OwnerId owner, uint64_t tokens) {
 
 AllocStatus PagePool::transfer_kv(OwnerId from, OwnerId to, uint64_t tokens) {
     if (from == kNoOwner || to == kNoOwner || from == to) return AllocStatus::bad_request;
-    if (const OwnerRecord* t = find(to); t && (t->tokens || !t->pages.empty())) return AllocStatus::bad_request;
+    if (const OwnerRecord* t = find(to); t && (t->tokens || !t->pages.empty()))
+        return AllocStatus::bad_request;
     if (tokens == 0) return AllocStatus::ok;
     OwnerRecord* f = find(from);
     if (!f || tokens > f->tokens) return AllocStatus::bad_request;
@@ -242,7 +246,8 @@ std::vector<OwnerId> PagePool::owners() const {
 uint64_t PagePool::owner_bytes(OwnerId owner) const {
     const OwnerRecord* r = find(owner);
     if (!r) return 0;
-    return uint64_t(r->pages.size()) * layout_.kv_page_bytes + uint64_t(r->states.size()) * layout_.state_slot_bytes;
+    return uint64_t(r->pages.size()) * layout_.kv_page_bytes +
+           uint64_t(r->states.size()) * layout_.state_slot_bytes;
 }
 
 PoolStats PagePool::stats() const {
@@ -257,7 +262,8 @@ PoolStats PagePool::stats() const {
     s.state_bytes = states_ * l.state_data_bytes;
     s.padding_bytes = pages_ * l.kv_page_padding() + states_ * l.state_padding();
     s.unusable_bytes = l.unusable_bytes;
-    s.free_bytes = l.budget_bytes - l.unusable_bytes - pages_ * l.kv_page_bytes - states_ * l.state_slot_bytes;
+    s.free_bytes =
+        l.budget_bytes - l.unusable_bytes - pages_ * l.kv_page_bytes - states_ * l.state_slot_bytes;
     s.free_for_state_bytes = free_for_state();
     s.free_for_kv_bytes = free_for_kv();
     s.states_if_contiguous = model_.state_bytes() ? s.free_bytes / model_.state_bytes() : 0;
@@ -296,7 +302,8 @@ std::vector<MapUnit> PagePool::map() const {
         const uint64_t filled = std::min(u.bytes, filled_tokens * u.bytes_per_token);
         if (filled) out.push_back({u.offset, filled, UnitKind::kv, m.owner, u.ref, false});
         if (u.bytes > filled)
-            out.push_back({u.offset + filled, u.bytes - filled, UnitKind::kv_unfilled, m.owner, u.ref, false});
+            out.push_back(
+                {u.offset + filled, u.bytes - filled, UnitKind::kv_unfilled, m.owner, u.ref, false});
     }
     return out;
 }
@@ -308,7 +315,8 @@ std::string PagePool::audit() const {
     uint64_t pages = 0, tokens = 0, states = 0;
     for (const auto& [o, r] : owners_) {
         if (o == kNoOwner) return "owner 0 holds memory";
-        if (r.pages.empty() && r.states.empty() && r.tokens == 0) return "empty owner record " + std::to_string(o);
+        if (r.pages.empty() && r.states.empty() && r.tokens == 0)
+            return "empty owner record " + std::to_string(o);
         if (r.pages.size() != (r.tokens + pt - 1) / pt)
             return "owner " + std::to_string(o) + " has " + std::to_string(r.pages.size()) + " pages for " +
                    std::to_string(r.tokens) + " tokens";
@@ -327,9 +335,11 @@ std::string PagePool::audit() const {
         states += r.states.size();
     }
     for (size_t p = 0; p < page_owner_.size(); ++p)
-        if (page_owner_[p] != kNoOwner && !seen_page[p]) return "page " + std::to_string(p) + " owned but unlisted";
+        if (page_owner_[p] != kNoOwner && !seen_page[p])
+            return "page " + std::to_string(p) + " owned but unlisted";
     for (size_t s = 0; s < state_owner_.size(); ++s)
-        if (state_owner_[s] != kNoOwner && !seen_state[s]) return "state " + std::to_string(s) + " owned but unlisted";
+        if (state_owner_[s] != kNoOwner && !seen_state[s])
+            return "state " + std::to_string(s) + " owned but unlisted";
     if (pages != pages_ || tokens != tokens_ || states != states_) return "running totals drifted";
 
     // 2. The design's own tables (free lists, virtual -> physical maps).
@@ -353,32 +363,42 @@ std::string PagePool::audit() const {
         if (u.owner == kNoOwner) return "unit of a free handle at byte " + std::to_string(u.offset);
         (u.of_state ? mapped_state[u.ref] : mapped_page[u.ref]) = 1;
     }
-    if (at != layout_.budget_bytes) return "map covers " + std::to_string(at) + " of " + std::to_string(layout_.budget_bytes) + " B";
+    if (at != layout_.budget_bytes)
+        return "map covers " + std::to_string(at) + " of " + std::to_string(layout_.budget_bytes) + " B";
     for (size_t p = 0; p < page_owner_.size(); ++p)
-        if ((page_owner_[p] != kNoOwner) != bool(mapped_page[p])) return "page " + std::to_string(p) + " missing from the map";
+        if ((page_owner_[p] != kNoOwner) != bool(mapped_page[p]))
+            return "page " + std::to_string(p) + " missing from the map";
     for (size_t s = 0; s < state_owner_.size(); ++s)
-        if ((state_owner_[s] != kNoOwner) != bool(mapped_state[s])) return "state " + std::to_string(s) + " missing from the map";
+        if ((state_owner_[s] != kNoOwner) != bool(mapped_state[s]))
+            return "state " + std::to_string(s) + " missing from the map";
     const PoolStats s = stats();
     auto mismatch = [](const char* what, uint64_t a, uint64_t b) {
-        return std::string(what) + ": map " + format_grouped(double(a)) + " B, totals " + format_grouped(double(b)) + " B";
+        return std::string(what) + ": map " + format_grouped(double(a)) + " B, totals " +
+               format_grouped(double(b)) + " B";
     };
-    if (by_kind[size_t(UnitKind::kv)] != s.kv_filled_bytes) return mismatch("filled KV", by_kind[1], s.kv_filled_bytes);
+    if (by_kind[size_t(UnitKind::kv)] != s.kv_filled_bytes)
+        return mismatch("filled KV", by_kind[1], s.kv_filled_bytes);
     if (by_kind[size_t(UnitKind::kv_unfilled)] != s.kv_unfilled_bytes())
         return mismatch("unfilled KV", by_kind[2], s.kv_unfilled_bytes());
-    if (by_kind[size_t(UnitKind::state)] != s.state_bytes) return mismatch("state", by_kind[3], s.state_bytes);
-    if (by_kind[size_t(UnitKind::padding)] != s.padding_bytes) return mismatch("padding", by_kind[4], s.padding_bytes);
+    if (by_kind[size_t(UnitKind::state)] != s.state_bytes)
+        return mismatch("state", by_kind[3], s.state_bytes);
+    if (by_kind[size_t(UnitKind::padding)] != s.padding_bytes)
+        return mismatch("padding", by_kind[4], s.padding_bytes);
     if (by_kind[size_t(UnitKind::free)] != s.free_bytes) return mismatch("free", by_kind[0], s.free_bytes);
-    if (by_kind[size_t(UnitKind::unusable)] != s.unusable_bytes) return mismatch("unusable", by_kind[5], s.unusable_bytes);
+    if (by_kind[size_t(UnitKind::unusable)] != s.unusable_bytes)
+        return mismatch("unusable", by_kind[5], s.unusable_bytes);
     if (s.kv_bytes + s.state_bytes + s.padding_bytes + s.free_bytes + s.unusable_bytes != s.budget_bytes)
         return "bytes do not add up to the budget";
-    if (s.free_for_state_bytes > s.free_bytes || s.free_for_kv_bytes > s.free_bytes) return "usable free > free";
+    if (s.free_for_state_bytes > s.free_bytes || s.free_for_kv_bytes > s.free_bytes)
+        return "usable free > free";
     return {};
 }
 
 // ---- storage -------------------------------------------------------------------------------------
 
 std::byte* PagePool::kv_data(PageRef p, int layer) {
-    if (storage_.empty() || page_owner(p) == kNoOwner || layer < 0 || layer >= model_.attention_layers) return nullptr;
+    if (storage_.empty() || page_owner(p) == kNoOwner || layer < 0 || layer >= model_.attention_layers)
+        return nullptr;
     return storage_.data() + kv_offset(p, layer);
 }
 
@@ -390,7 +410,8 @@ std::byte* PagePool::kv_token_data(OwnerId owner, uint64_t token, int layer) {
 }
 
 std::byte* PagePool::state_data(StateRef s, int layer) {
-    if (storage_.empty() || state_owner(s) == kNoOwner || layer < 0 || layer >= model_.linear_layers) return nullptr;
+    if (storage_.empty() || state_owner(s) == kNoOwner || layer < 0 || layer >= model_.linear_layers)
+        return nullptr;
     return storage_.data() + state_offset(s, layer);
 }
 

@@ -60,8 +60,8 @@ const char* alloc_status_name(AllocStatus s);
 // What a pool needs to know about the model (from core/model/accounting.h).
 struct PoolModel {
     int linear_layers = 0, attention_layers = 0;
-    uint64_t state_bytes_per_layer = 0;       // one linear layer: recurrent state + conv window
-    uint64_t recurrent_bytes_per_layer = 0;   // where the conv window starts inside a layer's state
+    uint64_t state_bytes_per_layer = 0;      // one linear layer: recurrent state + conv window
+    uint64_t recurrent_bytes_per_layer = 0;  // where the conv window starts inside a layer's state
     uint64_t kv_bytes_per_token_per_layer = 0;
 
     uint64_t state_bytes() const { return state_bytes_per_layer * uint64_t(linear_layers); }
@@ -74,14 +74,14 @@ struct PoolModel {
 struct PoolLayout {
     PoolDesign design = PoolDesign::static_split;
     uint64_t budget_bytes = 0;
-    uint32_t page_tokens = 0;          // tokens per KV page (vLLM: the derived block size)
-    uint64_t kv_page_bytes = 0;        // pool bytes one KV page takes
-    uint64_t kv_page_data_bytes = 0;   // page_tokens x kv_bytes_per_token
-    uint64_t state_slot_bytes = 0;     // pool bytes one state takes
-    uint64_t state_data_bytes = 0;     // state bytes of all linear layers
-    uint64_t max_kv_pages = 0;         // KV pages that fit when nothing else is allocated
-    uint64_t max_states = 0;           // state slots that fit (or state ids that exist) likewise
-    uint64_t unusable_bytes = 0;       // budget no allocation can ever use (division remainders)
+    uint32_t page_tokens = 0;         // tokens per KV page (vLLM: the derived block size)
+    uint64_t kv_page_bytes = 0;       // pool bytes one KV page takes
+    uint64_t kv_page_data_bytes = 0;  // page_tokens x kv_bytes_per_token
+    uint64_t state_slot_bytes = 0;    // pool bytes one state takes
+    uint64_t state_data_bytes = 0;    // state bytes of all linear layers
+    uint64_t max_kv_pages = 0;        // KV pages that fit when nothing else is allocated
+    uint64_t max_states = 0;          // state slots that fit (or state ids that exist) likewise
+    uint64_t unusable_bytes = 0;      // budget no allocation can ever use (division remainders)
     uint64_t kv_page_padding() const { return kv_page_bytes - kv_page_data_bytes; }
     uint64_t state_padding() const { return state_slot_bytes - state_data_bytes; }
 };
@@ -133,7 +133,7 @@ struct PoolOptions {
 inline constexpr uint64_t kMaxBackingBytes = 256ull << 20;
 
 class PagePool {
-public:
+  public:
     virtual ~PagePool() = default;
     PagePool(const PagePool&) = delete;
     PagePool& operator=(const PagePool&) = delete;
@@ -173,7 +173,7 @@ public:
     // ---- queries ----
     OwnerId page_owner(PageRef p) const { return p < page_owner_.size() ? page_owner_[p] : kNoOwner; }
     OwnerId state_owner(StateRef s) const { return s < state_owner_.size() ? state_owner_[s] : kNoOwner; }
-    std::vector<OwnerId> owners() const;  // ascending
+    std::vector<OwnerId> owners() const;        // ascending
     uint64_t owner_bytes(OwnerId owner) const;  // pool bytes held (pages and slots, padding included)
     PoolStats stats() const;
     std::vector<MapUnit> map() const;  // covers [0, budget) in pool order, no gaps, no overlaps
@@ -203,12 +203,12 @@ public:
     // Copy one state's bytes into another (a prefix hit's copy-on-write). Metadata pools: no-op.
     AllocStatus copy_state(StateRef from, StateRef to);
 
-protected:
+  protected:
     PagePool(const PoolModel& m, const PoolLayout& l, size_t page_handles, size_t state_handles,
              const PoolOptions& o);
 
     // Physical side, one per design. take_* return a fresh handle and place it; give_* unplace it.
-    virtual PageRef take_page() = 0;                    // kNoRef when there is no room
+    virtual PageRef take_page() = 0;  // kNoRef when there is no room
     virtual void give_page(PageRef p) = 0;
     virtual AllocStatus take_state(StateRef* out) = 0;  // no_state_id / no_state_space when full
     virtual void give_state(StateRef s) = 0;
@@ -245,7 +245,7 @@ protected:
     PoolModel model_;
     PoolLayout layout_;
 
-private:
+  private:
     struct OwnerRecord {
         std::vector<PageRef> pages;
         uint64_t tokens = 0;
@@ -287,8 +287,8 @@ PoolResult make_static_pool(const PoolModel& m, const StaticSplitConfig& c, cons
 // (b) vLLM hybrid allocator: see hybrid_blocks.h for how the block size is derived.
 struct HybridPagesConfig {
     uint64_t budget_bytes = 0;
-    uint32_t kernel_multiple = 16;  // attention backend's block-size multiple (FlashAttention: 16)
-    uint32_t min_block_tokens = 16; // the user's --block-size; raised when too small for a state
+    uint32_t kernel_multiple = 16;   // attention backend's block-size multiple (FlashAttention: 16)
+    uint32_t min_block_tokens = 16;  // the user's --block-size; raised when too small for a state
 };
 PoolResult make_hybrid_pool(const PoolModel& m, const HybridPagesConfig& c, const PoolOptions& o = {});
 

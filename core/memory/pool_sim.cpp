@@ -24,7 +24,9 @@ std::vector<SimRequest> make_request_stream(const PoolWorkload& w) {
     const std::vector<uint32_t> plen = prefix_lengths(w);
     std::vector<SimRequest> out;
     double t = 0;
-    auto around = [](Rng& r, double mean) { return std::max<uint32_t>(1, uint32_t(mean * r.uniform(0.5, 1.5) + 0.5)); };
+    auto around = [](Rng& r, double mean) {
+        return std::max<uint32_t>(1, uint32_t(mean * r.uniform(0.5, 1.5) + 0.5));
+    };
     const int shift_from = int(w.shift_at * w.requests + 0.5);
     for (int i = 0; i < w.requests; ++i) {
         SimRequest r;
@@ -61,10 +63,15 @@ struct Live {
 };
 
 class Scheduler {
-public:
-    Scheduler(PagePool& pool, std::vector<SimRequest> reqs, std::vector<uint32_t> plen, const PoolSimOptions& o,
-              PoolSimResult& res)
-        : pool_(pool), reqs_(std::move(reqs)), plen_(std::move(plen)), o_(o), res_(res), entries_(plen_.size()) {
+  public:
+    Scheduler(PagePool& pool, std::vector<SimRequest> reqs, std::vector<uint32_t> plen,
+              const PoolSimOptions& o, PoolSimResult& res)
+        : pool_(pool),
+          reqs_(std::move(reqs)),
+          plen_(std::move(plen)),
+          o_(o),
+          res_(res),
+          entries_(plen_.size()) {
         prompt_.resize(reqs_.size());
         left_.resize(reqs_.size());
         first_admit_.assign(reqs_.size(), UINT64_MAX);
@@ -74,9 +81,11 @@ public:
     }
 
     bool advance(const Deadline* deadline);  // true when the stream is served
-    double progress() const { return reqs_.empty() ? 1.0 : double(res_.finished + res_.dropped) / double(reqs_.size()); }
+    double progress() const {
+        return reqs_.empty() ? 1.0 : double(res_.finished + res_.dropped) / double(reqs_.size());
+    }
 
-private:
+  private:
     static OwnerId req_owner(uint32_t i) { return OwnerId(i) + 1; }
     static OwnerId entry_owner(size_t k) { return kCacheOwnerBase + k; }
 
@@ -96,11 +105,11 @@ private:
     const PoolSimOptions o_;
     PoolSimResult& res_;
     std::vector<Entry> entries_;
-    std::vector<uint64_t> prompt_;      // current prompt (grows with output kept across preemption)
-    std::vector<uint32_t> left_;        // output tokens still to generate
+    std::vector<uint64_t> prompt_;  // current prompt (grows with output kept across preemption)
+    std::vector<uint32_t> left_;    // output tokens still to generate
     std::vector<uint64_t> first_admit_;
     std::deque<uint32_t> waiting_;
-    std::vector<Live> running_;         // in admission order
+    std::vector<Live> running_;  // in admission order
     uint64_t t_ = 0;
     AllocStatus last_fail_ = AllocStatus::ok;
     double running_sum_ = 0, wait_sum_ = 0, latency_sum_ = 0;
@@ -111,7 +120,7 @@ private:
     uint64_t audit_every_ = 0;
     size_t next_ = 0;  // next request to arrive
     uint64_t slice_start_ = 0;
-    bool done_ = false;        // data bytes the request being admitted needs at least
+    bool done_ = false;  // data bytes the request being admitted needs at least
 };
 
 // Evict the least recently used unreferenced cache entry. False when none is evictable.
@@ -119,7 +128,8 @@ bool Scheduler::evict_one() {
     int best = -1;
     for (size_t k = 0; k < entries_.size(); ++k) {
         const Entry& e = entries_[k];
-        if (e.alive && e.refs == 0 && (best < 0 || e.last_use < entries_[size_t(best)].last_use)) best = int(k);
+        if (e.alive && e.refs == 0 && (best < 0 || e.last_use < entries_[size_t(best)].last_use))
+            best = int(k);
     }
     if (best < 0) return false;
     pool_.release(entry_owner(size_t(best)));
@@ -302,8 +312,9 @@ void Scheduler::audit() {
             if (entries_[k].alive && (pool_.kv_tokens(entry_owner(k)) != entries_[k].tokens ||
                                       pool_.states(entry_owner(k)).size() != 1))
                 e = "cache entry " + std::to_string(k) + " holds the wrong amount of memory";
-        if (pool_.owners().size() != running_.size() + size_t(std::count_if(entries_.begin(), entries_.end(),
-                                                                            [](const Entry& x) { return x.alive; })))
+        if (pool_.owners().size() !=
+            running_.size() + size_t(std::count_if(entries_.begin(), entries_.end(),
+                                                   [](const Entry& x) { return x.alive; })))
             e = "pool owners differ from running requests plus cache entries";
     }
     if (!e.empty()) res_.audit_error = "step " + std::to_string(t_) + ": " + e;
@@ -352,8 +363,10 @@ bool Scheduler::advance(const Deadline* deadline) {
                 const size_t victim = running_.size() - 1;
                 if (victim == pos) {
                     // Alone and still no room: it would come back, refill the pool and fail again.
-                    if (running_.size() == 1) drop_running(pos);
-                    else preempt(pos);
+                    if (running_.size() == 1)
+                        drop_running(pos);
+                    else
+                        preempt(pos);
                     self_preempted = true;
                     break;
                 }
@@ -414,8 +427,8 @@ struct PoolSimulation::Impl {
         : sched(pool, std::move(r), std::move(p), o, res) {}
 };
 
-PoolSimulation::PoolSimulation(PagePool& pool, std::vector<SimRequest> requests, std::vector<uint32_t> prefix_len,
-                               const PoolSimOptions& o)
+PoolSimulation::PoolSimulation(PagePool& pool, std::vector<SimRequest> requests,
+                               std::vector<uint32_t> prefix_len, const PoolSimOptions& o)
     : impl_(std::make_unique<Impl>(pool, std::move(requests), std::move(prefix_len), o)) {}
 PoolSimulation::~PoolSimulation() = default;
 bool PoolSimulation::advance(const Deadline* deadline) { return impl_->sched.advance(deadline); }

@@ -23,14 +23,14 @@ namespace k3 {
 struct PoolWorkload {
     uint64_t seed = 1;
     int requests = 300;
-    double arrival_rate = 0.25;  // requests per step (Poisson arrivals)
-    int prompt_tokens = 1024;    // mean of a prompt's own part (uniform in [0.5, 1.5] x mean)
-    int output_tokens = 256;     // mean output length (uniform in [0.5, 1.5] x mean)
-    double prefix_share = 0.5;   // share of requests whose prompt starts with a shared prefix
-    int prefixes = 6;            // distinct shared prefixes
+    double arrival_rate = 0.25;               // requests per step (Poisson arrivals)
+    int prompt_tokens = 1024;                 // mean of a prompt's own part (uniform in [0.5, 1.5] x mean)
+    int output_tokens = 256;                  // mean output length (uniform in [0.5, 1.5] x mean)
+    double prefix_share = 0.5;                // share of requests whose prompt starts with a shared prefix
+    int prefixes = 6;                         // distinct shared prefixes
     int prefix_min = 256, prefix_max = 4096;  // their lengths, spread geometrically
-    double shift_at = 0.5;       // share of the stream after which prompts change
-    double shift_factor = 4;     // prompt-length multiplier after the shift (1 = no shift)
+    double shift_at = 0.5;                    // share of the stream after which prompts change
+    double shift_factor = 4;                  // prompt-length multiplier after the shift (1 = no shift)
 };
 
 struct SimRequest {
@@ -38,8 +38,8 @@ struct SimRequest {
     uint64_t arrival = 0;  // step
     uint32_t prompt = 0;   // tokens, shared prefix included
     uint32_t output = 0;
-    int prefix = -1;       // shared prefix index, -1 = none
-    uint8_t phase = 0;     // 0 before the mix shift, 1 after
+    int prefix = -1;    // shared prefix index, -1 = none
+    uint8_t phase = 0;  // 0 before the mix shift, 1 after
 };
 
 std::vector<uint32_t> prefix_lengths(const PoolWorkload& w);
@@ -72,15 +72,15 @@ struct PoolSimResult {
     uint64_t steps = 0;      // makespan
     // dropped: could not be admitted, or could not grow, even with the pool to itself
     uint32_t finished = 0, dropped = 0, preemptions = 0, evictions = 0;
-    uint32_t blocked_steps = 0;   // steps whose queue head could not be admitted
-    uint32_t blocked_by[5] = {};  // ... by AllocStatus of the last failed allocation
+    uint32_t blocked_steps = 0;      // steps whose queue head could not be admitted
+    uint32_t blocked_by[5] = {};     // ... by AllocStatus of the last failed allocation
     uint64_t free_at_block_sum = 0;  // free bytes in the pool at those moments (summed)
     // Refusals although the pool's free bytes covered the request's data bytes (its state slots and
     // its prompt's KV): memory free but locked to the other kind, fragmented, or lost to rounding.
     uint32_t refused_with_room = 0;
     uint32_t peak_running = 0;
     double mean_running = 0;
-    double mean_wait = 0, mean_latency = 0;  // steps: arrival -> first admission, arrival -> finish
+    double mean_wait = 0, mean_latency = 0;         // steps: arrival -> first admission, arrival -> finish
     uint32_t prefix_hits = 0, entries_created = 0;  // hits counted at first admission only
     uint64_t wanted_prefix_tokens = 0, reused_tokens = 0;
     std::vector<uint32_t> hits_by_prefix;
@@ -103,7 +103,7 @@ struct PoolSimResult {
     static constexpr size_t kMaxSamples = 400;
     std::vector<PoolSample> samples;
     uint64_t sample_stride = 1;
-    std::vector<MapUnit> snapshot;    // pool map at snapshot_step (empty if the run ended before)
+    std::vector<MapUnit> snapshot;  // pool map at snapshot_step (empty if the run ended before)
     uint64_t snapshot_step = 0;
     uint32_t audits = 0;
     std::string audit_error;  // first failure, empty if every audit passed
@@ -114,7 +114,7 @@ struct PoolSimResult {
 // A simulation that runs in slices (the page stays responsive): call advance() until it returns
 // true; the result is the same however the work is sliced. The pool must outlive it.
 class PoolSimulation {
-public:
+  public:
     PoolSimulation(PagePool& pool, std::vector<SimRequest> requests, std::vector<uint32_t> prefix_len,
                    const PoolSimOptions& o);
     ~PoolSimulation();
@@ -122,7 +122,7 @@ public:
     double progress() const;                 // share of requests finished or dropped
     const PoolSimResult& result() const;     // final once advance() returned true
 
-private:
+  private:
     struct Impl;
     std::unique_ptr<Impl> impl_;
 };

@@ -15,14 +15,14 @@ namespace k3 {
 namespace {
 
 class StaticPool final : public PagePool {
-public:
+  public:
     StaticPool(const PoolModel& m, const PoolLayout& l, uint64_t n_states, const PoolOptions& o)
         : PagePool(m, l, size_t(l.max_kv_pages), size_t(n_states), o), n_states_(n_states) {
         for (uint32_t i = 0; i < l.max_kv_pages; ++i) free_pages_.insert(free_pages_.end(), i);
         for (uint32_t i = 0; i < n_states; ++i) free_states_.insert(free_states_.end(), i);
     }
 
-private:
+  private:
     PageRef take_page() override {
         if (free_pages_.empty()) return kNoRef;
         const PageRef p = *free_pages_.begin();
@@ -51,8 +51,8 @@ private:
             emit(out, {kv_base() + p * E, E, used ? UnitKind::kv : UnitKind::free, used ? p : kNoRef, false,
                        model_.kv_bytes_per_token()});
         }
-        emit(out, {layout_.budget_bytes - layout_.unusable_bytes, layout_.unusable_bytes, UnitKind::unusable, kNoRef,
-                   false, 0});
+        emit(out, {layout_.budget_bytes - layout_.unusable_bytes, layout_.unusable_bytes, UnitKind::unusable,
+                   kNoRef, false, 0});
     }
 
     std::string check_physical() const override {
@@ -66,7 +66,9 @@ private:
                 return "static pool: state slot " + std::to_string(s) + " both owned and free, or neither";
         return {};
     }
-    uint64_t free_for_state() const override { return uint64_t(free_states_.size()) * layout_.state_slot_bytes; }
+    uint64_t free_for_state() const override {
+        return uint64_t(free_states_.size()) * layout_.state_slot_bytes;
+    }
     uint64_t free_for_kv() const override { return uint64_t(free_pages_.size()) * layout_.kv_page_bytes; }
 
     uint64_t kv_offset(PageRef p, int layer) const override {
@@ -83,7 +85,8 @@ private:
 
 }  // namespace
 
-std::string check_pool_model(const PoolModel& m, uint64_t budget, uint32_t page_tokens, const PoolOptions& o) {
+std::string check_pool_model(const PoolModel& m, uint64_t budget, uint32_t page_tokens,
+                             const PoolOptions& o) {
     if (m.attention_layers <= 0 || m.linear_layers <= 0) return "the pool needs attention and linear layers";
     if (m.kv_bytes_per_token_per_layer == 0 || m.state_bytes_per_layer == 0) return "zero-sized KV or state";
     if (page_tokens == 0) return "page_tokens must be at least 1";
@@ -95,7 +98,8 @@ std::string check_pool_model(const PoolModel& m, uint64_t budget, uint32_t page_
 }
 
 PoolResult make_static_pool(const PoolModel& m, const StaticSplitConfig& c, const PoolOptions& o) {
-    if (std::string e = check_pool_model(m, c.budget_bytes, c.page_tokens, o); !e.empty()) return {nullptr, e};
+    if (std::string e = check_pool_model(m, c.budget_bytes, c.page_tokens, o); !e.empty())
+        return {nullptr, e};
     if (!(c.state_ratio > 0) || c.state_ratio > 1000) return {nullptr, "state_ratio must be in (0, 1000]"};
     PoolLayout l;
     l.design = PoolDesign::static_split;

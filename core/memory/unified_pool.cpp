@@ -19,7 +19,7 @@ namespace k3 {
 namespace {
 
 class UnifiedPool final : public PagePool {
-public:
+  public:
     UnifiedPool(const PoolModel& m, const PoolLayout& l, bool auto_compact, const PoolOptions& o)
         : PagePool(m, l, size_t(l.max_kv_pages), size_t(l.max_states), o),
           auto_compact_(auto_compact),
@@ -39,7 +39,7 @@ public:
         return moved;
     }
 
-private:
+  private:
     uint64_t gap() const { return layout_.budget_bytes - kv_top_ * E_ - st_top_ * S_; }
     uint64_t env_offset(uint64_t env) const { return env * E_; }
     uint64_t slot_offset(uint64_t slot) const { return layout_.budget_bytes - (slot + 1) * S_; }
@@ -69,7 +69,8 @@ private:
             const uint32_t h = *st_holes_.begin();
             const uint32_t t = uint32_t(st_top_ - 1);
             const StateRef s = slot_state_[t];
-            if (has_storage()) std::memcpy(storage() + slot_offset(h), storage() + slot_offset(t), size_t(S_));
+            if (has_storage())
+                std::memcpy(storage() + slot_offset(h), storage() + slot_offset(t), size_t(S_));
             slot_state_[h] = s;
             state_slot_[s] = h;
             slot_state_[t] = kNoRef;
@@ -156,15 +157,18 @@ private:
         emit(out, {kv_top_ * E_, gap(), UnitKind::free, kNoRef, false, 0});
         for (uint64_t j = st_top_; j-- > 0;) {
             const StateRef s = slot_state_[j];
-            emit(out, {slot_offset(j), S_, s == kNoRef ? UnitKind::free : UnitKind::state, s, s != kNoRef, 0});
+            emit(out,
+                 {slot_offset(j), S_, s == kNoRef ? UnitKind::free : UnitKind::state, s, s != kNoRef, 0});
         }
     }
 
     std::string check_physical() const override {
         if (kv_top_ * E_ + st_top_ * S_ > layout_.budget_bytes) return "unified pool: regions overlap";
         if (kv_top_ > 0 && env_page_[kv_top_ - 1] == kNoRef) return "unified pool: KV region ends in a hole";
-        if (st_top_ > 0 && slot_state_[st_top_ - 1] == kNoRef) return "unified pool: state region ends in a hole";
-        const auto kv_hole = flags(kv_holes_, env_page_.size()), st_hole = flags(st_holes_, slot_state_.size());
+        if (st_top_ > 0 && slot_state_[st_top_ - 1] == kNoRef)
+            return "unified pool: state region ends in a hole";
+        const auto kv_hole = flags(kv_holes_, env_page_.size()),
+                   st_hole = flags(st_holes_, slot_state_.size());
         const auto free_page = flags(free_page_ids_, page_env_.size());
         const auto free_state = flags(free_state_ids_, state_slot_.size());
         for (uint64_t e = 0; e < env_page_.size(); ++e) {
@@ -173,12 +177,14 @@ private:
             if (e >= kv_top_ ? (p != kNoRef || hole) : ((p == kNoRef) != hole))
                 return "unified pool: envelope " + std::to_string(e) + " inconsistent";
             if (p != kNoRef && (page_env_[p] != e || page_owner(p) == kNoOwner))
-                return "unified pool: envelope " + std::to_string(e) + " and page " + std::to_string(p) + " disagree";
+                return "unified pool: envelope " + std::to_string(e) + " and page " + std::to_string(p) +
+                       " disagree";
         }
         for (uint32_t p = 0; p < page_env_.size(); ++p) {
             const bool owned = page_owner(p) != kNoOwner;
             if (owned == bool(free_page[p])) return "unified pool: page id " + std::to_string(p) + " state";
-            if (owned != (page_env_[p] != kNoRef)) return "unified pool: page " + std::to_string(p) + " unplaced";
+            if (owned != (page_env_[p] != kNoRef))
+                return "unified pool: page " + std::to_string(p) + " unplaced";
         }
         for (uint64_t j = 0; j < slot_state_.size(); ++j) {
             const StateRef s = slot_state_[j];
@@ -186,12 +192,14 @@ private:
             if (j >= st_top_ ? (s != kNoRef || hole) : ((s == kNoRef) != hole))
                 return "unified pool: state slot " + std::to_string(j) + " inconsistent";
             if (s != kNoRef && (state_slot_[s] != j || state_owner(s) == kNoOwner))
-                return "unified pool: slot " + std::to_string(j) + " and state " + std::to_string(s) + " disagree";
+                return "unified pool: slot " + std::to_string(j) + " and state " + std::to_string(s) +
+                       " disagree";
         }
         for (uint32_t s = 0; s < state_slot_.size(); ++s) {
             const bool owned = state_owner(s) != kNoOwner;
             if (owned == bool(free_state[s])) return "unified pool: state id " + std::to_string(s) + " state";
-            if (owned != (state_slot_[s] != kNoRef)) return "unified pool: state " + std::to_string(s) + " unplaced";
+            if (owned != (state_slot_[s] != kNoRef))
+                return "unified pool: state " + std::to_string(s) + " unplaced";
         }
         return {};
     }
@@ -203,7 +211,8 @@ private:
     uint64_t free_for_kv() const override { return (kv_holes_.size() + gap() / E_) * E_; }
 
     uint64_t kv_offset(PageRef p, int layer) const override {
-        return env_offset(page_env_[p]) + uint64_t(layer) * layout_.page_tokens * model_.kv_bytes_per_token_per_layer;
+        return env_offset(page_env_[p]) +
+               uint64_t(layer) * layout_.page_tokens * model_.kv_bytes_per_token_per_layer;
     }
     uint64_t state_offset(StateRef s, int layer) const override {
         return slot_offset(state_slot_[s]) + uint64_t(layer) * model_.state_bytes_per_layer;
@@ -211,17 +220,18 @@ private:
 
     bool auto_compact_;
     uint64_t E_, S_;
-    uint64_t kv_top_ = 0, st_top_ = 0;                // envelopes / slots in each region, holes included
-    std::vector<uint32_t> env_page_, slot_state_;     // physical -> virtual (kNoRef = hole or beyond top)
-    std::vector<uint32_t> page_env_, state_slot_;     // virtual -> physical
-    std::set<uint32_t> kv_holes_, st_holes_;          // holes below each region's top
+    uint64_t kv_top_ = 0, st_top_ = 0;             // envelopes / slots in each region, holes included
+    std::vector<uint32_t> env_page_, slot_state_;  // physical -> virtual (kNoRef = hole or beyond top)
+    std::vector<uint32_t> page_env_, state_slot_;  // virtual -> physical
+    std::set<uint32_t> kv_holes_, st_holes_;       // holes below each region's top
     std::set<uint32_t> free_page_ids_, free_state_ids_;
 };
 
 }  // namespace
 
 PoolResult make_unified_pool(const PoolModel& m, const UnifiedConfig& c, const PoolOptions& o) {
-    if (std::string e = check_pool_model(m, c.budget_bytes, c.page_tokens, o); !e.empty()) return {nullptr, e};
+    if (std::string e = check_pool_model(m, c.budget_bytes, c.page_tokens, o); !e.empty())
+        return {nullptr, e};
     PoolLayout l;
     l.design = PoolDesign::unified;
     l.budget_bytes = c.budget_bytes;

@@ -18,7 +18,9 @@ struct MemoryAccount {
     uint64_t baseline_kv_bytes_per_token = 0;  // every layer as attention (all-attention baseline)
     int linear_layers = 0, attention_layers = 0;
 
-    double total_bytes(double context) const { return double(state_bytes) + double(kv_bytes_per_token) * context; }
+    double total_bytes(double context) const {
+        return double(state_bytes) + double(kv_bytes_per_token) * context;
+    }
     double baseline_bytes(double context) const { return double(baseline_kv_bytes_per_token) * context; }
     // Tokens of attention cache that weigh as much as the fixed state (state == KV).
     double state_equivalent_tokens() const;

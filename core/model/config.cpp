@@ -145,6 +145,8 @@ const char* preset_label(ModelPreset m) {
     return "?";
 }
 
-std::optional<ModelConfig> model_preset(ModelPreset m) { return model_preset(std::string_view(preset_id(m))); }
+std::optional<ModelConfig> model_preset(ModelPreset m) {
+    return model_preset(std::string_view(preset_id(m)));
+}
 
 }  // namespace k3

@@ -34,8 +34,8 @@ struct ModelConfig {
     // Attention layers.
     AttnKind attn_kind = AttnKind::mla;
     int attn_heads = 0;
-    int mla_latent = 0, mla_rope = 0;      // MLA: cached elements per token = latent + rope
-    int kv_heads = 0, attn_head_dim = 0;   // GQA: cached elements per token = 2 * kv_heads * dim
+    int mla_latent = 0, mla_rope = 0;     // MLA: cached elements per token = latent + rope
+    int kv_heads = 0, attn_head_dim = 0;  // GQA: cached elements per token = 2 * kv_heads * dim
     DType kv_dtype = DType::bf16;
 
     // Parameter counts (published for the accounting presets; counted for the runnable ones):

@@ -35,7 +35,8 @@ std::shared_ptr<Model> cached_model(const ModelKey& key, std::string* error, Qua
     }
     ModelOptions o;
     o.chunk = key.chunk;
-    ModelResult r = key.bits >= 16 ? Model::create(*cfg, key.seed, o) : quantised(*cfg, key.seed, key.bits, o);
+    ModelResult r =
+        key.bits >= 16 ? Model::create(*cfg, key.seed, o) : quantised(*cfg, key.seed, key.bits, o);
     if (!r.model) {
         *error = r.error;
         return nullptr;

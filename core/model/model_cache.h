@@ -22,6 +22,7 @@ struct ModelKey {
 using QuantisedMaker = ModelResult (*)(const ModelConfig&, uint64_t seed, int bits, const ModelOptions&);
 
 // Null with *error on failure (unknown preset, bits < 16 without a maker, a model that cannot run).
-std::shared_ptr<Model> cached_model(const ModelKey& key, std::string* error, QuantisedMaker quantised = nullptr);
+std::shared_ptr<Model> cached_model(const ModelKey& key, std::string* error,
+                                    QuantisedMaker quantised = nullptr);
 
 }  // namespace k3::model

@@ -8,9 +8,12 @@ namespace k3 {
 
 std::vector<Hardware> hardware_presets() {
     return {
-        {"h100", "NVIDIA H100 SXM5 80GB", 989.4e12, 3.35e12, 80e9, "NVIDIA H100 datasheet: 989 TFLOP/s dense BF16, 3.35 TB/s HBM3"},
-        {"h20", "NVIDIA H20 96GB", 148e12, 4.0e12, 96e9, "NVIDIA H20 product brief: 148 TFLOP/s dense BF16, 4.0 TB/s HBM3"},
-        {"a100", "NVIDIA A100 SXM 80GB", 312e12, 2.039e12, 80e9, "NVIDIA A100 datasheet: 312 TFLOP/s dense BF16, 2,039 GB/s HBM2e"},
+        {"h100", "NVIDIA H100 SXM5 80GB", 989.4e12, 3.35e12, 80e9,
+         "NVIDIA H100 datasheet: 989 TFLOP/s dense BF16, 3.35 TB/s HBM3"},
+        {"h20", "NVIDIA H20 96GB", 148e12, 4.0e12, 96e9,
+         "NVIDIA H20 product brief: 148 TFLOP/s dense BF16, 4.0 TB/s HBM3"},
+        {"a100", "NVIDIA A100 SXM 80GB", 312e12, 2.039e12, 80e9,
+         "NVIDIA A100 datasheet: 312 TFLOP/s dense BF16, 2,039 GB/s HBM2e"},
     };
 }
 
@@ -53,12 +56,14 @@ std::vector<std::string> link_preset_names() { return field_of(link_presets(), &
 static double attention_flops_per_token(const ModelConfig& c, double context) {
     // Scores and the weighted sum over the cached context, per attention layer: MLA in its absorbed
     // form works in the latent space (latent + rope per head), GQA per head dimension.
-    const double per_head = c.attn_kind == AttnKind::mla ? double(c.mla_latent + c.mla_rope) : double(c.attn_head_dim);
+    const double per_head =
+        c.attn_kind == AttnKind::mla ? double(c.mla_latent + c.mla_rope) : double(c.attn_head_dim);
     return 4.0 * double(c.attn_heads) * per_head * context * double(c.n_attention());
 }
 
 double flops_per_token(const ModelConfig& c, double context) {
-    const double kda = 8.0 * double(c.lin_v_heads) * double(c.head_k) * double(c.head_v) * double(c.n_linear());
+    const double kda =
+        8.0 * double(c.lin_v_heads) * double(c.head_k) * double(c.head_v) * double(c.n_linear());
     return 2.0 * c.active_params + attention_flops_per_token(c, context) + kda;
 }
 
@@ -73,12 +78,14 @@ WorkCost work_cost(double flops, double bytes, const Hardware& hw, const Efficie
     return w;
 }
 
-WorkCost prefill_cost(const ModelConfig& c, const Hardware& hw, double tokens, double context, const Efficiency& eff) {
+WorkCost prefill_cost(const ModelConfig& c, const Hardware& hw, double tokens, double context,
+                      const Efficiency& eff) {
     const MemoryAccount a = account_memory(c);
     // Attention of the new tokens sees on average the context plus half of themselves.
     const double flops = tokens * flops_per_token(c, context + tokens / 2);
     // Weights once (bf16, all experts a large batch touches), KV written, state read and written.
-    const double bytes = 2.0 * c.total_params + double(a.kv_bytes_per_token) * tokens + 2.0 * double(a.state_bytes);
+    const double bytes =
+        2.0 * c.total_params + double(a.kv_bytes_per_token) * tokens + 2.0 * double(a.state_bytes);
     return work_cost(flops, bytes, hw, eff);
 }
 

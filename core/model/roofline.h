@@ -15,10 +15,10 @@ namespace k3 {
 
 struct Hardware {
     std::string id, name;
-    double peak_flops = 0;        // dense BF16 tensor FLOP/s (no sparsity)
-    double mem_bytes_per_s = 0;   // HBM bandwidth
-    double mem_bytes = 0;         // device memory
-    std::string source;           // where the figures come from
+    double peak_flops = 0;       // dense BF16 tensor FLOP/s (no sparsity)
+    double mem_bytes_per_s = 0;  // HBM bandwidth
+    double mem_bytes = 0;        // device memory
+    std::string source;          // where the figures come from
 };
 // "h100" (H100 SXM5), "h20", "a100" (A100 SXM 80GB): NVIDIA's published datasheet figures.
 std::vector<Hardware> hardware_presets();

@@ -8,8 +8,8 @@
 // accounting and the bytes really used agree exactly.
 //
 // A Sequence is the only user of its owner id in the pool and releases everything the owner holds
-// when destroyed, so the pool must outlive its sequences. Pointers into the pool are never kept across calls (the unified pool's compaction
-// moves bytes; handles stay valid).
+// when destroyed, so the pool must outlive its sequences. Pointers into the pool are never kept across calls
+// (the unified pool's compaction moves bytes; handles stay valid).
 #pragma once
 
 #include <cstddef>

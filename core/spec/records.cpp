@@ -19,9 +19,7 @@ RecordLayout RecordLayout::of(const KdaDims& d, RecordVariant v) {
     int at = 0;
     auto put = [&](int& field, int n) { field = at, at += n; };
     switch (v) {  // field order as in spec::record_fields
-        case RecordVariant::core_only:
-            put(L.k, qk), put(L.v, vc), put(L.g, gc), put(L.beta, hv);
-            break;
+        case RecordVariant::core_only: put(L.k, qk), put(L.v, vc), put(L.g, gc), put(L.beta, hv); break;
         case RecordVariant::minimal_exact:
             put(L.raw_q, qk), put(L.raw_k, qk), put(L.raw_v, vc), put(L.g, gc), put(L.beta, hv);
             break;
@@ -32,12 +30,8 @@ RecordLayout RecordLayout::of(const KdaDims& d, RecordVariant v) {
             put(L.k, qk), put(L.v, vc), put(L.g, gc), put(L.beta, hv);
             put(L.raw_q, qk), put(L.raw_k, qk), put(L.raw_v, vc);
             break;
-        case RecordVariant::layer_input:
-            put(L.x, d.d_model);
-            break;
-        case RecordVariant::delta:
-            put(L.k, qk), put(L.delta, vc), put(L.g, gc);
-            break;
+        case RecordVariant::layer_input: put(L.x, d.d_model); break;
+        case RecordVariant::delta: put(L.k, qk), put(L.delta, vc), put(L.g, gc); break;
         case RecordVariant::delta_conv:
             put(L.k, qk), put(L.delta, vc), put(L.g, gc), put(L.raw_q, qk), put(L.raw_k, qk),
                 put(L.raw_v, vc);

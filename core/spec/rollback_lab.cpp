@@ -67,8 +67,8 @@ std::unique_ptr<RollbackLab> RollbackLab::create(model::Model& m, int draft_len,
     std::vector<float> one_pass;
     if (std::string e = rv.begin(seq); !e.empty()) return fail(e);
     if (std::string e = rv.extend(seq, lab->tokens_, &one_pass); !e.empty()) return fail(e);
-    lab->logits_match_ = one_pass.size() == lab->snap_logits_.size() &&
-                         bitwise_equal(one_pass, lab->snap_logits_);
+    lab->logits_match_ =
+        one_pass.size() == lab->snap_logits_.size() && bitwise_equal(one_pass, lab->snap_logits_);
     const int V = m.vocab();
     int kept = 1;
     while (kept < draft_len &&

@@ -56,20 +56,14 @@ std::vector<RecordField> record_fields(const ModelConfig& c, RecordVariant v) {
     const RecordField gate{"g (log-decay)", g, DType::fp32}, beta{"beta", hv, DType::fp32};
     const RecordField rq{"raw q", qk, act}, rk{"raw k", qk, act}, rv{"raw v", vc, act};
     switch (v) {
-        case RecordVariant::core_only:
-            return {k, vv, gate, beta};
-        case RecordVariant::minimal_exact:
-            return {rq, rk, rv, gate, beta};
+        case RecordVariant::core_only: return {k, vv, gate, beta};
+        case RecordVariant::minimal_exact: return {rq, rk, rv, gate, beta};
         case RecordVariant::raw_gates:
             return {rq, rk, rv, {"raw gate input z", g, act}, {"raw beta logit", hv, act}};
-        case RecordVariant::no_conv_recompute:
-            return {k, vv, gate, beta, rq, rk, rv};
-        case RecordVariant::layer_input:
-            return {{"layer input x", uint64_t(c.d_model), act}};
-        case RecordVariant::delta:
-            return {k, {"delta", vc, DType::fp32}, gate};
-        case RecordVariant::delta_conv:
-            return {k, {"delta", vc, DType::fp32}, gate, rq, rk, rv};
+        case RecordVariant::no_conv_recompute: return {k, vv, gate, beta, rq, rk, rv};
+        case RecordVariant::layer_input: return {{"layer input x", uint64_t(c.d_model), act}};
+        case RecordVariant::delta: return {k, {"delta", vc, DType::fp32}, gate};
+        case RecordVariant::delta_conv: return {k, {"delta", vc, DType::fp32}, gate, rq, rk, rv};
     }
     return {};
 }

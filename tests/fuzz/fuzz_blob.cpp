@@ -38,7 +38,8 @@ void check_one(const std::vector<std::byte>& b) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-    std::vector<std::byte> b(reinterpret_cast<const std::byte*>(data), reinterpret_cast<const std::byte*>(data) + size);
+    std::vector<std::byte> b(reinterpret_cast<const std::byte*>(data),
+                             reinterpret_cast<const std::byte*>(data) + size);
     check_one(b);
     if (b.size() >= kBlobHeaderBytes + kBlobTrailerBytes) {
         for (size_t i = 0; i < 8; ++i) b[i] = std::byte(kBlobMagic[i]);

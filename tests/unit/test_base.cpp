@@ -58,7 +58,14 @@ TEST_CASE("strict parsers refuse what they cannot represent") {
 
 TEST_CASE("JSON writer escapes and nests") {
     JsonWriter w;
-    w.begin_object().field("a", 1.0).field("s", "q\"\n\x01").key("v").numbers({1, 0.5, NAN}).key("o").begin_object().end_object();
+    w.begin_object()
+        .field("a", 1.0)
+        .field("s", "q\"\n\x01")
+        .key("v")
+        .numbers({1, 0.5, NAN})
+        .key("o")
+        .begin_object()
+        .end_object();
     w.key("e").begin_array().end_array().end_object();
     CHECK(w.str() == R"({"a":1,"s":"q\"\n\u0001","v":[1,0.5,null],"o":{},"e":[]})");
 }

@@ -29,7 +29,9 @@ const Hardware& h100() {
     return h;
 }
 
-Report run(const std::vector<std::pair<std::string, std::string>>& kv) { return test::run_module("boundaries", kv); }
+Report run(const std::vector<std::pair<std::string, std::string>>& kv) {
+    return test::run_module("boundaries", kv);
+}
 double scalar(const Report& r, const char* k) { return test::scalar_of(r, k); }
 const HeatMap& map_named(const Report& r, const std::string& prefix) {
     for (const HeatMap& h : r.heatmaps)
@@ -46,7 +48,8 @@ TEST_CASE("boundaries currency: rent, copies, recompute and a checkpoint in GPU-
     CHECK(memory_rent(h.mem_bytes, 1, h) == 1);  // all of a device's memory for a second
     CHECK(memory_rent(1e9, 30, h) == doctest::Approx(30e9 / 80e9));
     CHECK(copy_seconds(1e9, h) == doctest::Approx(2e9 / (3.35e12 * 0.8)));
-    CHECK(recompute_seconds_per_token(kimi(), h, 0) == doctest::Approx(flops_per_token(kimi(), 0) / (989.4e12 * 0.5)));
+    CHECK(recompute_seconds_per_token(kimi(), h, 0) ==
+          doctest::Approx(flops_per_token(kimi(), 0) / (989.4e12 * 0.5)));
     const double state = 43417600;
     CHECK(checkpoint_cost(kimi(), h, 30) == doctest::Approx(copy_seconds(state, h) + state * 30 / 80e9));
 }
@@ -92,7 +95,8 @@ TEST_CASE("boundaries map 3: replay vs snapshots holds module 7's bytes and cros
     auto pp = parse_params(e.params, {{"demo", "0"}}, RangePolicy::strict);
     REQUIRE(pp.ok());
     const Report m7 = run_to_end(e, pp.params);
-    CHECK(r.snapshot_bytes / r.replay_bytes == doctest::Approx(m7.find_scalar("ratio_counting_confirmed")->value));
+    CHECK(r.snapshot_bytes / r.replay_bytes ==
+          doctest::Approx(m7.find_scalar("ratio_counting_confirmed")->value));
     CHECK((r.snapshot_bytes - r.snapshot_bytes / 5) / r.replay_bytes ==
           doctest::Approx(m7.find_scalar("ratio_n_snapshots")->value));
     // N = 1 with a short step: re-reading the state costs more than holding a second one.
@@ -100,7 +104,8 @@ TEST_CASE("boundaries map 3: replay vs snapshots holds module 7's bytes and cros
     CHECK(replay_vs_snapshots(kimi(), h100(), 1, 0, short_step).net() < 0);
     CHECK(replay_vs_snapshots(kimi(), h100(), 4, 0, short_step).net() > 0);
     // Acceptance only adds replayed steps: never helps replay.
-    CHECK(replay_vs_snapshots(kimi(), h100(), 8, 1, step).net() <= replay_vs_snapshots(kimi(), h100(), 8, 0, step).net());
+    CHECK(replay_vs_snapshots(kimi(), h100(), 8, 1, step).net() <=
+          replay_vs_snapshots(kimi(), h100(), 8, 0, step).net());
 }
 
 TEST_CASE("boundaries map 4: one rank is the plain prefill; short prompts lose, long ones gain") {
@@ -120,10 +125,13 @@ TEST_CASE("boundaries map 4: one rank is the plain prefill; short prompts lose, 
     // A slower link never speeds anything up.
     for (int R : {2, 8, 64})
         for (int n : {512, 8192})
-            CHECK(cp_prefill(kimi(), h100(), eth, n, R).speedup() <= cp_prefill(kimi(), h100(), nv, n, R).speedup());
+            CHECK(cp_prefill(kimi(), h100(), eth, n, R).speedup() <=
+                  cp_prefill(kimi(), h100(), nv, n, R).speedup());
 }
 
-TEST_CASE("boundaries map 5: move vs recompute follows lifecycle::migration_costs and only improves with bandwidth") {
+TEST_CASE(
+    "boundaries map 5: move vs recompute follows lifecycle::migration_costs and only improves with "
+    "bandwidth") {
     for (double P : {300.0, 4096.0, 131072.0}) {
         double last = 0;
         for (double bw = 1e8; bw <= 1e12; bw *= 3) {
@@ -203,7 +211,8 @@ TEST_CASE("reuse-mix workload: the chosen share starts with a shared prefix, the
         if (i > 0) CHECK(r.arrival_ms >= w.requests[i - 1].arrival_ms);
         uint64_t longest = 0;
         for (size_t j = 0; j < w.requests.size(); ++j)
-            if (j != i) longest = std::max(longest, common_prefix(*r.tokens, *w.requests[j].tokens, 0, r.prompt_len));
+            if (j != i)
+                longest = std::max(longest, common_prefix(*r.tokens, *w.requests[j].tokens, 0, r.prompt_len));
         CHECK((longest == 0 || longest == c.prefix_len));
         shared += longest == c.prefix_len;
     }
@@ -232,7 +241,8 @@ TEST_CASE("boundaries module: module 14, every check passes, six maps with conto
         CHECK(h.z.size() == h.x.size() * h.y.size());
     }
     // The computed maps cross their break-even, except map 3: at 64 running requests replay pays everywhere.
-    for (const char* m : {"1.", "2.", "4.", "5."}) CHECK_MESSAGE(has_both_signs(map_named(r, m).z, *map_named(r, m).contour), m);
+    for (const char* m : {"1.", "2.", "4.", "5."})
+        CHECK_MESSAGE(has_both_signs(map_named(r, m).z, *map_named(r, m).contour), m);
     CHECK_FALSE(has_both_signs(map_named(r, "3.").z, 0));
     // The verdict: one row per method, each naming a module that exists.
     REQUIRE(!r.tables.empty());
@@ -266,15 +276,24 @@ TEST_CASE("boundaries module: module 14, every check passes, six maps with conto
 }
 
 TEST_CASE("boundaries module: other presets and settings, refusals") {
-    const Report q = run({{"preset", "qwen3-next-80b"}, {"hardware", "a100"}, {"resolution", "8"},
-                          {"fleet_grid", "2"}, {"fleet_requests", "60"}, {"dest_checkpoint", "1"},
-                          {"affinity", "state_aware"}, {"residence_s", "600"}});
+    const Report q = run({{"preset", "qwen3-next-80b"},
+                          {"hardware", "a100"},
+                          {"resolution", "8"},
+                          {"fleet_grid", "2"},
+                          {"fleet_requests", "60"},
+                          {"dest_checkpoint", "1"},
+                          {"affinity", "state_aware"},
+                          {"residence_s", "600"}});
     test::all_checks_pass(q);
     CHECK(map_named(q, "1.").x.size() == 8);
     CHECK(map_named(q, "6.").x.size() == 2);
     // A longer residence makes caching a prefix need more reuse.
-    const Report shorter = run({{"preset", "qwen3-next-80b"}, {"hardware", "a100"}, {"resolution", "8"},
-                                {"fleet_grid", "2"}, {"fleet_requests", "60"}, {"residence_s", "6"}});
+    const Report shorter = run({{"preset", "qwen3-next-80b"},
+                                {"hardware", "a100"},
+                                {"resolution", "8"},
+                                {"fleet_grid", "2"},
+                                {"fleet_requests", "60"},
+                                {"residence_s", "6"}});
     CHECK(scalar(shorter, "prefix_reuse_needed") < scalar(q, "prefix_reuse_needed"));
     const Experiment& e = *find_experiment("boundaries");
     CHECK_FALSE(parse_params(e.params, {{"affinity", "session"}}, RangePolicy::strict).ok());

@@ -10,7 +10,9 @@
 using namespace k3;
 
 namespace {
-Report run(std::vector<std::pair<std::string, std::string>> kv) { return test::run_module("checkpoints", kv, false); }
+Report run(std::vector<std::pair<std::string, std::string>> kv) {
+    return test::run_module("checkpoints", kv, false);
+}
 using test::check_named;
 double scalar(const Report& r, const char* k) { return test::scalar_of(r, k); }
 }  // namespace

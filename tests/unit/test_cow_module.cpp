@@ -8,7 +8,9 @@
 using namespace k3;
 
 namespace {
-Report run_cow(std::vector<std::pair<std::string, std::string>> kv) { return test::run_module("cow", kv, false); }
+Report run_cow(std::vector<std::pair<std::string, std::string>> kv) {
+    return test::run_module("cow", kv, false);
+}
 double scalar(const Report& r, const char* k) { return test::scalar_of(r, k); }
 }  // namespace
 

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "core/base/bytes.h"
-#include "core/base/stats.h"
 #include "core/base/fmath.h"
+#include "core/base/stats.h"
 #include "core/cp/context_parallel.h"
 #include "core/cp/reference.h"
 #include "core/cp/work.h"
@@ -24,8 +24,6 @@ namespace {
 
 const Shape kShape{2, 2, 16, 12};  // K != V catches transposed layouts
 constexpr int kT = 203, kC = 16;
-
-
 
 // Uneven slices, none on a multiple of the chunk, one of 2 tokens (shorter than the conv window).
 Bounds bounds_for(int R) {
@@ -70,7 +68,8 @@ TEST_CASE("cp: one rank from a zero state has the single-rank bits") {
                 CAPTURE(variant_id(v));
                 CAPTURE(combiner_id(c));
                 CAPTURE(fixup_id(f));
-                const CpResult r = context_parallel(v, kShape, x.view(), {0, kT}, zero.data(), scale, kC, c, f);
+                const CpResult r =
+                    context_parallel(v, kShape, x.view(), {0, kT}, zero.data(), scale, kC, c, f);
                 CHECK(bitwise_equal(r.o, ref.o));
                 CHECK(bitwise_equal(r.S, ref.S));
             }
@@ -114,7 +113,8 @@ TEST_CASE("cp: the naive sum's error equals the closed form of reference/kda.md 
     const kda::TokenData x = kda::random_tokens(kShape, kT, 14);
     const float scale = kda::default_scale(kShape.K);
     for (bool zero_start : {true, false}) {
-        const FloatBuf S0 = zero_start ? FloatBuf(kShape.state_floats(), 0.0f) : kda::random_state(kShape, 15);
+        const FloatBuf S0 =
+            zero_start ? FloatBuf(kShape.state_floats(), 0.0f) : kda::random_state(kShape, 15);
         const std::vector<double> S0d(S0.begin(), S0.end());
         for (Variant v : kVariants) {
             CAPTURE(variant_id(v));
@@ -136,14 +136,16 @@ TEST_CASE("cp: the naive sum's error equals the closed form of reference/kda.md 
                 size = std::max(size, std::fabs(closed[e]));
             }
             CHECK(diff < 1e-10);
-            if (v == Variant::linear) CHECK(size == 0);  // M = I: states add up
-            else CHECK(size > 0.1);                       // decay (and for KDA erasure): O(1) error
+            if (v == Variant::linear)
+                CHECK(size == 0);  // M = I: states add up
+            else
+                CHECK(size > 0.1);  // decay (and for KDA erasure): O(1) error
 
             // fp32: the measured error of the naive combiner against the single-rank run matches the
             // closed form evaluated on the ranks' fp32 maps.
             const Single one = single_rank(v, x, S0);
-            const CpResult r =
-                context_parallel(v, kShape, x.view(), b, S0.data(), scale, kC, Combiner::naive_sum, Fixup::rerun);
+            const CpResult r = context_parallel(v, kShape, x.view(), b, S0.data(), scale, kC,
+                                                Combiner::naive_sum, Fixup::rerun);
             std::vector<ref::MapF64> maps32;
             for (const RankMap& m : local_maps(v, kShape, split(kShape, x.view(), b), scale, kC, false))
                 maps32.push_back(ref::promote(kShape, m.M.data(), m.B.data()));
@@ -155,8 +157,10 @@ TEST_CASE("cp: the naive sum's error equals the closed form of reference/kda.md 
                 den += closed32[e] * closed32[e];
                 err = std::max(err, std::fabs(measured));
             }
-            if (v == Variant::linear) CHECK(err < 1e-4);  // rounding only
-            else CHECK(std::sqrt(num / den) < 1e-4);
+            if (v == Variant::linear)
+                CHECK(err < 1e-4);  // rounding only
+            else
+                CHECK(std::sqrt(num / den) < 1e-4);
         }
     }
 }
@@ -205,7 +209,8 @@ TEST_CASE("cp: bytes exchanged and critical-path work") {
     CHECK(compose_work(Variant::linear, kShape) == apply_work(Variant::linear, kShape));
     // One chunk of 16 by hand: 2 heads x [n^2 (K + (K+V)/2) + 2 n K V + 2 n K K] and the prefill's
     // 2 x [n^2 (K + (K+V)/2) + 3 n K V + n^2 V / 2].
-    CHECK(map_work(Variant::kda, kShape, 16, kC, false) == 2.0 * (256 * 30 + 2 * 16 * 16 * 12 + 2 * 16 * 16 * 16));
+    CHECK(map_work(Variant::kda, kShape, 16, kC, false) ==
+          2.0 * (256 * 30 + 2 * 16 * 16 * 12 + 2 * 16 * 16 * 16));
     CHECK(run_work(Variant::kda, kShape, 16, kC) == 2.0 * (256 * 30 + 3 * 16 * 16 * 12 + 256 * 6));
 }
 
@@ -214,7 +219,8 @@ TEST_CASE("cp: work counts in one step equal the chunk-by-chunk sums") {
     // odd K + V (half-integer terms) and for a million-token slice of Kimi-Linear's geometry.
     const Shape odd{2, 2, 16, 13};
     const Shape kimi{32, 32, 128, 128};
-    for (const auto& [s, T, C] : {std::tuple{odd, 203, 16}, std::tuple{kimi, 1 << 20, 64}, std::tuple{kimi, 1000003, 64}}) {
+    for (const auto& [s, T, C] :
+         {std::tuple{odd, 203, 16}, std::tuple{kimi, 1 << 20, 64}, std::tuple{kimi, 1000003, 64}}) {
         for (Variant v : kVariants) {
             double run = 0, map = 0, mapo = 0;
             for (int t0 = 0; t0 < T; t0 += C) {
@@ -229,7 +235,8 @@ TEST_CASE("cp: work counts in one step equal the chunk-by-chunk sums") {
         }
     }
     // Even slices are costed once for all ranks: the same as uneven ones that happen to be equal.
-    const CpCost even = cp_cost(Variant::kda, kimi, std::vector<int>(64, 4096), 64, Combiner::scan, Fixup::rerun);
+    const CpCost even =
+        cp_cost(Variant::kda, kimi, std::vector<int>(64, 4096), 64, Combiner::scan, Fixup::rerun);
     CHECK(even.local_total == 64 * map_work(Variant::kda, kimi, 4096, 64, false));
     CHECK(even.fixup_critical == run_work(Variant::kda, kimi, 4096, 64));
 }

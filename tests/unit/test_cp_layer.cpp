@@ -7,8 +7,8 @@
 #include <cstring>
 
 #include "core/base/bytes.h"
-#include "core/base/stats.h"
 #include "core/base/rng.h"
+#include "core/base/stats.h"
 #include "core/cp/layer_cp.h"
 #include "test_model_util.h"
 
@@ -16,7 +16,6 @@ using namespace k3;
 using namespace k3::cp;
 
 namespace {
-
 
 // Relative RMS difference of n floats.
 double rel(const float* x, const float* ref, size_t n) { return rel_rms(x, ref, n); }
@@ -41,7 +40,10 @@ TEST_CASE("cp layer: with the halo, R in {1, 2, 3, 7} ranks equal one rank") {
     FloatBuf start(d.layer_floats());
     Rng(22).fill_normal(start.data(), start.size(), 0.5f);
     const LayerRun one = layer_single_rank(w, d, x.data(), T, start.data(), C);
-    const std::vector<Bounds> all = {{0, T}, {0, 77, T}, {0, 50, 52, T}, {0, 21, 23, 60, 99, 130, 170, T},
+    const std::vector<Bounds> all = {{0, T},
+                                     {0, 77, T},
+                                     {0, 50, 52, T},
+                                     {0, 21, 23, 60, 99, 130, 170, T},
                                      {0, 1, 2, 3, T}};  // the last: three ranks of one token each
     for (const Bounds& b : all)
         for (Combiner c : {Combiner::serial, Combiner::scan})
@@ -76,11 +78,13 @@ TEST_CASE("cp layer: without the halo the first W-1 tokens of each later rank ar
     const FloatBuf x = layer_input(T, D, 23);
     const LayerRun one = layer_single_rank(w, d, x.data(), T, nullptr, C);
     const Bounds b = {0, 40, 90, T};
-    const LayerRun no = layer_context_parallel(w, d, x.data(), b, nullptr, {Combiner::scan, Fixup::rerun, false, C});
+    const LayerRun no =
+        layer_context_parallel(w, d, x.data(), b, nullptr, {Combiner::scan, Fixup::rerun, false, C});
     const size_t qk = d.s.qk_row();
     for (int t = 0; t < T; ++t) {
         const bool in_halo = (t >= 40 && t < 40 + W1) || (t >= 90 && t < 90 + W1);
-        const bool same = std::memcmp(no.k.data() + size_t(t) * qk, one.k.data() + size_t(t) * qk, qk * 4) == 0;
+        const bool same =
+            std::memcmp(no.k.data() + size_t(t) * qk, one.k.data() + size_t(t) * qk, qk * 4) == 0;
         CAPTURE(t);
         CHECK(same != in_halo);
     }

@@ -39,7 +39,7 @@ FleetConfig base_config(uint32_t instances = 4) {
 
 std::shared_ptr<const Workload> chat(uint32_t sessions, uint64_t seed = 7) {
     WorkloadSpec s;
-    s.synthetic = "chat";
+    s.synthetic = SyntheticKind::chat;
     s.sessions = sessions;
     s.seed = seed;
     return std::make_shared<const Workload>(synthetic_workload(s));

@@ -41,7 +41,8 @@ TEST_CASE("exp_f64 and log_f64 near machine precision") {
         const double x = rng.uniform(-700, 700);
         worst_e = std::max(worst_e, std::fabs(exp_f64(x) / std::exp(x) - 1));
         const double y = std::exp(rng.uniform(-300, 300));
-        worst_l = std::max(worst_l, std::fabs(log_f64(y) - std::log(y)) / std::max(1.0, std::fabs(std::log(y))));
+        worst_l =
+            std::max(worst_l, std::fabs(log_f64(y) - std::log(y)) / std::max(1.0, std::fabs(std::log(y))));
     }
     CHECK(worst_e < 5e-16);
     CHECK(worst_l < 5e-16);
@@ -61,8 +62,8 @@ TEST_CASE("log_f32, log1p, softplus, sigmoid") {
     CHECK(log_f32(1e-40f) == doctest::Approx(std::log(1e-40)).epsilon(1e-6));  // subnormal input
     CHECK(log1p_f64(1e-20) == 1e-20);
     CHECK(std::fabs(log1p_f32(1e-3f) - std::log1p(1e-3)) < 1e-9);
-    CHECK(softplus_f32(30.0f) == 30.0f);   // linear branch above 20
-    CHECK(softplus_f32(-30.0f) > 0.0f);    // tiny but not zero
+    CHECK(softplus_f32(30.0f) == 30.0f);  // linear branch above 20
+    CHECK(softplus_f32(-30.0f) > 0.0f);   // tiny but not zero
     CHECK(std::fabs(softplus_f64(0.5) - std::log1p(std::exp(0.5))) < 1e-15);
     CHECK(sigmoid_f32(-200.0f) == 0.0f);
     CHECK(sigmoid_f32(200.0f) == 1.0f);
@@ -81,7 +82,8 @@ TEST_CASE("fmath and rng digests are the same in every build") {
     for (int i = 0; i < 20000; ++i) {
         const float xf = float(rng.uniform(-90, 90));
         const double xd = rng.uniform(-700, 700);
-        const float a = exp_f32(xf), b = log_f32(std::fabs(xf) + 1e-30f), c = softplus_f32(xf), d = sigmoid_f32(xf);
+        const float a = exp_f32(xf), b = log_f32(std::fabs(xf) + 1e-30f), c = softplus_f32(xf),
+                    d = sigmoid_f32(xf);
         const double e = exp_f64(xd), f = log_f64(std::fabs(xd)), g = log1p_f64(xd / 1000), n = rng.normal();
         mix(&a, 4), mix(&b, 4), mix(&c, 4), mix(&d, 4), mix(&e, 8), mix(&f, 8), mix(&g, 8), mix(&n, 8);
     }

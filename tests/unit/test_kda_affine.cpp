@@ -23,7 +23,8 @@ using k3::kda::test::to_double;
 
 static const Impl kImpls[] = {Impl::scalar, Impl::simd};
 
-TEST_CASE("kda invariant 10: run(S_in) = M S_in + B; M = product of A_t; B = run(0); outputs affine in S_in") {
+TEST_CASE(
+    "kda invariant 10: run(S_in) = M S_in + B; M = product of A_t; B = run(0); outputs affine in S_in") {
     const Shape s{2, 4, 24, 20};
     const int T = 45, C = 16;
     const TokenData x = random_tokens(s, T, 101);
@@ -67,11 +68,13 @@ TEST_CASE("kda invariant 10: run(S_in) = M S_in + B; M = product of A_t; B = run
     };
     const auto o0 = outs(std::vector<double>(S1.size(), 0.0)), o1 = outs(S1), o2 = outs(S2), o12 = outs(S12);
     double worst = 0;
-    for (size_t e = 0; e < o0.size(); ++e) worst = std::fmax(worst, std::fabs((o12[e] - o0[e]) - (o1[e] - o0[e]) - (o2[e] - o0[e])));
+    for (size_t e = 0; e < o0.size(); ++e)
+        worst = std::fmax(worst, std::fabs((o12[e] - o0[e]) - (o1[e] - o0[e]) - (o2[e] - o0[e])));
     CHECK(worst < 1e-12);
 }
 
-TEST_CASE("kda invariant 11: composition is associative; map(a ++ b) = map(b) o map(a); (I, 0) is the identity") {
+TEST_CASE(
+    "kda invariant 11: composition is associative; map(a ++ b) = map(b) o map(a); (I, 0) is the identity") {
     const Shape s{1, 2, 16, 12};
     const int T = 60;
     const TokenData x = random_tokens(s, T, 111);
@@ -80,7 +83,8 @@ TEST_CASE("kda invariant 11: composition is associative; map(a ++ b) = map(b) o 
         const AffineMap a = segment_map(s, x.view().slice(s, 0, 17), sc, 8, impl);
         const AffineMap b = segment_map(s, x.view().slice(s, 17, 25), sc, 8, impl);
         const AffineMap c = segment_map(s, x.view().slice(s, 42, 18), sc, 8, impl);
-        const AffineMap left = compose(c, compose(b, a, impl), impl), right = compose(compose(c, b, impl), a, impl);
+        const AffineMap left = compose(c, compose(b, a, impl), impl),
+                        right = compose(compose(c, b, impl), a, impl);
         CHECK(compare(left.M.data(), right.M.data(), left.M.size()).within());
         CHECK(compare(left.B.data(), right.B.data(), left.B.size()).within());
         const AffineMap whole = segment_map(s, x.view(), sc, 8, impl);
@@ -104,7 +108,7 @@ namespace {
 struct Front {
     Shape s;
     int W = 4;
-    FloatBuf wq, wk, wv;          // [D][W]
+    FloatBuf wq, wk, wv;           // [D][W]
     FloatBuf raw_q, raw_k, raw_v;  // [T][D]
     FloatBuf g, beta;
 };
@@ -181,7 +185,12 @@ TEST_CASE("kda invariant 12: context parallelism over R ranks equals the single-
             std::vector<Rank> ranks;
             int t0 = 0;
             for (int n : sizes) {
-                Rank r{t0, n, front_tokens(f, t0, n, true), {}, FloatBuf(size_t(n) * s.v_row()), FloatBuf(size_t(n) * s.g_row())};
+                Rank r{t0,
+                       n,
+                       front_tokens(f, t0, n, true),
+                       {},
+                       FloatBuf(size_t(n) * s.v_row()),
+                       FloatBuf(size_t(n) * s.g_row())};
                 r.m = {s, FloatBuf(size_t(s.HV) * s.K * s.K), FloatBuf(s.state_floats())};
                 segment_map(s, r.x.view(), sc, C, r.m.M.data(), r.m.B.data(), r.o0.data(), r.eo.data(), impl);
                 ranks.push_back(std::move(r));
@@ -196,8 +205,8 @@ TEST_CASE("kda invariant 12: context parallelism over R ranks equals the single-
                 FloatBuf Sa = S_in;
                 chunked(s, Sa.data(), r.x.view(), sc, C, o_a.data() + size_t(r.t0) * s.v_row(), impl);
                 // fix-up (b): linear correction of the outputs; final state M S_in + B
-                affine_outputs(s, r.n, r.o0.data(), r.eo.data(), S_in.data(), o_b.data() + size_t(r.t0) * s.v_row(),
-                               impl);
+                affine_outputs(s, r.n, r.o0.data(), r.eo.data(), S_in.data(),
+                               o_b.data() + size_t(r.t0) * s.v_row(), impl);
                 affine_apply(s, r.m.M.data(), r.m.B.data(), S_in.data(), next.data(), impl);
                 CHECK(compare(next.data(), Sa.data(), Sa.size()).within());
                 S_in = next;
@@ -220,7 +229,7 @@ TEST_CASE("kda invariant 12: context parallelism over R ranks equals the single-
     const TokenData second_halo = front_tokens(f, 40, 61, true);
     CHECK_FALSE(bitwise_equal(second.k, second_halo.k));
     CHECK(bitwise_equal(FloatBuf(second.k.begin() + long(3 * s.qk_row()), second.k.end()),
-                    FloatBuf(second_halo.k.begin() + long(3 * s.qk_row()), second_halo.k.end())));
+                        FloatBuf(second_halo.k.begin() + long(3 * s.qk_row()), second_halo.k.end())));
 }
 
 TEST_CASE("kda invariant 13: states do not add; the difference is the §4.3 formula") {
@@ -243,7 +252,8 @@ TEST_CASE("kda invariant 13: states do not add; the difference is the §4.3 form
         std::vector<double> out(size_t(K) * cols, 0.0);
         for (int i = 0; i < K; ++i)
             for (int m = 0; m < K; ++m)
-                for (int j = 0; j < cols; ++j) out[size_t(i) * cols + j] += A[size_t(i) * K + m] * Bm[size_t(m) * cols + j];
+                for (int j = 0; j < cols; ++j)
+                    out[size_t(i) * cols + j] += A[size_t(i) * K + m] * Bm[size_t(m) * cols + j];
         return out;
     };
     // rhs = sum_r (M_R ... M_{r+1} - I) B_r + (M_R ... M_1) S_0
@@ -263,12 +273,13 @@ TEST_CASE("kda invariant 13: states do not add; the difference is the §4.3 form
         diff_max = std::fmax(diff_max, std::fabs(lhs));
         formula_err = std::fmax(formula_err, std::fabs(lhs - rhs[e]));
     }
-    CHECK(diff_max > 0.05);        // a "+" reduction of the slices' states is wrong by O(1)
-    CHECK(formula_err < 1e-12);    // and wrong by exactly the formula
+    CHECK(diff_max > 0.05);      // a "+" reduction of the slices' states is wrong by O(1)
+    CHECK(formula_err < 1e-12);  // and wrong by exactly the formula
     // Also with S0 = 0 and no decay at all (D = I): the delta rule alone breaks additivity.
     TokenData y = random_tokens(s, 2, 133);
     for (auto& g : y.g) g = 0.0f;
-    std::vector<double> S2(s.state_floats(), 0.0), b1(s.state_floats(), 0.0), b2(s.state_floats(), 0.0), m1(size_t(K) * K);
+    std::vector<double> S2(s.state_floats(), 0.0), b1(s.state_floats(), 0.0), b2(s.state_floats(), 0.0),
+        m1(size_t(K) * K);
     ref::recurrent(s, S2.data(), y.view(), 1.0, nullptr);
     ref::recurrent(s, b1.data(), y.view().slice(s, 0, 1), 1.0, nullptr);
     ref::recurrent(s, b2.data(), y.view().slice(s, 1, 1), 1.0, nullptr);

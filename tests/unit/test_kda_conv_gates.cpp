@@ -16,7 +16,8 @@ using namespace k3::kda;
 
 // The full causal conv by its definition: y_t[c] = sum_i w[c][i] x_{t-W+1+i}[c], zeros before t = 0,
 // summed left to right (the kernel's order), in fp32.
-static std::vector<float> causal_conv(const std::vector<float>& x, int T, int D, int W, const std::vector<float>& w) {
+static std::vector<float> causal_conv(const std::vector<float>& x, int T, int D, int W,
+                                      const std::vector<float>& w) {
     std::vector<float> y(size_t(T) * D);
     for (int t = 0; t < T; ++t)
         for (int c = 0; c < D; ++c) {
@@ -30,7 +31,8 @@ static std::vector<float> causal_conv(const std::vector<float>& x, int T, int D,
     return y;
 }
 
-TEST_CASE("kda invariant 15: conv steps with a window equal the full causal conv; the window holds raw rows") {
+TEST_CASE(
+    "kda invariant 15: conv steps with a window equal the full causal conv; the window holds raw rows") {
     const int T = 23, D = 13;
     Rng r(151);
     for (int W : {1, 2, 4, 5}) {
@@ -41,19 +43,22 @@ TEST_CASE("kda invariant 15: conv steps with a window equal the full causal conv
         const std::vector<float> want = causal_conv(x, T, D, W, w);
         // a zero window is zero left padding; step by step == sequence == definition, bit for bit
         std::vector<float> win(size_t(std::max(W - 1, 0)) * D, 0.0f), y(size_t(T) * D);
-        for (int t = 0; t < T; ++t) conv_step(D, W, win.data(), x.data() + size_t(t) * D, w.data(), y.data() + size_t(t) * D);
+        for (int t = 0; t < T; ++t)
+            conv_step(D, W, win.data(), x.data() + size_t(t) * D, w.data(), y.data() + size_t(t) * D);
         CHECK(bitwise_equal(y, want));
         std::vector<float> win2(win.size(), 0.0f), y2(y.size());
         conv_sequence(D, W, win2.data(), x.data(), T, w.data(), y2.data());
         CHECK(bitwise_equal(y2, want));
         // the window is the last W-1 RAW rows, oldest first
         for (int i = 0; i < W - 1; ++i)
-            CHECK(std::memcmp(win.data() + size_t(i) * D, x.data() + size_t(T - (W - 1) + i) * D, size_t(D) * 4) == 0);
+            CHECK(std::memcmp(win.data() + size_t(i) * D, x.data() + size_t(T - (W - 1) + i) * D,
+                              size_t(D) * 4) == 0);
         CHECK(bitwise_equal(win, win2));
         // split: conv(A) then conv(B) with the carried window == conv(A ++ B)
         std::vector<float> win3(win.size(), 0.0f), y3(y.size());
         conv_sequence(D, W, win3.data(), x.data(), 9, w.data(), y3.data());
-        conv_sequence(D, W, win3.data(), x.data() + size_t(9) * D, T - 9, w.data(), y3.data() + size_t(9) * D);
+        conv_sequence(D, W, win3.data(), x.data() + size_t(9) * D, T - 9, w.data(),
+                      y3.data() + size_t(9) * D);
         CHECK(bitwise_equal(y3, want));
     }
     std::vector<float> v = {-3.0f, -0.5f, 0.0f, 0.5f, 3.0f, 30.0f};
@@ -63,7 +68,9 @@ TEST_CASE("kda invariant 15: conv steps with a window equal the full causal conv
     CHECK(std::fabs(s[4] - 3.0 / (1.0 + std::exp(-3.0))) < 1e-6);
 }
 
-TEST_CASE("kda invariant 18: gate -exp(A_log) softplus(z + dt_bias), linear branch above 20, finite for |z| <= 1e4") {
+TEST_CASE(
+    "kda invariant 18: gate -exp(A_log) softplus(z + dt_bias), linear branch above 20, finite for |z| <= "
+    "1e4") {
     const int HV = 3, K = 50;
     Rng r(181);
     std::vector<float> z(size_t(HV) * K), dt(z.size()), A(HV), g(z.size());

@@ -2,11 +2,11 @@
 // (tests/data/golden/kda, a copy of ../shared/golden/kda), and the golden reader's handling of bad input.
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cmath>
 #include <cstdio>
 #include <string>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "core/base/clock.h"
 
@@ -46,17 +46,16 @@ TEST_CASE("kda golden: every case, every kernel, within 1e-4 * max(1, max|expect
         REQUIRE(err.empty());
         const Shape s = c.shape;
         for (Impl impl : {Impl::scalar, Impl::simd}) {
-            const ErrorStats rec = check_case(c, [&](float* S, const Tokens& x, float* o) {
-                recurrent(s, S, x, c.scale, o, impl);
-            });
+            const ErrorStats rec = check_case(
+                c, [&](float* S, const Tokens& x, float* o) { recurrent(s, S, x, c.scale, o, impl); });
             INFO("recurrent impl " << int(impl) << " max_abs " << rec.max_abs << " rel " << rec.rel_rms());
             CHECK(rec.within());
             CHECK(rec.rel_rms() < 1e-5);
             for (int C : {1, 16, 64}) {
-                const ErrorStats ch = check_case(c, [&](float* S, const Tokens& x, float* o) {
-                    chunked(s, S, x, c.scale, C, o, impl);
-                });
-                INFO("chunked C=" << C << " impl " << int(impl) << " max_abs " << ch.max_abs << " rel " << ch.rel_rms());
+                const ErrorStats ch = check_case(
+                    c, [&](float* S, const Tokens& x, float* o) { chunked(s, S, x, c.scale, C, o, impl); });
+                INFO("chunked C=" << C << " impl " << int(impl) << " max_abs " << ch.max_abs << " rel "
+                                  << ch.rel_rms());
                 CHECK(ch.within());
                 CHECK(ch.rel_rms() < 1e-5);
             }
@@ -127,12 +126,14 @@ TEST_CASE("kda golden reader: bad folders give errors naming the file, never a c
     copy_case(golden_dir("t37_k32_v32_h2"), dir);
     REQUIRE(read_golden(dir, c).empty());
 
-    const std::string meta_ok = "B 1\nT 37\nH 2\nHV 2\nK 32\nV 32\nscale 0.1767766952966369\ninitial_state 0\nseed 12\n";
+    const std::string meta_ok =
+        "B 1\nT 37\nH 2\nHV 2\nK 32\nV 32\nscale 0.1767766952966369\ninitial_state 0\nseed 12\n";
     auto with_meta = [&](const std::string& m) {
         write_file(dir + "/meta.txt", m.data(), m.size());
         return read_golden(dir, c);
     };
-    CHECK(with_meta("B 1\nT 37\nH 2\nHV 2\nK 32\nV 32\nscale 0.17\n").find("initial_state") != std::string::npos);
+    CHECK(with_meta("B 1\nT 37\nH 2\nHV 2\nK 32\nV 32\nscale 0.17\n").find("initial_state") !=
+          std::string::npos);
     CHECK(with_meta("B 1\nT 37\nH 2\nHV 2\nK 32\nV 32\nscale x\ninitial_state 0\n").find("line 7") !=
           std::string::npos);
     CHECK(with_meta("B 1\nT 38\nH 2\nHV 2\nK 32\nV 32\nscale 0.17\ninitial_state 0\n").find("q.f32") !=
@@ -141,8 +142,8 @@ TEST_CASE("kda golden reader: bad folders give errors naming the file, never a c
           std::string::npos);
     CHECK(with_meta("B 1\nT 37\nH 2\nHV 2\nK 100000\nV 32\nscale 0.17\ninitial_state 0\n").find("K") !=
           std::string::npos);
-    CHECK(with_meta("B 60000\nT 16000000\nH 2\nHV 2\nK 32\nV 32\nscale 0.17\ninitial_state 0\n").find("limit") !=
-          std::string::npos);
+    CHECK(with_meta("B 60000\nT 16000000\nH 2\nHV 2\nK 32\nV 32\nscale 0.17\ninitial_state 0\n")
+              .find("limit") != std::string::npos);
     CHECK(with_meta("B 1\nT 37\nH 2\nHV 2\nK 32\nV 32\nscale 0.17\ninitial_state 1\n").find("h0.f32") !=
           std::string::npos);
     REQUIRE(with_meta(meta_ok).empty());

@@ -56,7 +56,8 @@ TEST_CASE("kda invariant 1: the decode step equals the literal matrix definition
         for (int i = 0; i < K; ++i)
             for (int j = 0; j < V; ++j) {
                 double acc = b * double(k[i]) * double(x.v[size_t(h) * V + j]);
-                for (int c = 0; c < K; ++c) acc += A[size_t(i) * K + c] * double(S0[(size_t(h) * K + c) * V + j]);
+                for (int c = 0; c < K; ++c)
+                    acc += A[size_t(i) * K + c] * double(S0[(size_t(h) * K + c) * V + j]);
                 Sm[(size_t(h) * K + i) * V + j] = acc;
             }
         for (int j = 0; j < V; ++j) {
@@ -71,8 +72,8 @@ TEST_CASE("kda invariant 1: the decode step equals the literal matrix definition
     for (size_t e = 0; e < orf.size(); ++e) CHECK(std::fabs(orf[e] - om[e]) < 1e-12);
     for (Impl impl : kImpls) {
         FloatBuf S = S0, o(s.v_row());
-        recurrent_step(s, S.data(), x.q.data(), x.k.data(), x.v.data(), x.g.data(), x.beta.data(), scale, o.data(),
-                       impl);
+        recurrent_step(s, S.data(), x.q.data(), x.k.data(), x.v.data(), x.g.data(), x.beta.data(), scale,
+                       o.data(), impl);
         CHECK(rel_err(S, Sm) < 1e-6);
         CHECK(rel_err(o, om) < 1e-6);
         const ErrorStats e = compare(S.data(), Sm.data(), S.size());
@@ -93,7 +94,8 @@ TEST_CASE("kda invariant 2: chunked == recurrent for C in {1, 16, 32, 64}, T not
     CHECK(rel_err(rec.S, Sr) < 1e-5);
     for (int C : {1, 16, 32, 64}) {
         INFO("C = " << C);
-        // fp64 chunked == fp64 recurrent to 1e-12 (the algebra), fp32 chunked == fp32 recurrent within tolerance.
+        // fp64 chunked == fp64 recurrent to 1e-12 (the algebra), fp32 chunked == fp32 recurrent within
+        // tolerance.
         std::vector<double> Sc = to_double(S0), oc(size_t(T) * s.v_row());
         ref::chunked(s, Sc.data(), x.view(), scale, C, oc.data());
         double worst = 0;
@@ -110,7 +112,8 @@ TEST_CASE("kda invariant 2: chunked == recurrent for C in {1, 16, 32, 64}, T not
     }
 }
 
-TEST_CASE("kda invariant 3: outputs for C = 16 and C = 64 agree; bits differ (boundaries move the rounding)") {
+TEST_CASE(
+    "kda invariant 3: outputs for C = 16 and C = 64 agree; bits differ (boundaries move the rounding)") {
     const Shape s{1, 1, 64, 64};
     const TokenData x = random_tokens(s, 200, 31);
     const FloatBuf S0 = random_state(s, 32);
@@ -133,7 +136,8 @@ TEST_CASE("kda invariant 4: split invariance of prefill, and prefill then decode
             INFO("A = " << A);
             Run r{S0, FloatBuf(size_t(T) * s.v_row())};
             chunked(s, r.S.data(), x.view().slice(s, 0, A), sc, C, r.o.data(), impl);
-            chunked(s, r.S.data(), x.view().slice(s, A, T - A), sc, C, r.o.data() + size_t(A) * s.v_row(), impl);
+            chunked(s, r.S.data(), x.view().slice(s, A, T - A), sc, C, r.o.data() + size_t(A) * s.v_row(),
+                    impl);
             if (A % C == 0) {  // the same chunk boundaries: the same bits
                 CHECK(bitwise_equal(r.S, whole.S));
                 CHECK(bitwise_equal(r.o, whole.o));
@@ -148,8 +152,8 @@ TEST_CASE("kda invariant 4: split invariance of prefill, and prefill then decode
         chunked(s, r.S.data(), x.view().slice(s, 0, P), sc, C, r.o.data(), impl);
         for (int t = P; t < T; ++t) {
             const Tokens one = x.view().slice(s, t, 1);
-            recurrent_step(s, r.S.data(), one.q, one.k, one.v, one.g, one.beta, sc, r.o.data() + size_t(t) * s.v_row(),
-                           impl);
+            recurrent_step(s, r.S.data(), one.q, one.k, one.v, one.g, one.beta, sc,
+                           r.o.data() + size_t(t) * s.v_row(), impl);
         }
         CHECK(compare(r.S.data(), whole.S.data(), r.S.size()).within());
         CHECK(compare(r.o.data(), whole.o.data(), r.o.size()).within());
@@ -197,13 +201,16 @@ static FloatBuf read_out(const Shape& s, const FloatBuf& S, const float* q, floa
     return o;
 }
 
-TEST_CASE("kda invariant 6: alpha = 1, beta = 0 leaves S unchanged and reads o = S^T q exactly; beta = 0 alone decays") {
+TEST_CASE(
+    "kda invariant 6: alpha = 1, beta = 0 leaves S unchanged and reads o = S^T q exactly; beta = 0 alone "
+    "decays") {
     const Shape s{2, 2, 20, 28};
     TokenData x = random_tokens(s, 1, 61);
     const FloatBuf S0 = random_state(s, 62);
     for (auto& g : x.g) g = 0.0f;
     for (auto& b : x.beta) b = 0.0f;
-    const FloatBuf want_rec = read_out(s, S0, x.q.data(), 0.3f, true), want_ch = read_out(s, S0, x.q.data(), 0.3f, false);
+    const FloatBuf want_rec = read_out(s, S0, x.q.data(), 0.3f, true),
+                   want_ch = read_out(s, S0, x.q.data(), 0.3f, false);
     for (Impl impl : kImpls) {
         const Run r = run_recurrent(s, S0, x.view(), 0.3f, impl);
         CHECK(bitwise_equal(r.S, S0));
@@ -238,13 +245,16 @@ TEST_CASE("kda invariant 7: alpha = 1, beta = 1 stores v under k; alpha = 0 eras
     x.beta[0] = 1.0f;
     for (Impl impl : kImpls) {
         for (bool chunk : {false, true}) {
-            const Run r = chunk ? run_chunked(s, S0, x.view(), 0.2f, 4, impl) : run_recurrent(s, S0, x.view(), 0.2f, impl);
+            const Run r = chunk ? run_chunked(s, S0, x.view(), 0.2f, 4, impl)
+                                : run_recurrent(s, S0, x.view(), 0.2f, impl);
             // S^T k = v up to the L2-eps effect: ||k||^2 = s / (s + 1e-6)
             double worst = 0;
             for (int j = 0; j < s.V; ++j) {
                 double acc = 0;
-                for (int i = 0; i < s.K; ++i) acc += double(x.k[size_t(i)]) * double(r.S[size_t(i) * s.V + j]);
-                worst = std::fmax(worst, std::fabs(acc - double(x.v[size_t(j)])) / (1.0 + std::fabs(x.v[size_t(j)])));
+                for (int i = 0; i < s.K; ++i)
+                    acc += double(x.k[size_t(i)]) * double(r.S[size_t(i) * s.V + j]);
+                worst = std::fmax(
+                    worst, std::fabs(acc - double(x.v[size_t(j)])) / (1.0 + std::fabs(x.v[size_t(j)])));
             }
             CHECK(worst < 2e-6);
         }
@@ -268,7 +278,8 @@ TEST_CASE("kda invariant 8: a zero key writes nothing (S = Diag(alpha) S)") {
     const FloatBuf S0 = random_state(s, 82);
     FloatBuf want = S0;
     for (int i = 0; i < s.K; ++i)
-        for (int j = 0; j < s.V; ++j) want[size_t(i) * s.V + j] = exp_f32(x.g[size_t(i)]) * S0[size_t(i) * s.V + j];
+        for (int j = 0; j < s.V; ++j)
+            want[size_t(i) * s.V + j] = exp_f32(x.g[size_t(i)]) * S0[size_t(i) * s.V + j];
     for (Impl impl : kImpls) {
         CHECK(bitwise_equal(run_recurrent(s, S0, x.view(), 0.25f, impl).S, want));
         CHECK(bitwise_equal(run_chunked(s, S0, x.view(), 0.25f, 16, impl).S, want));

@@ -31,10 +31,12 @@ TEST_CASE("kda module: declared as module 1 with the parameter keys of DESIGN.md
 }
 
 TEST_CASE("kda module: a small run passes its checks and reports the §10 keys") {
-    const Report r = run_kda({{"heads", "2"}, {"group", "2"}, {"k", "20"}, {"v", "36"}, {"tokens", "70"}, {"chunk", "16"}});
+    const Report r = run_kda(
+        {{"heads", "2"}, {"group", "2"}, {"k", "20"}, {"v", "36"}, {"tokens", "70"}, {"chunk", "16"}});
     CHECK(r.all_checks_passed());
     CHECK(r.checks.size() >= 7);
-    for (const char* key : {"rel_err_recurrent", "rel_err_chunked", "max_abs_chunked_vs_recurrent", "bits_digest"})
+    for (const char* key :
+         {"rel_err_recurrent", "rel_err_chunked", "max_abs_chunked_vs_recurrent", "bits_digest"})
         CHECK_MESSAGE(r.find_scalar(key), key);
     CHECK(r.find_scalar("rel_err_recurrent")->value < 1e-5);
     CHECK(r.find_scalar("rel_err_chunked")->value < 1e-5);
@@ -54,8 +56,9 @@ TEST_CASE("kda module: a small run passes its checks and reports the §10 keys")
 }
 
 TEST_CASE("kda module: everything outside timing is the same on a second run") {
-    const std::vector<std::pair<std::string, std::string>> kv = {{"heads", "1"}, {"k", "16"}, {"v", "16"}, {"tokens", "40"},
-                                                                 {"chunk", "8"}, {"gate", "model"}, {"seed", "7"}};
+    const std::vector<std::pair<std::string, std::string>> kv = {
+        {"heads", "1"}, {"k", "16"},       {"v", "16"},  {"tokens", "40"},
+        {"chunk", "8"}, {"gate", "model"}, {"seed", "7"}};
     Report a = run_kda(kv), b = run_kda(kv);
     a.timing = {}, b.timing = {};
     CHECK(report_json(a) == report_json(b));
@@ -67,15 +70,20 @@ TEST_CASE("kda module: everything outside timing is the same on a second run") {
 }
 
 TEST_CASE("kda module: extreme gates still pass (stress of the chunked kernel)") {
-    const Report r = run_kda({{"heads", "1"}, {"k", "32"}, {"v", "32"}, {"tokens", "130"}, {"chunk", "64"},
+    const Report r = run_kda({{"heads", "1"},
+                              {"k", "32"},
+                              {"v", "32"},
+                              {"tokens", "130"},
+                              {"chunk", "64"},
                               {"gate_strength", "60"}});
     CHECK(r.all_checks_passed());
 }
 
 TEST_CASE("kda module: refuses runs beyond the memory and work limits, naming the estimate") {
     const Experiment& e = *find_experiment("kda");
-    auto big = parse_params(e.params, {{"heads", "64"}, {"group", "8"}, {"k", "256"}, {"v", "256"}, {"tokens", "65536"}},
-                            RangePolicy::strict);
+    auto big = parse_params(
+        e.params, {{"heads", "64"}, {"group", "8"}, {"k", "256"}, {"v", "256"}, {"tokens", "65536"}},
+        RangePolicy::strict);
     REQUIRE(big.ok());
     const auto issues = e.check(big.params);
     REQUIRE(!issues.empty());

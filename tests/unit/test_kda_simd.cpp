@@ -24,12 +24,37 @@ using namespace k3::kda;
 #if K3_SIMD
 TEST_CASE("kda exp_v: bit for bit exp_f32 in every lane") {
     using namespace k3::kda::simd;
-    std::vector<float> xs = {0.0f,       -0.0f,       1.0f,        -1.0f,       88.72283935546875f, 88.7228394f,
-                             88.7f,      -87.33654f,  -87.5f,      -88.0f,      -89.0f,             -100.0f,
-                             -103.0f,    -103.97208f, -103.972084f, -103.97209f, -104.0f,           -150.0f,
-                             -1e30f,     1e30f,       1e-30f,      -1e-30f,     1e-45f,             -1e-45f,
-                             std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
-                             std::numeric_limits<float>::quiet_NaN(), 0.5f, -0.5f, 0.3465736f, -0.3465736f};
+    std::vector<float> xs = {0.0f,
+                             -0.0f,
+                             1.0f,
+                             -1.0f,
+                             88.72283935546875f,
+                             88.7228394f,
+                             88.7f,
+                             -87.33654f,
+                             -87.5f,
+                             -88.0f,
+                             -89.0f,
+                             -100.0f,
+                             -103.0f,
+                             -103.97208f,
+                             -103.972084f,
+                             -103.97209f,
+                             -104.0f,
+                             -150.0f,
+                             -1e30f,
+                             1e30f,
+                             1e-30f,
+                             -1e-30f,
+                             1e-45f,
+                             -1e-45f,
+                             std::numeric_limits<float>::infinity(),
+                             -std::numeric_limits<float>::infinity(),
+                             std::numeric_limits<float>::quiet_NaN(),
+                             0.5f,
+                             -0.5f,
+                             0.3465736f,
+                             -0.3465736f};
     Rng rng(9);
     for (int i = 0; i < 400000; ++i) xs.push_back(float(rng.uniform(-110.0, 95.0)));
     for (int i = 0; i < 100000; ++i) xs.push_back(float(rng.uniform(-2.0, 0.0)));
@@ -67,8 +92,8 @@ struct Case {
     int T, C;
 };
 const Case kCases[] = {
-    {{1, 1, 16, 16}, 1, 1},   {{2, 4, 40, 36}, 77, 16}, {{1, 1, 128, 128}, 70, 64},
-    {{3, 3, 7, 5}, 19, 3},    {{2, 2, 64, 72}, 33, 32}, {{1, 2, 33, 129}, 50, 17},
+    {{1, 1, 16, 16}, 1, 1}, {{2, 4, 40, 36}, 77, 16}, {{1, 1, 128, 128}, 70, 64},
+    {{3, 3, 7, 5}, 19, 3},  {{2, 2, 64, 72}, 33, 32}, {{1, 2, 33, 129}, 50, 17},
 };
 
 }  // namespace

@@ -16,7 +16,6 @@ std::vector<double> to_double(const Buf& b) {
     return std::vector<double>(b.begin(), b.end());
 }
 
-
 // Relative RMS of x against a reference.
 template <class X, class R>
 double rel_err(const X& x, const R& ref) {

@@ -144,10 +144,12 @@ TEST_CASE("lifecycle blob: every flipped bit is rejected") {
             const BlobError err = read_error(f, e);
             CAPTURE(byte);
             CAPTURE(bit);
-            if (byte < 8) CHECK(err == BlobError::bad_magic);
+            if (byte < 8)
+                CHECK(err == BlobError::bad_magic);
             else if (byte >= kOffTotal && byte < kOffTotal + 8)
                 CHECK((err == BlobError::truncated || err == BlobError::trailing_bytes));
-            else CHECK(err == BlobError::checksum_mismatch);
+            else
+                CHECK(err == BlobError::checksum_mismatch);
             checksum += err == BlobError::checksum_mismatch;
         }
     CHECK(checksum == int(b.size() - 16) * 8);
@@ -176,11 +178,14 @@ TEST_CASE("lifecycle blob: forged blobs with a wrong model, layout or position a
         reseal_blob(b);
         return read_error(b, e);
     };
-    CHECK(forged([](auto& b) { put64(b, kOffModelHash, 0x1234567890abcdeeull); }) == BlobError::model_mismatch);
+    CHECK(forged([](auto& b) { put64(b, kOffModelHash, 0x1234567890abcdeeull); }) ==
+          BlobError::model_mismatch);
     // [V][K] instead of [K][V]: same sizes, another meaning.
     CHECK(forged([](auto& b) { b[kOffLayout] = std::byte{1}; }) == BlobError::layout_mismatch);
-    CHECK(forged([](auto& b) { put32(b, kOffLayout + 4 + 8 * 4, 64); }) == BlobError::layout_mismatch);  // chunk
-    CHECK(forged([](auto& b) { b[kOffLayout + 2] = std::byte(uint8_t(DType::bf16)); }) == BlobError::bad_section);
+    CHECK(forged([](auto& b) { put32(b, kOffLayout + 4 + 8 * 4, 64); }) ==
+          BlobError::layout_mismatch);  // chunk
+    CHECK(forged([](auto& b) { b[kOffLayout + 2] = std::byte(uint8_t(DType::bf16)); }) ==
+          BlobError::bad_section);
     CHECK(forged([](auto& b) { b[kOffLayout + 1] = std::byte{9}; }) == BlobError::bad_layout);
     CHECK(forged([](auto& b) { put32(b, kOffLayout + 4 + 4 * 4, 8); }) == BlobError::bad_section);  // head_k
     // Position one further than the KV rows.
@@ -188,7 +193,8 @@ TEST_CASE("lifecycle blob: forged blobs with a wrong model, layout or position a
               put64(b, kOffPosition, 4);
               put64(b, kOffConsumed, 4);
           }) == BlobError::position_mismatch);
-    CHECK(forged([](auto& b) { put64(b, kOffConsumed, 2); }) == BlobError::bad_header);  // consumed < position
+    CHECK(forged([](auto& b) { put64(b, kOffConsumed, 2); }) ==
+          BlobError::bad_header);  // consumed < position
     CHECK(forged([](auto& b) { put32(b, kOffVersion, 2); }) == BlobError::unsupported_version);
     CHECK(forged([](auto& b) { put64(b, kOffReserved, 1); }) == BlobError::bad_header);
     CHECK(forged([](auto& b) { put32(b, kOffContents, kBlobAll | 64); }) == BlobError::bad_header);

@@ -21,8 +21,8 @@ TEST_CASE("lifecycle cost: blob sizes of Kimi-Linear agree with the memory accou
     CHECK(l.problem().empty());
     const uint64_t P = 131072;
     // By hand: header + CRC, 20 S and 20 conv sections, 7 KV sections, tokens (P + 1 ids), sampler.
-    const uint64_t want = 112 + 4 + 20 * (16 + 2097152) + 20 * (16 + 73728) + 7 * (16 + P * 1152) + 16 +
-                          4 * (P + 1) + 16 + 48;
+    const uint64_t want =
+        112 + 4 + 20 * (16 + 2097152) + 20 * (16 + 73728) + 7 * (16 + P * 1152) + 16 + 4 * (P + 1) + 16 + 48;
     CHECK(blob_bytes(l, P, P + 1, kBlobAll) == want);
     CHECK(blob_bytes(l, P, 0, 0) == 116);
 }
@@ -59,8 +59,7 @@ TEST_CASE("lifecycle cost: the three strategies of a Kimi-Linear request at 128k
     // With the checkpoint exactly at the position nothing is recomputed and the state stays home.
     const MigrationCosts z = migration_costs(c, {P, 0}, ib, h100);
     CHECK(z.fastest() == MigrationStrategy::move_kv);
-    CHECK(z[MigrationStrategy::move_all].bytes - z[MigrationStrategy::move_kv].bytes ==
-          43417600.0 + 40 * 16);
+    CHECK(z[MigrationStrategy::move_all].bytes - z[MigrationStrategy::move_kv].bytes == 43417600.0 + 40 * 16);
     // Distances beyond the context clamp to it.
     const MigrationCosts far = migration_costs(c, {P, 10 * P}, ib, h100);
     CHECK(far[MigrationStrategy::move_kv].recompute_tokens == P);
@@ -72,7 +71,8 @@ TEST_CASE("lifecycle cost: measured speed and the break-even checkpoint distance
     const MigrationCosts m = migration_costs_measured(c, {1000, 100}, 1e9, 500);
     CHECK(m[MigrationStrategy::move_kv].recompute_s == doctest::Approx(100.0 / 500));
     CHECK(m[MigrationStrategy::recompute].recompute_s == doctest::Approx(1000.0 / 500));
-    CHECK(m[MigrationStrategy::move_all].transfer_s == doctest::Approx(m[MigrationStrategy::move_all].bytes / 1e9));
+    CHECK(m[MigrationStrategy::move_all].transfer_s ==
+          doctest::Approx(m[MigrationStrategy::move_all].bytes / 1e9));
 
     const Link eth = *link_preset("eth-100");
     const Hardware h100 = *hardware_preset("h100");
@@ -85,7 +85,9 @@ TEST_CASE("lifecycle cost: measured speed and the break-even checkpoint distance
         };
         CHECK(wins(be));
         CHECK_FALSE(wins(be + 1));
-        if (rg == RecomputeRegime::alone) CHECK(be == 0);  // the weight-streaming floor alone exceeds the state transfer
-        else CHECK(be > 0);
+        if (rg == RecomputeRegime::alone)
+            CHECK(be == 0);  // the weight-streaming floor alone exceeds the state transfer
+        else
+            CHECK(be > 0);
     }
 }

@@ -51,8 +51,9 @@ Request started(Model& m, PagePool& pool, OwnerId owner, float temperature, Stat
     Request r;
     const uint64_t cut = 64;
     std::vector<StateCheckpoint> cps;
-    const std::string e = start_request(m, pool, owner, prompt, smp, &r, nullptr,
-                                        ckpt64 ? std::span<const uint64_t>(&cut, 1) : std::span<const uint64_t>(), &cps);
+    const std::string e =
+        start_request(m, pool, owner, prompt, smp, &r, nullptr,
+                      ckpt64 ? std::span<const uint64_t>(&cut, 1) : std::span<const uint64_t>(), &cps);
     REQUIRE_MESSAGE(e.empty(), e);
     if (ckpt64) *ckpt64 = cps.at(0);
     for (int i = 0; i < kBefore; ++i) {
@@ -93,7 +94,8 @@ TEST_CASE("lifecycle: a migrated continuation has the bits of the uninterrupted 
         Request ref = started(a, *pa, 1, temperature, nullptr, nullptr);
         const Trace want = continue_for(a, ref, kAfter);
         ref = Request{};
-        // Checkpoints the destination is assumed to hold: in the prompt at 64 tokens, and 3 decode steps back.
+        // Checkpoints the destination is assumed to hold: in the prompt at 64 tokens, and 3 decode steps
+        // back.
         StateCheckpoint c64, cdec;
         Request src = started(a, *pa, 2, temperature, &c64, &cdec);
         CHECK(c64.position == 64);
@@ -113,8 +115,8 @@ TEST_CASE("lifecycle: a migrated continuation has the bits of the uninterrupted 
             const RequestState st = capture(a, src, c.s, c.ckpt ? c.ckpt->position : 0);
             std::vector<std::byte> blob;
             REQUIRE(write_blob(st, &blob).empty());
-            const MigrationCosts cost = migration_costs_measured(a.config(), {double(src.consumed()),
-                                                                  double(src.consumed() - st.position)}, 1e9, 1e3);
+            const MigrationCosts cost = migration_costs_measured(
+                a.config(), {double(src.consumed()), double(src.consumed() - st.position)}, 1e9, 1e3);
             CHECK(double(blob.size()) == cost[c.s].bytes);  // the cost model counts the writer's bytes
             RequestState in;
             const BlobStatus rs = read_blob(blob, expect_for(b, src.consumed()), &in);
@@ -186,11 +188,13 @@ TEST_CASE("lifecycle: checkpoint cuts keep the bits of one prefill and are valid
     std::vector<StateCheckpoint> cps;
     Request r;
     const uint64_t off_grid = 50, inside[] = {64}, beyond = 128;
-    CHECK(start_request(m, *pool, 3, prompt, {}, &r, nullptr, std::span(&off_grid, 1), &cps).find("multiple") !=
-          std::string::npos);
+    CHECK(
+        start_request(m, *pool, 3, prompt, {}, &r, nullptr, std::span(&off_grid, 1), &cps).find("multiple") !=
+        std::string::npos);
     CHECK(start_request(m, *pool, 3, prompt, {}, &r, nullptr, std::span(&beyond, 1), &cps).find("inside") !=
           std::string::npos);
-    CHECK(start_request(m, *pool, 3, prompt, {}, &r, nullptr, inside, nullptr).find("somewhere") != std::string::npos);
+    CHECK(start_request(m, *pool, 3, prompt, {}, &r, nullptr, inside, nullptr).find("somewhere") !=
+          std::string::npos);
     CHECK(start_request(m, *pool, 3, {}, {}, &r).find("empty") != std::string::npos);
     CHECK(pool->stats().states == 2);  // the refused starts allocated nothing
     CHECK(step_request(m, r).find("no sequence") != std::string::npos);

@@ -68,7 +68,8 @@ struct Reference {
     }
     uint64_t free_bytes() const {
         const PoolLayout& l = pool.layout();
-        return l.budget_bytes - l.unusable_bytes - total_pages() * l.kv_page_bytes - total_states() * l.state_slot_bytes;
+        return l.budget_bytes - l.unusable_bytes - total_pages() * l.kv_page_bytes -
+               total_states() * l.state_slot_bytes;
     }
     // Would `pages` more pages / one more state fit? Exact for static, vllm and the auto-compacting
     // unified pool (after compaction its free bytes are one gap).
@@ -87,7 +88,8 @@ struct Reference {
         switch (l.design) {
             case PoolDesign::static_split: return total_states() < l.max_states;
             case PoolDesign::hybrid_pages: return A * total_pages() + G * (total_states() + 1) <= n_blocks;
-            case PoolDesign::unified: return total_states() < l.max_states && l.state_slot_bytes <= free_bytes();
+            case PoolDesign::unified:
+                return total_states() < l.max_states && l.state_slot_bytes <= free_bytes();
         }
         return false;
     }
@@ -102,7 +104,8 @@ void check_no_overlap(PagePool& pool, const Reference& ref) {
         for (PageRef p : pool.kv_pages(o))
             for (int l = 0; l < m.attention_layers; ++l) ranges.push_back({pool.kv_data(p, l), page_layer});
         for (StateRef s : r.states)
-            for (int l = 0; l < m.linear_layers; ++l) ranges.push_back({pool.state_data(s, l), m.state_bytes_per_layer});
+            for (int l = 0; l < m.linear_layers; ++l)
+                ranges.push_back({pool.state_data(s, l), m.state_bytes_per_layer});
     }
     std::sort(ranges.begin(), ranges.end());
     for (size_t i = 0; i < ranges.size(); ++i) {
@@ -374,11 +377,11 @@ TEST_CASE("vLLM block size: derivation reproduces the observed figures") {
     const PoolModel kl = PoolModel::from(account_memory(*model_preset("kimi-linear-48b")));
     REQUIRE(plan_hybrid_blocks(kl, 16, 16, &p).empty());
     CHECK(p.block_tokens == 1888);
-    CHECK(uint64_t(p.block_tokens) * 1152 >= 2170880);         // the state fits a page
-    CHECK(uint64_t(p.block_tokens - 16) * 1152 < 2170880);     // and the next smaller multiple would not
-    CHECK(p.group_size == 7);                                   // 20 KDA + 7 MLA
+    CHECK(uint64_t(p.block_tokens) * 1152 >= 2170880);      // the state fits a page
+    CHECK(uint64_t(p.block_tokens - 16) * 1152 < 2170880);  // and the next smaller multiple would not
+    CHECK(p.group_size == 7);                               // 20 KDA + 7 MLA
     CHECK(p.linear_groups == 3);
-    CHECK(p.linear_padding_layers == 1);                        // 21 slots for 20 layers
+    CHECK(p.linear_padding_layers == 1);  // 21 slots for 20 layers
     CHECK(p.block_bytes == 7ull * 1888 * 1152);
 
     // The user's block size wins when it is larger; a kernel multiple of 1 gives the raw figure.
@@ -430,8 +433,8 @@ TEST_CASE("static pool: the split follows mamba_full_memory_ratio and strands fr
     StateRef s;
     CHECK(pool.alloc_state(1, &s) == AllocStatus::no_state_id);
     const PoolStats st = pool.stats();
-    CHECK(st.free_bytes > 10 * S);            // over half the budget is free KV pages...
-    CHECK(st.free_for_state_bytes == 0);      // ...that no state can use
+    CHECK(st.free_bytes > 10 * S);        // over half the budget is free KV pages...
+    CHECK(st.free_for_state_bytes == 0);  // ...that no state can use
     CHECK(st.fragmentation() == 1.0);
     CHECK(pool.audit().empty());
 }
@@ -512,10 +515,12 @@ TEST_CASE("memory pool: storage pointers, copy-on-write and refusals") {
     StateRef a, b;
     REQUIRE(pool.alloc_state(1, &a) == AllocStatus::ok);
     REQUIRE(pool.alloc_state(2, &b) == AllocStatus::ok);
-    for (int l = 0; l < m.linear_layers; ++l) std::memset(pool.state_data(a, l), l + 1, size_t(m.state_bytes_per_layer));
+    for (int l = 0; l < m.linear_layers; ++l)
+        std::memset(pool.state_data(a, l), l + 1, size_t(m.state_bytes_per_layer));
     REQUIRE(pool.copy_state(a, b) == AllocStatus::ok);
     for (int l = 0; l < m.linear_layers; ++l)
-        CHECK(std::memcmp(pool.state_data(a, l), pool.state_data(b, l), size_t(m.state_bytes_per_layer)) == 0);
+        CHECK(std::memcmp(pool.state_data(a, l), pool.state_data(b, l), size_t(m.state_bytes_per_layer)) ==
+              0);
     CHECK(pool.state_data(a, m.linear_layers) == nullptr);
     CHECK(pool.state_data(999, 0) == nullptr);
     // Token t of a sequence lives in page t / page_tokens, row t % page_tokens.

@@ -6,8 +6,8 @@
 #include <cstring>
 #include <vector>
 
-#include "core/base/bytes.h"
 #include "core/base/bf16.h"
+#include "core/base/bytes.h"
 #include "core/base/fmath.h"
 #include "core/base/rng.h"
 #include "core/model/matmul.h"
@@ -26,7 +26,6 @@ Matrix random_matrix(int in, int out, uint64_t seed) {
         for (int o = 0; o < out; ++o) m.set(i, o, float(r.normal()));
     return m;
 }
-
 
 }  // namespace
 

@@ -56,7 +56,6 @@ inline std::vector<float> as_floats(const std::vector<std::byte>& b) {
     return f;
 }
 
-
 // Relative RMS difference ||x - ref|| / ||ref|| over [first, first + n) of ref (core/base/stats.h).
 template <class X, class R>
 double rel_rms(const X& x, const R& ref, size_t first = 0, size_t n = size_t(-1)) {

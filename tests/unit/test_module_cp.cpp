@@ -8,7 +8,9 @@
 using namespace k3;
 
 namespace {
-Report run_cp(const std::vector<std::pair<std::string, std::string>>& kv) { return test::run_module("cp", kv); }
+Report run_cp(const std::vector<std::pair<std::string, std::string>>& kv) {
+    return test::run_module("cp", kv);
+}
 }  // namespace
 
 TEST_CASE("cp module: declared as module 9 with texts and parameters") {
@@ -16,7 +18,8 @@ TEST_CASE("cp module: declared as module 9 with texts and parameters") {
     REQUIRE(e);
     CHECK(e->number == 9);
     CHECK(e->component == "context parallelism");
-    for (const char* key : {"tokens", "ranks", "split", "chunk", "start", "seed", "preset", "context", "link"}) {
+    for (const char* key :
+         {"tokens", "ranks", "split", "chunk", "start", "seed", "preset", "context", "link"}) {
         bool found = false;
         for (const auto& p : e->params) found |= p.key == key;
         CHECK_MESSAGE(found, key);
@@ -26,7 +29,8 @@ TEST_CASE("cp module: declared as module 9 with texts and parameters") {
     auto pp = parse_params(e->params, {{"tokens", "20"}, {"ranks", "30"}}, RangePolicy::strict);
     REQUIRE(pp.ok());
     bool refused = false;
-    for (const ParamIssue& i : e->check(pp.params)) refused |= i.level == ParamIssue::error && i.key == "ranks";
+    for (const ParamIssue& i : e->check(pp.params))
+        refused |= i.level == ParamIssue::error && i.key == "ranks";
     CHECK(refused);
 }
 
@@ -40,13 +44,14 @@ TEST_CASE("cp module: small runs pass every check and report the errors and cost
         for (const Check& c : r.checks) CHECK_MESSAGE(c.passed, (c.name + ": " + c.detail));
         CHECK(r.checks.size() >= 8);
         for (const char* key : {"rel_err_scan", "rel_err_serial", "rel_err_naive", "naive_state_rel_err",
-                                "naive_closed_form_gap", "bytes_per_rank", "bytes_per_rank_preset", "speedup_scan",
-                                "halo_rel_err_without", "halo_rel_err_with"})
+                                "naive_closed_form_gap", "bytes_per_rank", "bytes_per_rank_preset",
+                                "speedup_scan", "halo_rel_err_without", "halo_rel_err_with"})
             CHECK_MESSAGE(r.find_scalar(key), key);
         CHECK(r.find_scalar("rel_err_scan")->value < 1e-5);
         if (r.find_scalar("ranks")->value > 1) {
             CHECK(r.find_scalar("naive_state_rel_err")->value > 1e-2);
-            CHECK(r.find_scalar("halo_rel_err_without")->value > 100 * r.find_scalar("halo_rel_err_with")->value);
+            CHECK(r.find_scalar("halo_rel_err_without")->value >
+                  100 * r.find_scalar("halo_rel_err_with")->value);
         }
         CHECK(r.tables.size() >= 5);
         CHECK(r.series.size() >= 4);
@@ -57,7 +62,8 @@ TEST_CASE("cp module: small runs pass every check and report the errors and cost
 }
 
 TEST_CASE("cp module: everything outside timing is the same on a second run") {
-    const std::vector<std::pair<std::string, std::string>> kv = {{"tokens", "90"}, {"ranks", "5"}, {"seed", "3"}};
+    const std::vector<std::pair<std::string, std::string>> kv = {
+        {"tokens", "90"}, {"ranks", "5"}, {"seed", "3"}};
     Report a = run_cp(kv), b = run_cp(kv);
     a.timing = {}, b.timing = {};
     CHECK(report_json(a) == report_json(b));

@@ -20,8 +20,9 @@ TEST_CASE("migrate module: declared as module 10 with texts, parameters and head
     REQUIRE(e);
     CHECK(e->number == 10);
     CHECK(e->component == "request lifecycle");
-    for (const char* key : {"prompt", "before", "after", "temperature", "interval", "seed", "fault", "fault_offset",
-                            "fault_bit", "preset", "context", "distance", "link", "hardware", "regime"}) {
+    for (const char* key :
+         {"prompt", "before", "after", "temperature", "interval", "seed", "fault", "fault_offset",
+          "fault_bit", "preset", "context", "distance", "link", "hardware", "regime"}) {
         bool found = false;
         for (const auto& p : e->params) found |= p.key == key;
         CHECK_MESSAGE(found, key);
@@ -43,8 +44,9 @@ TEST_CASE("migrate module: the continuation is bitwise, greedy and sampled, for 
             CHECK(c->passed);
         }
         REQUIRE(check_named(r, "Paused, freed and resumed"));
-        for (const char* key : {"blob_bytes", "blob_state_bytes", "blob_kv_bytes", "scale_move_all_bytes",
-                                "scale_move_all_s", "scale_move_kv_s", "scale_recompute_s", "break_even_distance"})
+        for (const char* key :
+             {"blob_bytes", "blob_state_bytes", "blob_kv_bytes", "scale_move_all_bytes", "scale_move_all_s",
+              "scale_move_kv_s", "scale_recompute_s", "break_even_distance"})
             CHECK_MESSAGE(r.find_scalar(key), key);
         // Tiny: 6 KDA layers x 74,752 B of state; 74 tokens x 1,280 B of MLA cache.
         CHECK(r.find_scalar("blob_state_bytes")->value == 448512.0);
@@ -62,7 +64,8 @@ TEST_CASE("migrate module: every injected fault is detected with its own error")
         // The blob is 543,952 = 0x84cd0 B: bit 4 of byte 16 is set, clearing it declares 16 B less.
         {{{"fault", "bit_flip"}, {"fault_offset", "16"}, {"fault_bit", "4"}}, "trailing_bytes"},
         {{{"fault", "bit_flip"}, {"fault_offset", "5000"}, {"fault_bit", "7"}}, "checksum_mismatch"},
-        {{{"fault", "bit_flip"}, {"fault_offset", "99999999"}}, "checksum_mismatch"},  // clamped: the CRC itself
+        {{{"fault", "bit_flip"}, {"fault_offset", "99999999"}},
+         "checksum_mismatch"},  // clamped: the CRC itself
         {{{"fault", "truncate"}, {"fault_offset", "0"}}, "truncated"},
         {{{"fault", "truncate"}, {"fault_offset", "4000"}}, "truncated"},
         {{{"fault", "wrong_model"}}, "model_mismatch"},

@@ -3,14 +3,16 @@
 #include <doctest/doctest.h>
 
 #include "core/experiments/registry.h"
-#include "test_module_util.h"
 #include "core/memory/pool_sim.h"
+#include "test_module_util.h"
 
 using namespace k3;
 
 namespace {
 
-Report run_pool(std::vector<std::pair<std::string, std::string>> kv = {}) { return test::run_module("pool", kv, false); }
+Report run_pool(std::vector<std::pair<std::string, std::string>> kv = {}) {
+    return test::run_module("pool", kv, false);
+}
 double scalar(const Report& r, const std::string& key) { return test::scalar_of(r, key.c_str()); }
 const Table* table(const Report& r, const std::string& prefix) { return test::table_named(r, prefix); }
 

@@ -31,7 +31,8 @@ void inner_params(ParamList<Inner>& l) {
 ParamList<Demo> demo_params() {
     ParamList<Demo> l;
     l.integer(&Demo::interval, "interval", "Interval", "tokens", 64, 65536).log().describe("Every N tokens.");
-    l.choice(&Demo::mode, "mode", "Mode", Choices<Mode>{{Mode::fast, "fast", "Fast"}, {Mode::exact, "exact", ""}});
+    l.choice(&Demo::mode, "mode", "Mode",
+             Choices<Mode>{{Mode::fast, "fast", "Fast"}, {Mode::exact, "exact", ""}});
     l.flag(&Demo::on, "on", "On");
     l.text(&Demo::trace, "trace", "Trace", {"synthetic", "mooncake"});
     l.group(&Demo::inner, inner_params);
@@ -63,7 +64,11 @@ TEST_CASE("param list: specs in declaration order, defaults from the struct") {
 TEST_CASE("param list: read() parses validated values into the struct") {
     const ParamList<Demo> l = demo_params();
     auto pp = parse_params(l.specs(),
-                           {{"interval", "1024"}, {"mode", "fast"}, {"on", "1"}, {"trace", "x.jsonl"}, {"load", "2.5"},
+                           {{"interval", "1024"},
+                            {"mode", "fast"},
+                            {"on", "1"},
+                            {"trace", "x.jsonl"},
+                            {"load", "2.5"},
                             {"seed", "9"}},
                            RangePolicy::strict);
     REQUIRE(pp.ok());
@@ -101,5 +106,6 @@ TEST_CASE("param list: declaration mistakes are refused") {
     ParamList<Demo> l;
     l.flag(&Demo::on, "on", "On");
     CHECK_THROWS_AS(l.flag(&Demo::on, "on", "again"), std::logic_error);
-    CHECK_THROWS_AS(l.choice(&Demo::mode, "mode", "Mode", Choices<Mode>{{Mode::fast, "fast", ""}}), std::logic_error);
+    CHECK_THROWS_AS(l.choice(&Demo::mode, "mode", "Mode", Choices<Mode>{{Mode::fast, "fast", ""}}),
+                    std::logic_error);
 }

@@ -11,10 +11,8 @@
 using namespace k3;
 
 static std::vector<ParamSpec> specs() {
-    return {ParamSpec::integer("n", "N", "tokens", 1, 1000, 64),
-            ParamSpec::real("x", "X", "", 0, 1, 0.5),
-            ParamSpec::choice("mode", "Mode", {"a", "b"}, "a"),
-            ParamSpec::flag("on", "On", false),
+    return {ParamSpec::integer("n", "N", "tokens", 1, 1000, 64), ParamSpec::real("x", "X", "", 0, 1, 0.5),
+            ParamSpec::choice("mode", "Mode", {"a", "b"}, "a"), ParamSpec::flag("on", "On", false),
             ParamSpec::text("trace", "Trace", "synthetic")};
 }
 
@@ -43,8 +41,9 @@ TEST_CASE("out of range: clamped with a warning in the UI, refused in the CLI") 
 
 TEST_CASE("unknown keys and wrong types are errors naming the key") {
     const auto s = specs();
-    auto r = parse_params(s, {{"nn", "1"}, {"n", "1.5"}, {"x", "abc"}, {"mode", "c"}, {"on", "maybe"}, {"trace", ""}},
-                          RangePolicy::clamp);
+    auto r = parse_params(
+        s, {{"nn", "1"}, {"n", "1.5"}, {"x", "abc"}, {"mode", "c"}, {"on", "maybe"}, {"trace", ""}},
+        RangePolicy::clamp);
     CHECK_FALSE(r.ok());
     REQUIRE(r.issues.size() == 6);
     CHECK(r.issues[0].message.find("unknown parameter 'nn'") != std::string::npos);
@@ -92,8 +91,8 @@ TEST_CASE("URL hash: bad parts are reported, the rest applied, never a crash") {
     REQUIRE(v.experiment);
     int errors = 0, warnings = 0;
     for (const auto& i : v.issues) (i.level == ParamIssue::error ? errors : warnings)++;
-    CHECK(errors == 4);     // context=abc, bogus, the undecodable key "%zz", novalue
-    CHECK(warnings >= 2);   // budget clamped, malformed escape
+    CHECK(errors == 4);    // context=abc, bogus, the undecodable key "%zz", novalue
+    CHECK(warnings >= 2);  // budget clamped, malformed escape
     CHECK(v.params.num("budget_gib") == 4096);
     CHECK(v.params.integer("context") == 131072);
     auto u = resolve_url(parse_url_hash("#m=nosuch&x=1"));

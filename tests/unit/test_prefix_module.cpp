@@ -8,7 +8,9 @@
 using namespace k3;
 
 namespace {
-Report run_prefix(std::vector<std::pair<std::string, std::string>> kv) { return test::run_module("prefix", kv); }
+Report run_prefix(std::vector<std::pair<std::string, std::string>> kv) {
+    return test::run_module("prefix", kv);
+}
 double scalar(const Report& r, const char* k) { return test::scalar_of(r, k); }
 const Table* table(const Report& r, const std::string& name) {
     for (const Table& t : r.tables)

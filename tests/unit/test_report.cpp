@@ -31,16 +31,35 @@ static Report sample() {
 
 TEST_CASE("report JSON: every part, stable key order, numbers as numbers") {
     const std::string j = report_json(sample());
-    CHECK(j.rfind(R"({"module":"demo","params":{"n":3,"mode":"b"},"scalars":{"bytes":{"value":43417600,"unit":"B","label":"Bytes"}})", 0) == 0);
-    CHECK(j.find(R"("series":[{"name":"line","plot":"P","x_label":"x","y_label":"y","x":[1,2],"y":[0.5,0.25],"log_x":true,"log_y":false,"style":"line"}])") != std::string::npos);
+    CHECK(
+        j.rfind(
+            R"({"module":"demo","params":{"n":3,"mode":"b"},"scalars":{"bytes":{"value":43417600,"unit":"B","label":"Bytes"}})",
+            0) == 0);
+    CHECK(
+        j.find(
+            R"("series":[{"name":"line","plot":"P","x_label":"x","y_label":"y","x":[1,2],"y":[0.5,0.25],"log_x":true,"log_y":false,"style":"line"}])") !=
+        std::string::npos);
     CHECK(j.find(R"("tables":[{"name":"T","columns":["a","b"],"rows":[[1,"x,y"]]}])") != std::string::npos);
-    CHECK(j.find(R"("checks":[{"key":"c_key","name":"c","passed":true,"detail":"detail"}])") != std::string::npos);
+    CHECK(j.find(R"("checks":[{"key":"c_key","name":"c","passed":true,"detail":"detail"}])") !=
+          std::string::npos);
     CHECK(j.find(R"("notes":["note \"quoted\""])") != std::string::npos);
-    CHECK(j.find(R"("trees":[{"name":"tree","x_label":"tokens","marker_label":"state","categories":["kv"],"nodes":[{"parent":-1,"start":0,"end":512,"category":0,"label":"root","markers":[256,512]}]}])") != std::string::npos);
-    CHECK(j.find(R"("rings":[{"name":"ring","capacity":8,"frames":[{"tail":0,"count":3,"event":"draft 3"},{"tail":3,"count":0,"event":"flush"}]}])") != std::string::npos);
-    CHECK(j.find(R"("timelines":[{"name":"tl","time_label":"s","lanes":["i0"],"categories":["prefill"],"spans":[{"lane":0,"start":0.5,"end":1.25,"category":0,"label":"req 1"}]}])") != std::string::npos);
+    CHECK(
+        j.find(
+            R"("trees":[{"name":"tree","x_label":"tokens","marker_label":"state","categories":["kv"],"nodes":[{"parent":-1,"start":0,"end":512,"category":0,"label":"root","markers":[256,512]}]}])") !=
+        std::string::npos);
+    CHECK(
+        j.find(
+            R"("rings":[{"name":"ring","capacity":8,"frames":[{"tail":0,"count":3,"event":"draft 3"},{"tail":3,"count":0,"event":"flush"}]}])") !=
+        std::string::npos);
+    CHECK(
+        j.find(
+            R"("timelines":[{"name":"tl","time_label":"s","lanes":["i0"],"categories":["prefill"],"spans":[{"lane":0,"start":0.5,"end":1.25,"category":0,"label":"req 1"}]}])") !=
+        std::string::npos);
     // timing is last and holds the clock figures and build facts
-    CHECK(j.find(R"("timing":{"run_ms":{"value":1.5,"unit":"ms","label":"Run time"},"simd_arch":{"text":"avx2","label":"SIMD"}}})") != std::string::npos);
+    CHECK(
+        j.find(
+            R"("timing":{"run_ms":{"value":1.5,"unit":"ms","label":"Run time"},"simd_arch":{"text":"avx2","label":"SIMD"}}})") !=
+        std::string::npos);
 }
 
 TEST_CASE("report CSV: blocks with quoted fields") {
@@ -52,7 +71,8 @@ TEST_CASE("report CSV: blocks with quoted fields") {
 }
 
 TEST_CASE("report CSV: checks with their keys") {
-    CHECK(report_csv(sample()).find("# checks\nkey,name,passed,detail\nc_key,c,true,detail\n") != std::string::npos);
+    CHECK(report_csv(sample()).find("# checks\nkey,name,passed,detail\nc_key,c,true,detail\n") !=
+          std::string::npos);
 }
 
 TEST_CASE("report builders: a table row must fit its columns; checks are found by key") {

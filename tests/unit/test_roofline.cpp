@@ -17,7 +17,8 @@ TEST_CASE("roofline: decode of one sequence is memory bound, a long prefill comp
     CHECK(p.seconds > d.seconds);
     // Small MoE batches read distinct experts (weights grow with the batch), large ones share them
     // all: a step of 64 sequences costs far less than 64 single steps.
-    CHECK(decode_step_cost(c, h, 2, 4096).bytes == doctest::Approx(2 * 2 * 3e9 + 2 * (2 * 43417600.0 + 4096 * 8064.0)));
+    CHECK(decode_step_cost(c, h, 2, 4096).bytes ==
+          doctest::Approx(2 * 2 * 3e9 + 2 * (2 * 43417600.0 + 4096 * 8064.0)));
     CHECK(decode_step_cost(c, h, 64, 4096).seconds < 0.3 * 64 * d.seconds);
     CHECK(flops_per_token(c, 0) == doctest::Approx(2 * 3e9 + 8.0 * 32 * 128 * 128 * 20));
     CHECK(transfer_seconds(50e9, *link_preset("ib-ndr")) == doctest::Approx(1.0));

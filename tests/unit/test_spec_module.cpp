@@ -12,7 +12,9 @@ using namespace k3;
 
 namespace {
 
-Report run(const char* id, const std::vector<std::pair<std::string, std::string>>& kv) { return test::run_module(id, kv); }
+Report run(const char* id, const std::vector<std::pair<std::string, std::string>>& kv) {
+    return test::run_module(id, kv);
+}
 
 bool has_param(const Experiment& e, const char* key) {
     for (const auto& p : e.params)

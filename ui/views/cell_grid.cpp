@@ -33,8 +33,8 @@ void draw_cell_grid(const CellGrid& g, int index) {
         if (c) ImGui::SameLine(0, t.px(14));
         const ImVec2 p = ImGui::GetCursorScreenPos();
         const float s = ImGui::GetTextLineHeight() * 0.7f;
-        ImGui::GetWindowDrawList()->AddRectFilled(ImVec2(p.x, p.y + s * 0.2f), ImVec2(p.x + s, p.y + s * 1.2f),
-                                                  category_color(g, int(c)), t.px(2));
+        ImGui::GetWindowDrawList()->AddRectFilled(
+            ImVec2(p.x, p.y + s * 0.2f), ImVec2(p.x + s, p.y + s * 1.2f), category_color(g, int(c)), t.px(2));
         ImGui::Dummy(ImVec2(s + t.px(4), s));
         ImGui::SameLine(0, 0);
         ImGui::TextUnformatted(g.categories[c].c_str());
@@ -53,7 +53,8 @@ void draw_cell_grid(const CellGrid& g, int index) {
     ImDrawList* dl = ImGui::GetWindowDrawList();
     for (int i = 0; i < n; ++i) {
         const float x = p0.x + float(i % cols) * cell, y = p0.y + float(i / cols) * cell;
-        dl->AddRectFilled(ImVec2(x, y), ImVec2(x + cell - gap, y + cell - gap), category_color(g, g.cells[size_t(i)]));
+        dl->AddRectFilled(ImVec2(x, y), ImVec2(x + cell - gap, y + cell - gap),
+                          category_color(g, g.cells[size_t(i)]));
     }
     if (hovered) {
         const ImVec2 m = ImGui::GetIO().MousePos;
@@ -61,9 +62,11 @@ void draw_cell_grid(const CellGrid& g, int index) {
         const int i = cy * cols + cx;
         if (cx >= 0 && cx < cols && i >= 0 && i < n) {
             const int cat = g.cells[size_t(i)];
-            std::string tip = "cell " + std::to_string(i) + ": " +
-                              (cat >= 0 && size_t(cat) < g.categories.size() ? g.categories[size_t(cat)] : "empty");
-            if (size_t(i) < g.cell_labels.size() && !g.cell_labels[size_t(i)].empty()) tip += "\n" + g.cell_labels[size_t(i)];
+            std::string tip =
+                "cell " + std::to_string(i) + ": " +
+                (cat >= 0 && size_t(cat) < g.categories.size() ? g.categories[size_t(cat)] : "empty");
+            if (size_t(i) < g.cell_labels.size() && !g.cell_labels[size_t(i)].empty())
+                tip += "\n" + g.cell_labels[size_t(i)];
             tooltip_wrapped(tip);
         }
     }

@@ -33,14 +33,16 @@ void draw_timeline(const Timeline& tl, int index) {
     for (int l = 0; l < lanes; ++l) {
         const float y = p0.y + float(l) * lane_h;
         if (l % 2) dl->AddRectFilled(ImVec2(x0, y), ImVec2(x1, y + lane_h), with_alpha(t.panel_alt, 0.6f));
-        dl->AddText(ImVec2(p0.x, y + (lane_h - ImGui::GetTextLineHeight()) * 0.5f), t.text_dim, tl.lanes[size_t(l)].c_str());
+        dl->AddText(ImVec2(p0.x, y + (lane_h - ImGui::GetTextLineHeight()) * 0.5f), t.text_dim,
+                    tl.lanes[size_t(l)].c_str());
     }
     const Span* hit = nullptr;
     const ImVec2 m = ImGui::GetIO().MousePos;
     for (const auto& s : tl.spans) {
         if (s.lane < 0 || s.lane >= lanes) continue;
         const float y = p0.y + float(s.lane) * lane_h;
-        const ImVec2 a(sx(s.start), y + t.px(2)), b(std::max(sx(s.end), sx(s.start) + 1.0f), y + lane_h - t.px(2));
+        const ImVec2 a(sx(s.start), y + t.px(2)),
+            b(std::max(sx(s.end), sx(s.start) + 1.0f), y + lane_h - t.px(2));
         dl->AddRectFilled(a, b, series_color(s.category));
         if (hovered && m.x >= a.x && m.x <= b.x && m.y >= a.y && m.y <= b.y) hit = &s;
     }
@@ -48,13 +50,15 @@ void draw_timeline(const Timeline& tl, int index) {
     dl->AddLine(ImVec2(x0, ay), ImVec2(x1, ay), t.axis);
     for (double v : nice_ticks(t0, t1, std::max(2, int((x1 - x0) / t.px(90))), false)) {
         const std::string s = format_tick(v, "");
-        dl->AddText(ImVec2(sx(v) - ImGui::CalcTextSize(s.c_str()).x * 0.5f, ay + t.px(2)), t.text_dim, s.c_str());
+        dl->AddText(ImVec2(sx(v) - ImGui::CalcTextSize(s.c_str()).x * 0.5f, ay + t.px(2)), t.text_dim,
+                    s.c_str());
     }
     ImGui::TextDisabled("%s", tl.time_label.c_str());
     ImGui::PopFont();
     if (hit) {
         std::string tip = hit->label.empty() ? std::string() : hit->label + "\n";
-        if (hit->category >= 0 && size_t(hit->category) < tl.categories.size()) tip += tl.categories[size_t(hit->category)] + ", ";
+        if (hit->category >= 0 && size_t(hit->category) < tl.categories.size())
+            tip += tl.categories[size_t(hit->category)] + ", ";
         tip += format_sig(hit->start, 4) + " to " + format_sig(hit->end, 4);
         tooltip_wrapped(tip);
     }

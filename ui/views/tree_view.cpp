@@ -30,8 +30,8 @@ void draw_tree(const Tree& tr, int index) {
         ImGui::SameLine(0, t.px(14));
         const ImVec2 p = ImGui::GetCursorScreenPos();
         const float r = t.px(4), cy = p.y + ImGui::GetTextLineHeight() * 0.5f;
-        ImGui::GetWindowDrawList()->AddQuadFilled(ImVec2(p.x + r, cy - r), ImVec2(p.x + 2 * r, cy), ImVec2(p.x + r, cy + r),
-                                                  ImVec2(p.x, cy), t.text);
+        ImGui::GetWindowDrawList()->AddQuadFilled(ImVec2(p.x + r, cy - r), ImVec2(p.x + 2 * r, cy),
+                                                  ImVec2(p.x + r, cy + r), ImVec2(p.x, cy), t.text);
         ImGui::Dummy(ImVec2(2 * r + t.px(4), r));
         ImGui::SameLine(0, 0);
         ImGui::TextUnformatted(tr.marker_label.c_str());
@@ -58,10 +58,12 @@ void draw_tree(const Tree& tr, int index) {
             dl->AddLine(ImVec2(sx(nd.start), py), ImVec2(sx(nd.start), y + bar * 0.5f), t.axis);
         }
         const ImU32 c = series_color(nd.category);
-        dl->AddRectFilled(ImVec2(sx(nd.start), y), ImVec2(std::max(sx(nd.end), sx(nd.start) + t.px(1)), y + bar), c, t.px(1));
+        dl->AddRectFilled(ImVec2(sx(nd.start), y),
+                          ImVec2(std::max(sx(nd.end), sx(nd.start) + t.px(1)), y + bar), c, t.px(1));
         for (double m : nd.markers) {
             const float mx = sx(m), my = y + bar * 0.5f, r = std::max(bar * 0.5f, t.px(3));
-            dl->AddQuadFilled(ImVec2(mx, my - r), ImVec2(mx + r, my), ImVec2(mx, my + r), ImVec2(mx - r, my), t.text);
+            dl->AddQuadFilled(ImVec2(mx, my - r), ImVec2(mx + r, my), ImVec2(mx, my + r), ImVec2(mx - r, my),
+                              t.text);
         }
     }
     // Token axis.
@@ -70,7 +72,8 @@ void draw_tree(const Tree& tr, int index) {
     ImGui::PushFont(fonts().small);
     for (double v : nice_ticks(0, xmax, std::max(2, int(w / t.px(90))), false)) {
         const std::string s = format_tick(v, "");
-        dl->AddText(ImVec2(sx(v) - ImGui::CalcTextSize(s.c_str()).x * 0.5f, ay + t.px(2)), t.text_dim, s.c_str());
+        dl->AddText(ImVec2(sx(v) - ImGui::CalcTextSize(s.c_str()).x * 0.5f, ay + t.px(2)), t.text_dim,
+                    s.c_str());
     }
     ImGui::PopFont();
     if (hovered) {
@@ -79,7 +82,8 @@ void draw_tree(const Tree& tr, int index) {
             const TreeNode& nd = tr.nodes[size_t(i)];
             std::string tip = nd.label.empty() ? "node " + std::to_string(i) : nd.label;
             tip += "\n" + tr.x_label + " " + format_grouped(nd.start) + " to " + format_grouped(nd.end);
-            if (!nd.markers.empty()) tip += "\n" + std::to_string(nd.markers.size()) + " " + tr.marker_label + "(s)";
+            if (!nd.markers.empty())
+                tip += "\n" + std::to_string(nd.markers.size()) + " " + tr.marker_label + "(s)";
             tooltip_wrapped(tip);
         }
     }

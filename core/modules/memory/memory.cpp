@@ -9,7 +9,9 @@ namespace k3 {
 namespace {
 
 void custom_params(ParamList<CustomModel>& l) {
-    auto custom = [](ParamSpec& s) -> ParamSpec& { return s.in_group("Custom model").active_when("preset", "custom"); };
+    auto custom = [](ParamSpec& s) -> ParamSpec& {
+        return s.in_group("Custom model").active_when("preset", "custom");
+    };
     const auto dtypes = dtype_choices({DType::fp32, DType::bf16, DType::fp16});
     custom(l.integer(&CustomModel::layers, "layers", "Layers", "", 1, 256)).describe("Total decoder layers.");
     custom(l.integer(&CustomModel::attn_every, "attn_every", "Attention every", "layers", 0, 64));
@@ -27,8 +29,9 @@ void custom_params(ParamList<CustomModel>& l) {
     custom(l.choice(&CustomModel::state_dtype, "state_dtype", "State dtype", dtypes));
     custom(l.choice(&CustomModel::conv_dtype, "conv_dtype", "Conv window dtype", dtypes))
         .describe("Element type of the short-conv windows (the raw q/k/v projections).");
-    custom(l.choice(&CustomModel::attn_kind, "attn_kind", "Attention cache",
-                    Choices<AttnKind>{{AttnKind::mla, "mla", "MLA latent"}, {AttnKind::gqa, "gqa", "GQA K/V heads"}}));
+    custom(l.choice(
+        &CustomModel::attn_kind, "attn_kind", "Attention cache",
+        Choices<AttnKind>{{AttnKind::mla, "mla", "MLA latent"}, {AttnKind::gqa, "gqa", "GQA K/V heads"}}));
     custom(l.integer(&CustomModel::mla_latent, "mla_latent", "MLA latent dim", "", 0, 8192))
         .describe("kv_lora_rank: the compressed latent cached per token (MLA only).");
     custom(l.integer(&CustomModel::mla_rope, "mla_rope", "MLA rope dims", "", 0, 1024))
@@ -49,8 +52,9 @@ ParamList<MemoryParams> memory_params() {
              preset_choices({ModelPreset::kimi_linear_48b, ModelPreset::qwen3_next_80b, ModelPreset::tiny,
                              ModelPreset::custom}))
         .in_group("Model")
-        .describe("Published configurations for the accounting, the runnable tiny model, or custom dimensions "
-                  "(below).");
+        .describe(
+            "Published configurations for the accounting, the runnable tiny model, or custom dimensions "
+            "(below).");
     l.integer(&MemoryParams::context, "context", "Context length", "tokens", 1, 16777216)
         .log()
         .in_group("Workload")
@@ -67,8 +71,8 @@ void validate_memory(const MemoryParams& p, Issues& issues) {
     if (p.preset != ModelPreset::custom) return;
     if (p.custom.v_heads % p.custom.heads != 0)
         issues.error(p.custom.v_heads, "value heads (" + std::to_string(p.custom.v_heads) +
-                                           ") must be a multiple of q/k heads (" + std::to_string(p.custom.heads) +
-                                           ")");
+                                           ") must be a multiple of q/k heads (" +
+                                           std::to_string(p.custom.heads) + ")");
     if (memory_model(p).n_linear() == 0)
         issues.warning(p.custom.attn_every, "every layer is attention: there is no fixed state");
 }
@@ -84,12 +88,16 @@ Experiment make_memory_experiment() {
         .params = memory_params(),
         .validate = validate_memory,
         .start = [](const MemoryParams& p, const Params& raw) -> std::unique_ptr<Run> {
-            return one_step_run("memory", raw, "accounting", [p](Report& r) { report_memory(p, run_memory(p), r); });
+            return one_step_run("memory", raw, "accounting",
+                                [p](Report& r) { report_memory(p, run_memory(p), r); });
         },
         .headlines = {
             {"Kimi-Linear at 1M tokens needs this fraction of an all-attention model's cache memory",
-             {{"preset", "kimi-linear-48b"}, {"context", "1048576"}}, "ratio_vs_baseline"},
-            {"One Kimi-Linear state weighs as much as this many tokens of its MLA cache", {}, "break_even_tokens"},
+             {{"preset", "kimi-linear-48b"}, {"context", "1048576"}},
+             "ratio_vs_baseline"},
+            {"One Kimi-Linear state weighs as much as this many tokens of its MLA cache",
+             {},
+             "break_even_tokens"},
         }});
 }
 

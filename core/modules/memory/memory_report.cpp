@@ -36,14 +36,14 @@ void scalars(const MemoryParams& p, const MemoryResult& m, Report& r) {
     r.scalar("state_bytes", lin + " state per sequence (fixed)", "B", double(a.state_bytes), true).help =
         "Recurrent state S plus short-conv windows of all " + std::to_string(a.linear_layers) + " " + lin +
         " layers. Independent of context length.";
-    r.scalar("kv_bytes_per_token", "Attention cache per token", "B", double(a.kv_bytes_per_token), true).help =
-        "Cache of all " + std::to_string(a.attention_layers) + " attention layers for one token.";
+    r.scalar("kv_bytes_per_token", "Attention cache per token", "B", double(a.kv_bytes_per_token), true)
+        .help = "Cache of all " + std::to_string(a.attention_layers) + " attention layers for one token.";
     r.scalar("total_bytes", "Hybrid per sequence at context", "B", total, true);
     r.scalar("baseline_bytes", "All-attention baseline at context", "B", base).help =
         "The same model with every layer an attention layer of the same cache geometry.";
     r.scalar("ratio_vs_baseline", "Hybrid / all-attention", "ratio", ratio(a, ctx), true);
-    r.scalar("break_even_tokens", "State equals attention cache at", "tokens", std::round(a.state_equivalent_tokens()),
-             true)
+    r.scalar("break_even_tokens", "State equals attention cache at", "tokens",
+             std::round(a.state_equivalent_tokens()), true)
         .help = "Context at which the attention layers' cache weighs as much as the fixed state.";
     r.scalar("baseline_crossover_tokens", "Hybrid smaller than all-attention above", "tokens",
              std::ceil(a.baseline_crossover_tokens()));
@@ -60,22 +60,23 @@ void plots(const MemoryParams& p, const MemoryResult& m, Report& r) {
     const MemoryAccount& a = m.account;
     const double budget = p.budget_gib * kGiB;
     auto per_sequence = [](std::string name) {
-        Series s = make_series(std::move(name), "Memory per sequence", "context (tokens)", "bytes per sequence",
-                               "tokens", "B");
+        Series s = make_series(std::move(name), "Memory per sequence", "context (tokens)",
+                               "bytes per sequence", "tokens", "B");
         s.log_x = s.log_y = true;
         return s;
     };
     auto fitting = [](std::string name) {
-        Series s = make_series(std::move(name), "Sequences that fit in the budget", "context (tokens)", "sequences",
-                               "tokens", "sequences");
+        Series s = make_series(std::move(name), "Sequences that fit in the budget", "context (tokens)",
+                               "sequences", "tokens", "sequences");
         s.log_x = s.log_y = true;
         return s;
     };
     Series hy = per_sequence("hybrid total"), bl = per_sequence("all-attention baseline");
-    Series st = per_sequence(m.model.linear_name + " state (fixed)"), kv = per_sequence("attention KV of the hybrid");
+    Series st = per_sequence(m.model.linear_name + " state (fixed)"),
+           kv = per_sequence("attention KV of the hybrid");
     Series fit = fitting("hybrid"), fitb = fitting("all-attention");
-    Series rat = make_series("hybrid / all-attention", "Hybrid / all-attention memory", "context (tokens)", "ratio",
-                             "tokens", "ratio");
+    Series rat = make_series("hybrid / all-attention", "Hybrid / all-attention memory", "context (tokens)",
+                             "ratio", "tokens", "ratio");
     rat.log_x = true;
     for (double x : context_sweep(double(p.context))) {
         hy.add(x, a.total_bytes(x));
@@ -94,31 +95,35 @@ void tables(const MemoryParams& p, const MemoryResult& m, Report& r) {
     const MemoryAccount& a = m.account;
     const double ctx = double(p.context), budget = p.budget_gib * kGiB;
     Table& parts = r.add_table(make_table("Per-sequence memory by part", {{"part", ""},
-                                                                     {"layers", "count"},
-                                                                     {"bytes per layer", "B"},
-                                                                     {"bytes per sequence", "B"},
-                                                                     {"grows with", ""}}));
+                                                                          {"layers", "count"},
+                                                                          {"bytes per layer", "B"},
+                                                                          {"bytes per sequence", "B"},
+                                                                          {"grows with", ""}}));
     const double rows = c.conv_width > 1 ? c.conv_width - 1 : 0;
     parts.add({c.linear_name + " recurrent state S [" + std::to_string(c.lin_v_heads) + "][" +
-                   std::to_string(c.head_k) + "][" + std::to_string(c.head_v) + "] " + dtype_name(c.state_dtype),
+                   std::to_string(c.head_k) + "][" + std::to_string(c.head_v) + "] " +
+                   dtype_name(c.state_dtype),
                double(a.linear_layers), double(a.recurrent_bytes_per_layer),
                double(a.recurrent_bytes_per_layer) * a.linear_layers, std::string("fixed")});
     parts.add({"short-conv windows " + format_number(rows) + " x " + std::to_string(c.conv_channels()) + " " +
                    dtype_name(c.conv_dtype),
-               double(a.linear_layers), double(a.conv_bytes_per_layer), double(a.conv_bytes_per_layer) * a.linear_layers,
-               std::string("fixed")});
-    const std::string kv = c.attn_kind == AttnKind::mla
-                               ? "MLA latent " + std::to_string(c.mla_latent) + " + rope " + std::to_string(c.mla_rope)
-                               : "GQA K+V 2 x " + std::to_string(c.kv_heads) + " x " + std::to_string(c.attn_head_dim);
+               double(a.linear_layers), double(a.conv_bytes_per_layer),
+               double(a.conv_bytes_per_layer) * a.linear_layers, std::string("fixed")});
+    const std::string kv =
+        c.attn_kind == AttnKind::mla
+            ? "MLA latent " + std::to_string(c.mla_latent) + " + rope " + std::to_string(c.mla_rope)
+            : "GQA K+V 2 x " + std::to_string(c.kv_heads) + " x " + std::to_string(c.attn_head_dim);
     parts.add({kv + " " + dtype_name(c.kv_dtype) + ", per token", double(a.attention_layers),
-               double(a.kv_bytes_per_token_per_layer), double(a.kv_bytes_per_token) * ctx, std::string("context")});
+               double(a.kv_bytes_per_token_per_layer), double(a.kv_bytes_per_token) * ctx,
+               std::string("context")});
 
-    Table& at = r.add_table(make_table("At typical context lengths", {{"context", "tokens"},
-                                                                  {"hybrid", "B"},
-                                                                  {"all-attention", "B"},
-                                                                  {"hybrid / all-attention", "ratio"},
-                                                                  {"sequences in budget", "sequences"},
-                                                                  {"all-attention sequences", "sequences"}}));
+    Table& at =
+        r.add_table(make_table("At typical context lengths", {{"context", "tokens"},
+                                                              {"hybrid", "B"},
+                                                              {"all-attention", "B"},
+                                                              {"hybrid / all-attention", "ratio"},
+                                                              {"sequences in budget", "sequences"},
+                                                              {"all-attention sequences", "sequences"}}));
     std::vector<double> marks = {4096, 32768, 131072, 1048576};
     if (std::find(marks.begin(), marks.end(), ctx) == marks.end()) marks.push_back(ctx);
     std::sort(marks.begin(), marks.end());
@@ -133,20 +138,20 @@ void reference_checks(const MemoryResult& m, Report& r) {
     if (m.model.id == "kimi-linear-48b") {
         const double r1m = a.total_bytes(1048576) / a.baseline_bytes(1048576);
         r.check("kimi_linear_reference_figures", "Kimi-Linear reference figures (reference/kda.md §5)",
-                a.state_bytes == 43417600 && a.kv_bytes_per_token == 8064 && std::fabs(r1m - 0.261) < 0.0005 &&
-                    std::round(be) == 5384,
+                a.state_bytes == 43417600 && a.kv_bytes_per_token == 8064 &&
+                    std::fabs(r1m - 0.261) < 0.0005 && std::round(be) == 5384,
                 "state " + format_grouped(double(a.state_bytes)) + " B (expect 43,417,600), KV " +
-                    format_grouped(double(a.kv_bytes_per_token)) + " B/token (expect 8,064), ratio at 1,048,576 " +
-                    format_sig(r1m, 4) + " (expect 0.261), break-even " + format_number(std::round(be)) +
-                    " (expect 5,384)");
+                    format_grouped(double(a.kv_bytes_per_token)) +
+                    " B/token (expect 8,064), ratio at 1,048,576 " + format_sig(r1m, 4) +
+                    " (expect 0.261), break-even " + format_number(std::round(be)) + " (expect 5,384)");
     }
     if (m.model.id == "qwen3-next-80b") {
         const double mib = double(a.state_bytes) / (1024.0 * 1024.0);
         r.check("qwen3_next_reference_figures", "Qwen3-Next reference figures (reference/serving.md §7)",
                 std::fabs(mib - 73.7) < 0.05 && a.kv_bytes_per_token == 24576 && std::round(be) == 3144,
-                "state " + format_sig(mib, 4) + " MiB (expect 73.7), KV " + format_grouped(double(a.kv_bytes_per_token)) +
-                    " B/token (expect 24 KiB), one state = " + format_number(std::round(be)) +
-                    " tokens of KV (expect 3,144)");
+                "state " + format_sig(mib, 4) + " MiB (expect 73.7), KV " +
+                    format_grouped(double(a.kv_bytes_per_token)) + " B/token (expect 24 KiB), one state = " +
+                    format_number(std::round(be)) + " tokens of KV (expect 3,144)");
     }
 }
 
@@ -159,7 +164,8 @@ void checks(const MemoryParams& p, const MemoryResult& m, Report& r) {
     const double be = a.state_equivalent_tokens();
     if (std::isfinite(be))
         r.check("break_even_kv_equals_state", "At the break-even length the attention cache equals the state",
-                std::fabs(double(a.kv_bytes_per_token) * be - double(a.state_bytes)) <= double(a.kv_bytes_per_token),
+                std::fabs(double(a.kv_bytes_per_token) * be - double(a.state_bytes)) <=
+                    double(a.kv_bytes_per_token),
                 format_number(std::round(be)) + " tokens x " + format_grouped(double(a.kv_bytes_per_token)) +
                     " B = " + format_grouped(std::round(be) * double(a.kv_bytes_per_token)) + " B vs state " +
                     format_grouped(double(a.state_bytes)) + " B");
@@ -177,8 +183,9 @@ void notes(const MemoryResult& m, Report& r) {
     r.notes.push_back(c.name + ": " + std::to_string(m.account.linear_layers) + " " + c.linear_name + " + " +
                       std::to_string(m.account.attention_layers) + " attention layers.");
     if (c.attn_kind == AttnKind::mla)
-        r.notes.push_back("Attention cache assumes an absorbed-MLA latent cache (latent + rope elements per token per "
-                          "layer), as vLLM stores it; HF eager caching of decompressed K and V is much larger.");
+        r.notes.push_back(
+            "Attention cache assumes an absorbed-MLA latent cache (latent + rope elements per token per "
+            "layer), as vLLM stores it; HF eager caching of decompressed K and V is much larger.");
     r.notes.push_back("Per sequence, tensor parallelism 1. With TP the head-sharded state divides by TP.");
     if (m.custom_ignored)
         r.notes.push_back("Custom dimensions are set but ignored: they apply only with preset=custom.");

@@ -1,4 +1,4 @@
-#include "core/experiments/tree_report.h"
+#include "core/modules/shared/tree_report.h"
 
 #include "core/base/numfmt.h"
 
