@@ -10,6 +10,7 @@
 #include "core/memory/hybrid_blocks.h"
 #include "core/memory/pool.h"
 #include "core/memory/pool_sim.h"
+#include "core/model/pool_model.h"
 
 namespace k3 {
 
@@ -110,9 +111,7 @@ std::vector<ParamSpec> pool_params() {
     };
 }
 
-PoolModel model_of(const Params& p) {
-    return PoolModel::from(account_memory(*model_preset(p.str("preset"))));
-}
+PoolModel model_of(const Params& p) { return pool_model(*model_preset(p.str("preset"))); }
 
 uint32_t cache_grid(uint32_t page) { return page * ((64 + page - 1) / page); }
 

@@ -4,6 +4,7 @@
 
 #include "core/fleet/fleet_sim_internal.h"
 #include "core/model/accounting.h"
+#include "core/model/pool_model.h"
 
 namespace k3 {
 
@@ -41,7 +42,7 @@ void FleetSim::reset_instance(uint32_t k) {
     sc.budget_bytes = c_.working_bytes;
     sc.page_tokens = c_.page_tokens;
     sc.state_slots = c_.max_running;
-    PoolResult pr = make_static_pool(PoolModel::from(account_memory(c_.model)), sc);
+    PoolResult pr = make_static_pool(pool_model(c_.model), sc);
     if (!pr.pool) {
         error_ = "working memory: " + pr.error;
         return;

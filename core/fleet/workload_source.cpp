@@ -13,10 +13,11 @@ constexpr uint64_t kBundledBytes = 3029533;
 }  // namespace
 
 const std::vector<SyntheticKindName>& synthetic_kinds() {
-    static const std::vector<SyntheticKindName> k = {{SyntheticKind::mix, "mix", "mix of all three"},
-                                                     {SyntheticKind::chat, "chat", "multi-turn chat"},
-                                                     {SyntheticKind::agentic, "agentic", "agentic branching"},
-                                                     {SyntheticKind::shared, "shared", "shared system prompts"}};
+    static const std::vector<SyntheticKindName> k = {
+        {SyntheticKind::mix, "mix", "mix of all three"},
+        {SyntheticKind::chat, "chat", "multi-turn chat"},
+        {SyntheticKind::agentic, "agentic", "agentic branching"},
+        {SyntheticKind::shared, "shared", "shared system prompts"}};
     return k;
 }
 

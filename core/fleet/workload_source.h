@@ -19,8 +19,8 @@ enum class SyntheticKind : uint8_t { mix, chat, agentic, shared };
 struct WorkloadSpec {
     std::string trace = "synthetic";  // "synthetic", "mooncake" (bundled) or a path
     SyntheticKind synthetic = SyntheticKind::mix;
-    uint32_t sessions = 96;           // chat sessions; the mix adds sessions/4 agent tasks and 2 x sessions
-                                      // shared-prompt requests
+    uint32_t sessions = 96;  // chat sessions; the mix adds sessions/4 agent tasks and 2 x sessions
+                             // shared-prompt requests
     uint64_t seed = 1;
     bool is_synthetic() const { return trace == "synthetic"; }
 };

@@ -49,16 +49,6 @@ const char* unit_kind_name(UnitKind k) {
     return "?";
 }
 
-PoolModel PoolModel::from(const MemoryAccount& a) {
-    PoolModel m;
-    m.linear_layers = a.linear_layers;
-    m.attention_layers = a.attention_layers;
-    m.state_bytes_per_layer = a.state_bytes_per_layer;
-    m.recurrent_bytes_per_layer = a.recurrent_bytes_per_layer;
-    m.kv_bytes_per_token_per_layer = a.kv_bytes_per_token_per_layer;
-    return m;
-}
-
 PagePool::PagePool(const PoolModel& m, const PoolLayout& l, size_t page_handles, size_t state_handles,
                    const PoolOptions& o)
     : model_(m), layout_(l), page_owner_(page_handles, kNoOwner), state_owner_(state_handles, kNoOwner) {

@@ -34,8 +34,6 @@
 #include <string>
 #include <vector>
 
-#include "core/model/accounting.h"
-
 namespace k3 {
 
 using OwnerId = uint64_t;
@@ -57,7 +55,7 @@ enum class AllocStatus : uint8_t {
 };
 const char* alloc_status_name(AllocStatus s);
 
-// What a pool needs to know about the model (from core/model/accounting.h).
+// What a pool needs to know about the model (core/model/pool_model.h makes it from the accounting).
 struct PoolModel {
     int linear_layers = 0, attention_layers = 0;
     uint64_t state_bytes_per_layer = 0;      // one linear layer: recurrent state + conv window
@@ -66,7 +64,6 @@ struct PoolModel {
 
     uint64_t state_bytes() const { return state_bytes_per_layer * uint64_t(linear_layers); }
     uint64_t kv_bytes_per_token() const { return kv_bytes_per_token_per_layer * uint64_t(attention_layers); }
-    static PoolModel from(const MemoryAccount& a);
 };
 
 // What a design made of the budget. "data" bytes hold model data; the rest of a page or slot is

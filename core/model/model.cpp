@@ -7,6 +7,7 @@
 #include "core/model/accounting.h"
 #include "core/model/matmul.h"
 #include "core/model/norm.h"
+#include "core/model/pool_model.h"
 
 namespace k3::model {
 
@@ -70,7 +71,7 @@ ModelResult Model::create(const ModelConfig& c, uint64_t seed, const ModelOption
     m->mla_ = mla_dims(c);
     // The pool is sized by the accounting; the layers address the bytes by their own dims. They must agree.
     const MemoryAccount acc = account_memory(c);
-    m->pool_model_ = PoolModel::from(acc);
+    m->pool_model_ = k3::pool_model(acc);
     const uint64_t state_layer = m->kda_.layer_floats() * sizeof(float);
     const uint64_t kv_row = uint64_t(m->mla_.cache_row()) * sizeof(float);
     if (acc.state_bytes_per_layer != state_layer ||

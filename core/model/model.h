@@ -29,6 +29,7 @@
 #include "core/model/kda_layer.h"
 #include "core/model/mla_layer.h"
 #include "core/model/mlp.h"
+#include "core/model/pool_model.h"
 #include "core/model/sequence.h"
 #include "core/model/weights.h"
 
@@ -93,7 +94,7 @@ class Model {
     const KdaWeights& kda_weights(int linear_index) const {
         return weights_.blocks[size_t(layer_of_linear(linear_index))].kda;
     }
-    // What a pool for this model's sequences is made with: PoolModel::from(account_memory(config)).
+    // What a pool for this model's sequences is made with: pool_model(config) (core/model/pool_model.h).
     const PoolModel& pool_model() const { return pool_model_; }
 
     // ---- sequences ----

@@ -11,12 +11,13 @@
 #include "core/base/rng.h"
 #include "core/memory/hybrid_blocks.h"
 #include "core/memory/pool.h"
+#include "core/model/pool_model.h"
 
 using namespace k3;
 
 namespace {
 
-PoolModel tiny_model() { return PoolModel::from(account_memory(*model_preset("tiny"))); }
+PoolModel tiny_model() { return pool_model(*model_preset("tiny")); }
 
 // Qwen3.5-4B: 32 layers (24 GDN + 8 attention), GDN geometry of Qwen3-Next, 4 KV heads of 256
 // (reference/serving.md §1.2 and §7).
@@ -24,7 +25,7 @@ PoolModel qwen35_4b_model() {
     ModelConfig c = *model_preset("qwen3-next-80b");
     c.layers = hybrid_pattern(32, 4, false);
     c.kv_heads = 4;
-    return PoolModel::from(account_memory(c));
+    return pool_model(c);
 }
 
 PoolResult make_design(PoolDesign d, const PoolModel& m, uint64_t budget, uint32_t page_tokens, bool backing,
@@ -366,7 +367,7 @@ TEST_CASE("vLLM block size: derivation reproduces the observed figures") {
     CHECK(p.linear_padding_layers == 0);
 
     // Qwen3-Next-80B-A3B at TP1: 1048 -> 1056 (reference/serving.md §7).
-    const PoolModel qn = PoolModel::from(account_memory(*model_preset("qwen3-next-80b")));
+    const PoolModel qn = pool_model(*model_preset("qwen3-next-80b"));
     REQUIRE(plan_hybrid_blocks(qn, 16, 16, &p).empty());
     CHECK(p.raw_tokens == 1048);
     CHECK(p.block_tokens == 1056);
@@ -374,7 +375,7 @@ TEST_CASE("vLLM block size: derivation reproduces the observed figures") {
     CHECK(p.linear_groups == 3);
 
     // Kimi-Linear: 2,170,880 B KDA state per layer over 1,152 B of MLA per token per layer.
-    const PoolModel kl = PoolModel::from(account_memory(*model_preset("kimi-linear-48b")));
+    const PoolModel kl = pool_model(*model_preset("kimi-linear-48b"));
     REQUIRE(plan_hybrid_blocks(kl, 16, 16, &p).empty());
     CHECK(p.block_tokens == 1888);
     CHECK(uint64_t(p.block_tokens) * 1152 >= 2170880);      // the state fits a page

@@ -9,13 +9,17 @@ void workload_params(ParamList<WorkloadSpec>& l, const WorkloadSeed& seed) {
     auto synthetic_only = [](ParamSpec& s) -> ParamSpec& {
         return s.in_group("Workload").active_when("trace", "synthetic");
     };
-    auto documented = [](ParamSpec& s) -> ParamSpec& { return s.describe(doc_param_help("workload_params", s.key)); };
+    auto documented = [](ParamSpec& s) -> ParamSpec& {
+        return s.describe(doc_param_help("workload_params", s.key));
+    };
     Choices<SyntheticKind> kinds;
     for (const SyntheticKindName& k : synthetic_kinds()) kinds.push_back({k.kind, k.id, k.label});
-    documented(l.text(&WorkloadSpec::trace, "trace", "Workload", {"synthetic", kMooncakeTraceName}).in_group("Workload"));
+    documented(l.text(&WorkloadSpec::trace, "trace", "Workload", {"synthetic", kMooncakeTraceName})
+                   .in_group("Workload"));
     documented(synthetic_only(l.choice(&WorkloadSpec::synthetic, "synthetic", "Synthetic workload", kinds)));
     synthetic_only(l.integer(&WorkloadSpec::sessions, "sessions", "Sessions", "sessions", 1, 4096).log())
-        .describe("Chat sessions; the mix adds sessions/4 agent tasks and 2 x sessions shared-prompt requests.");
+        .describe(
+            "Chat sessions; the mix adds sessions/4 agent tasks and 2 x sessions shared-prompt requests.");
     ParamSpec& s = l.seed(&WorkloadSpec::seed, seed.help);
     if (seed.synthetic_only)
         synthetic_only(s);
