@@ -26,6 +26,7 @@ PACKAGES=(
   fonts-inter fonts-jetbrains-mono                     # fonts embedded in the UI
   imagemagick                                          # screenshot checks
   nodejs npm                                           # wasm tests under node, browser tests
+  clang-format                                         # style check (tests/style/check_style.mjs)
   dpkg-dev xz-utils ca-certificates                    # unpacking the source package
 )
 missing=()

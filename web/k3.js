@@ -41,12 +41,12 @@
     fail("The browser dropped the WebGL context. Reload the page to continue.");
   }, true);
 
-  // Test hook (DESIGN.md §10): ready, report(), module(), run().
+  // Test hook for tests/e2e/page.test.mjs: ready, report(), module(), run().
   window.k3 = {
     ready: false,
     report() { return Module.UTF8ToString(Module._k3_report_json()); },
     module() { return Module.UTF8ToString(Module._k3_module_id()); },
-    // Test helpers beyond DESIGN.md §10: where a parameter's widget is (CSS pixels), frames drawn.
+    // More test helpers: where a parameter's widget is (CSS pixels), frames drawn.
     widget(key) {
       const p = Module._malloc(key.length * 4 + 1);
       Module.stringToUTF8(key, p, key.length * 4 + 1);

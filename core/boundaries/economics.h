@@ -1,4 +1,4 @@
-// What each method costs and saves, in one currency, for module 14's break-even maps (DESIGN.md §2,
+// What each method costs and saves, in one currency, for module 14's break-even maps (README's module table,
 // module 14). Everything is built from the core's own accounting: bytes from core/model/accounting.h
 // and core/spec/storage.h, times from the roofline of core/model/roofline.h, context-parallel work and
 // bytes from core/cp/work.h, move costs from core/lifecycle/migration_cost.h. Every time is a ROOFLINE

@@ -1,6 +1,6 @@
 // Benchmarks behind `k3cli bench NAME [--json]`. A benchmark registers itself from its own file:
 //     K3_REGISTER_BENCH("kda", "KDA kernels: scalar vs SIMD, decode and prefill", bench_kda);
-// and appends results; the command prints them in the schema of DESIGN.md §10:
+// and appends results; the command prints them in this schema:
 //   {"bench": NAME, "build": "native" | "wasm-simd" | "wasm-scalar", "arch": "...",
 //    "results": [{"name": "...", "params": {...}, "value": number, "unit": "..."}]}
 // Report ratios measured side by side in one run; absolute times on shared machines are noisy.

@@ -1,7 +1,7 @@
 // `k3cli bench fleet`: the Mooncake conversation trace (12,031 requests) on 8 instances with full
 // (unbounded) prefix trees, a checkpoint every 512 tokens, Kimi-Linear-48B-A3B on 2 x H100 per
-// instance (roofline estimate), prefix-affinity routing. DESIGN.md §6: under 2 s natively, under 6 s
-// in WebAssembly. Reports wall time, events per second and the hit rates (so a faster run that
+// instance (roofline estimate), prefix-affinity routing. Targets (README, Benchmarks): under 2 s natively,
+// under 6 s in WebAssembly. Reports wall time, events per second and the hit rates (so a faster run that
 // computes something else shows).
 #include <cstdio>
 

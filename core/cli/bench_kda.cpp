@@ -5,7 +5,7 @@
 // 64 MiB of layer states (a model's 20 KDA layers times a batch of sequences: every step reads and
 // writes its state from memory, as in serving). Variants are
 // measured in interleaved rounds and the median of the rounds is reported, so that ratios come from
-// one run on one machine state; the ratios the targets of DESIGN.md §6 talk about are appended.
+// one run on one machine state; the ratios the README's benchmark targets talk about are appended.
 // Times are process CPU time (clock() natively, process.cpuUsage() under node), not wall time: on a
 // shared machine a busy neighbour then does not distort the comparison of builds measured minutes
 // apart. On an idle machine the two agree; every result carries "clock": "cpu".

@@ -5,7 +5,8 @@
 //              zero-start outputs O0_r and output sensitivities E_r (variants.h).
 //   2. combine every rank gets its start state S_in(r):
 //              naive_sum  S_in(r) = S_0 + sum_{j<r} B_j, final S_0 + sum_j B_j: an all-reduce "+".
-//                         WRONG except for M = I; kept to show the error (§4.3, closed_form.h).
+//                         WRONG except for M = I; kept to show the error (reference/kda.md §4,
+//                         naive_sum_error in reference.h).
 //              serial     state passing: S_in(r+1) = M_r S_in(r) + B_r, rank after rank (R - 1 hops).
 //              scan       inclusive prefix of the maps, P_r = map_r ∘ ... ∘ map_0, by Hillis-Steele in
 //                         ceil(log2 R) rounds of composition, then S_in(r+1) = P_r(S_0).

@@ -12,7 +12,7 @@
 //           + each sequence's recurrent state read and written;
 //   seconds = max(FLOPs / (peak x compute efficiency), bytes / (bandwidth x memory efficiency)).
 // A pure decode batch gives exactly roofline.h's decode_step_cost and a pure prefill of n tokens
-// (n x active >= total) its prefill_cost (tests/unit/test_fleet_cost.cpp checks both). An instance
+// (n x active >= total) its prefill_cost (tests/unit/test_fleet.cpp checks both). An instance
 // of g GPUs is taken as ideal tensor parallelism: g x the peak FLOP/s and g x the bandwidth, no
 // communication cost. No kernel-launch or scheduling overhead is modelled.
 #pragma once

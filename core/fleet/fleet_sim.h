@@ -1,4 +1,4 @@
-// A discrete-event simulation of a fleet of serving instances of a hybrid model (DESIGN.md §2
+// A discrete-event simulation of a fleet of serving instances of a hybrid model (README's modules
 // modules 11-13, reference/serving.md §4-5).
 //
 // Each instance has

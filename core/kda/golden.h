@@ -1,9 +1,8 @@
-// Reader of KDA golden-vector folders (the format of ../shared/golden/kda/README.md, copied to
-// tests/data/golden/kda): meta.txt with "name value" lines (B, T, H, HV, K, V, scale, initial_state,
-// seed) and little-endian float32 files q, k [B][T][H][K], v [B][T][HV][V], g [B][T][HV][K],
-// beta [B][T][HV], h0 (optional) and ht [B][HV][K][V], o [B][T][HV][V].
-// Everything read is bounds-checked: a wrong size, a missing file, a bad meta line or a non-finite
-// value is reported with the file (and line or element) it concerns; nothing throws.
+// Reader of KDA golden-vector folders (the format of tests/data/golden/kda/README.md): meta.txt with "name
+// value" lines (B, T, H, HV, K, V, scale, initial_state, seed) and little-endian float32 files q, k
+// [B][T][H][K], v [B][T][HV][V], g [B][T][HV][K], beta [B][T][HV], h0 (optional) and ht [B][HV][K][V], o
+// [B][T][HV][V]. Everything read is bounds-checked: a wrong size, a missing file, a bad meta line or a
+// non-finite value is reported with the file (and line or element) it concerns; nothing throws.
 #pragma once
 
 #include <string>

@@ -1,4 +1,4 @@
-// Shapes and memory layouts of the KDA core (reference/kda.md §0, §2; DESIGN.md §4).
+// Shapes and memory layouts of the KDA core (reference/kda.md §0, §2; docs/architecture.md, Numerics).
 //
 // One layer, one sequence. All arrays are row-major float32, contiguous:
 //   state  S     [HV][K][V]   row i of a head's K x V matrix = key channel i (FLA's default layout)

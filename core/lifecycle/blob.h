@@ -1,5 +1,5 @@
 // The state blob: everything a paused request needs to continue elsewhere, as one versioned,
-// checksummed byte string (DESIGN.md §2 module 10, reference/kda.md §5, reference/serving.md §4).
+// checksummed byte string (module 10, reference/kda.md §5, reference/serving.md §4).
 //
 // Format, version 1. Integers little-endian, floats IEEE-754 binary32/64 little-endian.
 //   offset  size  field

@@ -1,7 +1,8 @@
-// The geometry a state blob records (DESIGN.md §4: "the layout is part of the state format") and the
-// exact byte size of a blob for a given geometry, position and contents. Pure arithmetic: it works for
-// the accounting presets (Kimi-Linear-48B-A3B in bf16) as well as for the runnable model (fp32), so the
-// migration cost model (migration_cost.h) counts the very bytes the writer (blob.h) would produce.
+// The geometry a state blob records (the layout is part of the state format: docs/architecture.md,
+// Numerics) and the exact byte size of a blob for a given geometry, position and contents. Pure
+// arithmetic: it works for the accounting presets (Kimi-Linear-48B-A3B in bf16) as well as for the
+// runnable model (fp32), so the migration cost model (migration_cost.h) counts the very bytes the
+// writer (blob.h) would produce.
 //
 // Blob format, version 1 (all integers little-endian; the full description is in blob.h):
 //   header 112 B | sections, each a 16 B section header + payload | CRC-32C of everything before, 4 B

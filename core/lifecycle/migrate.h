@@ -1,4 +1,4 @@
-// Pause, resume and migrate a request of the runnable model (DESIGN.md §2 module 10):
+// Pause, resume and migrate a request of the runnable model (module 10):
 //
 //   RequestState st = capture(model_a, req, MigrationStrategy::move_all, 0);
 //   std::vector<std::byte> blob;  write_blob(st, &blob);                       // blob.h

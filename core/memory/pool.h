@@ -1,6 +1,6 @@
 // The page pool: KV pages and per-sequence state slots of a hybrid model sharing one byte budget.
 //
-// Three designs sit behind one interface (DESIGN.md §2 module 3, reference/serving.md §1):
+// Three designs sit behind one interface (module 3, reference/serving.md §1):
 //   static   two fixed pools split by a ratio (SGLang's default MambaPool + KV pool),
 //   vllm     one pool of equal-size blocks, the attention block inflated to hold one layer's state
 //            and the state page padded (vLLM's hybrid allocator),

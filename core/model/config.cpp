@@ -93,8 +93,8 @@ std::optional<ModelConfig> model_preset(std::string_view id) {
         return c;
     }
     if (id == "tiny" || id == "small") {
-        // The runnable models (DESIGN.md §5): same layer design, small sizes; fp32 state, conv windows
-        // and KV, bf16 weights (core/model/weights.h).
+        // The runnable models (README, "What it is"): same layer design, small sizes; fp32 state, conv
+        // windows and KV, bf16 weights (core/model/weights.h).
         const bool tiny = id == "tiny";
         c.id = std::string(id);
         c.name = tiny ? "tiny (runnable)" : "small (runnable)";

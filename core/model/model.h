@@ -1,4 +1,4 @@
-// The runnable hybrid model (DESIGN.md §5, reference/kda.md §1): embedding, decoder blocks
+// The runnable hybrid model (reference/kda.md §1): embedding, decoder blocks
 // h += Attn(RMSNorm(h)); h += MLP(RMSNorm(h)) with KDA or MLA attention in the config's pattern,
 // final RMSNorm and LM head. Sequences live in a PagePool with backing storage (sequence.h).
 //
@@ -13,7 +13,7 @@
 // when |A| is a multiple of the chunk size (the chunked kernel restarts at each call, everything else
 // is row by row); a multi-token forward with CoreMode::recurrent has the bits of decoding the tokens
 // one by one; save / restore / fork copy bytes, so continuing is bitwise the uninterrupted run.
-// Natively and in WebAssembly the bits are the same (DESIGN.md §4).
+// Natively and in WebAssembly the bits are the same (docs/architecture.md, Numerics).
 //
 // Not thread-safe: a Model owns the scratch buffers of its forward passes.
 #pragma once

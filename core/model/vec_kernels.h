@@ -4,7 +4,7 @@
 // split into 16 partial sums (element i goes to partial i % 16, each partial summed in ascending i),
 // combined by the fixed tree p[j] += p[j + 8], then + 4, + 2, + 1. Every vector width that divides 16
 // (1 scalar, 4 WebAssembly/SSE, 8 AVX2, 16 AVX-512) computes exactly these partials, so the bits are
-// the same in every build (DESIGN.md §4).
+// the same in every build (docs/architecture.md, Numerics).
 // axpy: y += a x, element-wise, trivially the same bits at any width.
 // silu / silu_mul: x sigmoid(x) = x * (1 / (1 + exp(-x))) with the exp of core/base/fmath.h; the SIMD
 // version uses core/kda/vexp.h, which gives exp_f32's bits in every lane.

@@ -1,4 +1,4 @@
-// A per-request ring of records for speculative decoding (DESIGN.md module 8; reference/serving.md §3,
+// A per-request ring of records for speculative decoding (module 8; reference/serving.md §3,
 // "ReplaySSM"): one checkpoint state (the confirmed state at the ring's tail) and L record slots. The
 // working state is never kept: each verification rebuilds it from the checkpoint plus the records kept
 // so far, records its N tokens into the slots after them, and a rollback is a cursor move (the rejected

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every module with its defaults, natively and in WebAssembly: the reports must be identical apart
-# from "timing" (DESIGN.md §4: bitwise-identical results for the same seed).
+# from "timing" (docs/architecture.md, Numerics: bitwise-identical results for the same seed).
 # Usage: compare_builds.sh "NATIVE K3CLI" "WASM K3CLI"
 set -uo pipefail
 A=$1 B=$2

@@ -71,7 +71,7 @@ TEST_CASE("log_f32, log1p, softplus, sigmoid") {
 }
 
 // FNV-1a over the bit patterns of many results. The constant was computed once; the native and
-// the WebAssembly builds must both reproduce it (DESIGN.md §4).
+// the WebAssembly builds must both reproduce it (docs/architecture.md, Numerics).
 TEST_CASE("fmath and rng digests are the same in every build") {
     uint64_t h = 1469598103934665603ull;
     auto mix = [&](const void* p, size_t n) {

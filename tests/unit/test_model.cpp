@@ -322,8 +322,8 @@ TEST_CASE("model: scalar and SIMD kernels give the same model bits") {
 }
 
 // A greedy stream and a temperature-sampled stream with their logits and the final state, hashed.
-// The native and the WebAssembly builds must both reproduce the constant (DESIGN.md §4): any change
-// in a kernel's arithmetic order (core/model or core/kda), an exp, or the RNG changes it. After a
+// The native and the WebAssembly builds must both reproduce the constant (docs/architecture.md, Numerics):
+// any change in a kernel's arithmetic order (core/model or core/kda), an exp, or the RNG changes it. After a
 // deliberate change of order, recompute it and check that both builds print the same new value.
 TEST_CASE("model: the same greedy and sampled token streams and digest natively and in WebAssembly") {
     Model& m = tiny();
