@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -90,17 +91,11 @@ bool save_framebuffer(GLFWwindow* w, const std::string& path) {
     return k3::ui::write_png(path, fw, fh, flipped);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-    Options opt;
-    if (!parse(argc, argv, opt)) {
-        usage();
-        return 2;
-    }
+// A window with an OpenGL 3.2 core context, or null (no display).
+GLFWwindow* open_window(const Options& opt) {
     glfwSetErrorCallback(
         [](int code, const char* msg) { std::fprintf(stderr, "glfw error %d: %s\n", code, msg); });
-    if (!glfwInit()) return 1;
+    if (!glfwInit()) return nullptr;
     glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
     glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 2);
     glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
@@ -109,11 +104,15 @@ int main(int argc, char** argv) {
     if (!window) {
         std::fprintf(stderr, "k3explorer: could not open a window (is a display available?)\n");
         glfwTerminate();
-        return 1;
+        return nullptr;
     }
     glfwMakeContextCurrent(window);
     glfwSwapInterval(1);
-    // Our callbacks first: ImGui's backend chains to them, so any input wakes the loop.
+    return window;
+}
+
+// Any input wakes the loop. Installed before ImGui's backend, which chains to them.
+void wake_on_events(GLFWwindow* window) {
     glfwSetCursorPosCallback(window, [](GLFWwindow*, double, double) { mark_event(); });
     glfwSetMouseButtonCallback(window, [](GLFWwindow*, int, int, int) { mark_event(); });
     glfwSetScrollCallback(window, [](GLFWwindow*, double, double) { mark_event(); });
@@ -124,7 +123,9 @@ int main(int argc, char** argv) {
     glfwSetWindowSizeCallback(window, [](GLFWwindow*, int, int) { mark_event(); });
     glfwSetWindowRefreshCallback(window, [](GLFWwindow*) { mark_event(); });
     glfwSetWindowContentScaleCallback(window, [](GLFWwindow*, float, float) { mark_event(); });
+}
 
+void start_imgui(GLFWwindow* window) {
     IMGUI_CHECKVERSION();
     ImGui::CreateContext();
     ImGuiIO& io = ImGui::GetIO();
@@ -132,20 +133,37 @@ int main(int argc, char** argv) {
     io.ConfigFlags |= ImGuiConfigFlags_NavEnableKeyboard;
     ImGui_ImplGlfw_InitForOpenGL(window, true);
     ImGui_ImplOpenGL3_Init("#version 150");
+}
 
-    k3::ui::App app;
-    app.dark = !opt.light;
-    if (!opt.link.empty())
-        app.open_link(opt.link);
-    else if (!opt.module.empty())
-        app.open_module(opt.module, opt.set);
-    else
-        app.open_link("");
+void stop(GLFWwindow* window) {
+    ImGui_ImplOpenGL3_Shutdown();
+    ImGui_ImplGlfw_Shutdown();
+    ImGui::DestroyContext();
+    glfwDestroyWindow(window);
+    glfwTerminate();
+}
 
+// --screenshot: once the view has stopped changing, save it. Returns the exit code when done.
+std::optional<int> screenshot_when_settled(GLFWwindow* window, const k3::ui::App& app, const Options& opt,
+                                           int& settled, double t_start) {
+    settled = app.busy() ? 0 : settled + 1;
+    if (settled >= 6) {
+        if (save_framebuffer(window, opt.screenshot)) return 0;
+        std::fprintf(stderr, "k3explorer: could not write %s\n", opt.screenshot.c_str());
+        return 1;
+    }
+    if (k3::now_ms() - t_start > 300000) {
+        std::fprintf(stderr, "k3explorer: the run did not finish within 300 s; no screenshot\n");
+        return 1;
+    }
+    return std::nullopt;
+}
+
+// Draws frames while anything changes (and a few after the last event), sleeps otherwise.
+int run_loop(GLFWwindow* window, k3::ui::App& app, const Options& opt) {
     int frames_left = 3;  // frames to draw after the last event
     int settled = 0;      // screenshot: frames drawn since the view stopped changing
     const double t_start = k3::now_ms();
-    int rc = 0;
     while (!glfwWindowShouldClose(window)) {
         if (opt.screenshot.empty() && !app.needs_frames() && frames_left <= 0)
             glfwWaitEventsTimeout(1.0);
@@ -158,7 +176,7 @@ int main(int argc, char** argv) {
         ImGui_ImplOpenGL3_NewFrame();
         ImGui_ImplGlfw_NewFrame();
         // Scripted screenshots show no hover state wherever the virtual display's pointer is.
-        if (!opt.screenshot.empty()) io.AddMousePosEvent(-FLT_MAX, -FLT_MAX);
+        if (!opt.screenshot.empty()) ImGui::GetIO().AddMousePosEvent(-FLT_MAX, -FLT_MAX);
         int fw, fh;
         glfwGetFramebufferSize(window, &fw, &fh);
         k3::ui::draw_frame(app, 12.0, fw, fh);
@@ -169,25 +187,35 @@ int main(int argc, char** argv) {
             const std::string name = "k3-" + app.module_id() + ".png";
             app.notify(save_framebuffer(window, name) ? "Saved " + name : "Could not write " + name);
         }
-        if (!opt.screenshot.empty()) {
-            settled = app.busy() ? 0 : settled + 1;
-            if (settled >= 6) {
-                rc = save_framebuffer(window, opt.screenshot) ? 0 : 1;
-                if (rc) std::fprintf(stderr, "k3explorer: could not write %s\n", opt.screenshot.c_str());
-                break;
-            }
-            if (k3::now_ms() - t_start > 300000) {
-                std::fprintf(stderr, "k3explorer: the run did not finish within 300 s; no screenshot\n");
-                rc = 1;
-                break;
-            }
-        }
+        if (!opt.screenshot.empty())
+            if (const auto rc = screenshot_when_settled(window, app, opt, settled, t_start)) return *rc;
         glfwSwapBuffers(window);
     }
-    ImGui_ImplOpenGL3_Shutdown();
-    ImGui_ImplGlfw_Shutdown();
-    ImGui::DestroyContext();
-    glfwDestroyWindow(window);
-    glfwTerminate();
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Options opt;
+    if (!parse(argc, argv, opt)) {
+        usage();
+        return 2;
+    }
+    GLFWwindow* window = open_window(opt);
+    if (!window) return 1;
+    wake_on_events(window);
+    start_imgui(window);
+
+    k3::ui::App app;
+    app.dark = !opt.light;
+    if (!opt.link.empty())
+        app.open_link(opt.link);
+    else if (!opt.module.empty())
+        app.open_module(opt.module, opt.set);
+    else
+        app.open_link("");
+    const int rc = run_loop(window, app, opt);
+    stop(window);
     return rc;
 }

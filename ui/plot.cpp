@@ -148,33 +148,27 @@ void fit_axis(Axis& a, double lo, double hi, bool include_zero) {
 
 }  // namespace
 
-void draw_plot(const char* id, const std::string& title, const std::vector<const Series*>& series,
-               float height) {
-    if (series.empty()) return;
+namespace {
+
+// One chart being drawn: its series, axes and plot area (a0 top left, a1 bottom right).
+struct Chart {
+    const std::vector<const Series*>& series;
+    const Series& s0;  // the first series: style, units and labels of the chart
+    bool bars, categorical;
+    Axis ax, ay;
+    size_t ncat = 0;  // categories (bars, named x values)
+    ImDrawList* dl;
+    ImVec2 a0, a1;
+
+    float sx(double v) const { return a0.x + float(ax.map(v)) * (a1.x - a0.x); }
+    float sy(double v) const { return a1.y - float(ay.map(v)) * (a1.y - a0.y); }
+    double x_of(const Series& s, size_t i) const { return categorical ? double(i) : s.x[i]; }
+    bool drawable(const Series& s, size_t i) const { return ax.valid(x_of(s, i)) && ay.valid(s.y[i]); }
+};
+
+// Legend entries flowing left to right from y, wrapping at the frame; returns the y below them.
+float draw_legend(ImDrawList* dl, const std::vector<const Series*>& series, ImVec2 p0, ImVec2 p1, float y) {
     const Theme& t = theme();
-    const Fonts& f = fonts();
-    const Series& s0 = *series[0];
-    const bool bars = s0.style == SeriesStyle::bars;
-    const bool categorical = bars || !s0.x_names.empty();
-
-    ImGui::PushID(id);
-    const float w = ImGui::GetContentRegionAvail().x;
-    const ImVec2 p0 = ImGui::GetCursorScreenPos();
-    ImGui::InvisibleButton("plot", ImVec2(w, height));
-    const bool hovered = ImGui::IsItemHovered();
-    ImDrawList* dl = ImGui::GetWindowDrawList();
-    const ImVec2 p1(p0.x + w, p0.y + height);
-    dl->AddRectFilled(p0, p1, t.panel, t.px(6));
-    dl->AddRect(p0, p1, t.border, t.px(6));
-
-    // Title and legend on top.
-    float y = p0.y + t.px(8);
-    ImGui::PushFont(f.bold);
-    dl->AddText(ImVec2(p0.x + t.px(12), y), t.text, title.c_str());
-    const float title_h = ImGui::GetTextLineHeight();
-    ImGui::PopFont();
-    y += title_h + t.px(4);
-    ImGui::PushFont(f.small);
     const float lh = ImGui::GetTextLineHeight();
     float lx = p0.x + t.px(12);
     for (size_t i = 0; i < series.size(); ++i) {
@@ -189,167 +183,217 @@ void draw_plot(const char* id, const std::string& title, const std::vector<const
         dl->AddText(ImVec2(lx + t.px(18), y), t.text_dim, series[i]->name.c_str());
         lx += tw;
     }
-    y += lh + t.px(6);
+    return y + lh + t.px(6);
+}
 
-    // Axes ranges.
-    Axis ax, ay;
-    ax.log = s0.log_x && !categorical;
-    ay.log = s0.log_y;
+// The axes' ranges from the data (every valid point of every series).
+void fit_axes(Chart& c) {
+    c.ax.log = c.s0.log_x && !c.categorical;
+    c.ay.log = c.s0.log_y;
     double xlo = std::numeric_limits<double>::infinity(), xhi = -xlo, ylo = xlo, yhi = -xlo;
-    size_t ncat = 0;
-    for (const Series* s : series) {
-        ncat = std::max(ncat, s->y.size());
+    for (const Series* s : c.series) {
+        c.ncat = std::max(c.ncat, s->y.size());
         for (size_t i = 0; i < s->x.size() && i < s->y.size(); ++i) {
-            if (!ax.valid(s->x[i]) || !ay.valid(s->y[i])) continue;
+            if (!c.ax.valid(s->x[i]) || !c.ay.valid(s->y[i])) continue;
             xlo = std::min(xlo, s->x[i]), xhi = std::max(xhi, s->x[i]);
             ylo = std::min(ylo, s->y[i]), yhi = std::max(yhi, s->y[i]);
         }
     }
-    if (categorical) {
-        ax.lo = -0.5;
-        ax.hi = double(ncat) - 0.5;
+    if (c.categorical) {
+        c.ax.lo = -0.5;
+        c.ax.hi = double(c.ncat) - 0.5;
     } else {
-        fit_axis(ax, xlo, xhi, false);
-        if (!ax.log) ax.lo = xlo <= xhi ? xlo : ax.lo, ax.hi = xlo < xhi ? xhi : ax.hi;
+        fit_axis(c.ax, xlo, xhi, false);
+        if (!c.ax.log) c.ax.lo = xlo <= xhi ? xlo : c.ax.lo, c.ax.hi = xlo < xhi ? xhi : c.ax.hi;
     }
-    fit_axis(ay, ylo, yhi, bars);
+    fit_axis(c.ay, ylo, yhi, c.bars);
+}
 
-    // Plot area: leave room for y tick labels (left) and x ticks + label (bottom).
-    const std::string& yu = s0.y_unit;
-    const std::string& xu = s0.x_unit;
-    const int ytarget = std::max(2, int((p1.y - y - lh * 3) / t.px(42)));
-    auto yt = nice_ticks(ay.lo, ay.hi, ytarget, ay.log, yu == "B");
-    float ylab_w = 0;
-    for (double v : yt) ylab_w = std::max(ylab_w, ImGui::CalcTextSize(format_tick(v, yu).c_str()).x);
-    const ImVec2 a0(p0.x + t.px(14) + ylab_w + t.px(6), y + lh + t.px(4));
-    const ImVec2 a1(p1.x - t.px(16), p1.y - lh * 2 - t.px(12));
-    if (a1.x - a0.x < t.px(40) || a1.y - a0.y < t.px(30)) {
-        ImGui::PopFont();
-        ImGui::PopID();
-        return;
-    }
-    auto sx = [&](double v) { return a0.x + float(ax.map(v)) * (a1.x - a0.x); };
-    auto sy = [&](double v) { return a1.y - float(ay.map(v)) * (a1.y - a0.y); };
-
-    // y label above the axis, grid and ticks.
-    dl->AddText(ImVec2(p0.x + t.px(12), y), t.text_dim, s0.y_label.c_str());
-    for (double v : yt) {
-        const float py = sy(v);
-        if (py < a0.y - 1 || py > a1.y + 1) continue;
-        dl->AddLine(ImVec2(a0.x, py), ImVec2(a1.x, py), t.grid);
-        const std::string txt = format_tick(v, yu);
+void draw_y_grid(const Chart& c, const std::vector<double>& ticks) {
+    const Theme& t = theme();
+    for (double v : ticks) {
+        const float py = c.sy(v);
+        if (py < c.a0.y - 1 || py > c.a1.y + 1) continue;
+        c.dl->AddLine(ImVec2(c.a0.x, py), ImVec2(c.a1.x, py), t.grid);
+        const std::string txt = format_tick(v, c.s0.y_unit);
         const ImVec2 ts = ImGui::CalcTextSize(txt.c_str());
-        dl->AddText(ImVec2(a0.x - t.px(6) - ts.x, py - ts.y * 0.5f), t.text_dim, txt.c_str());
+        c.dl->AddText(ImVec2(c.a0.x - t.px(6) - ts.x, py - ts.y * 0.5f), t.text_dim, txt.c_str());
     }
-    if (categorical) {
-        const std::vector<std::string>& names = s0.x_names;
-        for (size_t i = 0; i < ncat; ++i) {
+}
+
+void draw_x_axis(const Chart& c, float lh) {
+    const Theme& t = theme();
+    const std::string& xu = c.s0.x_unit;
+    if (c.categorical) {
+        const std::vector<std::string>& names = c.s0.x_names;
+        for (size_t i = 0; i < c.ncat; ++i) {
             const std::string txt =
-                i < names.size() ? names[i] : format_tick(i < s0.x.size() ? s0.x[i] : double(i), xu);
+                i < names.size() ? names[i] : format_tick(i < c.s0.x.size() ? c.s0.x[i] : double(i), xu);
             const ImVec2 ts = ImGui::CalcTextSize(txt.c_str());
-            const float px = sx(double(i));
-            dl->AddText(ImVec2(px - ts.x * 0.5f, a1.y + t.px(4)), t.text_dim, txt.c_str());
+            c.dl->AddText(ImVec2(c.sx(double(i)) - ts.x * 0.5f, c.a1.y + t.px(4)), t.text_dim, txt.c_str());
         }
     } else {
-        const int xtarget = std::max(2, int((a1.x - a0.x) / t.px(90)));
-        for (double v : nice_ticks(ax.lo, ax.hi, xtarget, ax.log, xu == "B")) {
-            const float px = sx(v);
-            if (px < a0.x - 1 || px > a1.x + 1) continue;
-            dl->AddLine(ImVec2(px, a0.y), ImVec2(px, a1.y), t.grid);
+        const int xtarget = std::max(2, int((c.a1.x - c.a0.x) / t.px(90)));
+        for (double v : nice_ticks(c.ax.lo, c.ax.hi, xtarget, c.ax.log, xu == "B")) {
+            const float px = c.sx(v);
+            if (px < c.a0.x - 1 || px > c.a1.x + 1) continue;
+            c.dl->AddLine(ImVec2(px, c.a0.y), ImVec2(px, c.a1.y), t.grid);
             const std::string txt = format_tick(v, xu);
             const ImVec2 ts = ImGui::CalcTextSize(txt.c_str());
-            dl->AddText(
-                ImVec2(std::clamp(px - ts.x * 0.5f, a0.x - t.px(10), a1.x - ts.x + t.px(10)), a1.y + t.px(4)),
-                t.text_dim, txt.c_str());
+            const float x = std::clamp(px - ts.x * 0.5f, c.a0.x - t.px(10), c.a1.x - ts.x + t.px(10));
+            c.dl->AddText(ImVec2(x, c.a1.y + t.px(4)), t.text_dim, txt.c_str());
         }
     }
-    const ImVec2 xls = ImGui::CalcTextSize(s0.x_label.c_str());
-    dl->AddText(ImVec2((a0.x + a1.x - xls.x) * 0.5f, a1.y + lh + t.px(6)), t.text_dim, s0.x_label.c_str());
-    dl->AddLine(ImVec2(a0.x, a1.y), ImVec2(a1.x, a1.y), t.axis);
-    dl->AddLine(ImVec2(a0.x, a0.y), ImVec2(a0.x, a1.y), t.axis);
+    const ImVec2 xls = ImGui::CalcTextSize(c.s0.x_label.c_str());
+    c.dl->AddText(ImVec2((c.a0.x + c.a1.x - xls.x) * 0.5f, c.a1.y + lh + t.px(6)), t.text_dim,
+                  c.s0.x_label.c_str());
+    c.dl->AddLine(ImVec2(c.a0.x, c.a1.y), ImVec2(c.a1.x, c.a1.y), t.axis);
+    c.dl->AddLine(ImVec2(c.a0.x, c.a0.y), ImVec2(c.a0.x, c.a1.y), t.axis);
+}
 
-    // Data.
-    dl->PushClipRect(ImVec2(a0.x, a0.y - t.px(2)), ImVec2(a1.x + t.px(2), a1.y + t.px(1)), true);
-    const float thick = t.px(2.0f);
-    const int nser = int(series.size());
-    for (int k = 0; k < nser; ++k) {
-        const Series& s = *series[size_t(k)];
-        const ImU32 c = series_color(k);
-        if (bars) {
-            const float slot = (a1.x - a0.x) / float(std::max<size_t>(ncat, 1));
-            const float bw = slot * 0.7f / float(nser);
-            for (size_t i = 0; i < s.y.size(); ++i) {
-                if (!ay.valid(s.y[i])) continue;
-                const float cx = sx(double(i)) - slot * 0.35f + bw * float(k);
-                const double base = ay.log ? ay.lo : 0.0;
-                dl->AddRectFilled(ImVec2(cx + t.px(1), std::min(sy(s.y[i]), sy(base))),
-                                  ImVec2(cx + bw - t.px(1), std::max(sy(s.y[i]), sy(base))), c, t.px(2));
-            }
+void draw_bars(const Chart& c, const Series& s, int k) {
+    const Theme& t = theme();
+    const int nser = int(c.series.size());
+    const float slot = (c.a1.x - c.a0.x) / float(std::max<size_t>(c.ncat, 1));
+    const float bw = slot * 0.7f / float(nser);
+    const double base = c.ay.log ? c.ay.lo : 0.0;
+    for (size_t i = 0; i < s.y.size(); ++i) {
+        if (!c.ay.valid(s.y[i])) continue;
+        const float cx = c.sx(double(i)) - slot * 0.35f + bw * float(k);
+        c.dl->AddRectFilled(ImVec2(cx + t.px(1), std::min(c.sy(s.y[i]), c.sy(base))),
+                            ImVec2(cx + bw - t.px(1), std::max(c.sy(s.y[i]), c.sy(base))), series_color(k),
+                            t.px(2));
+    }
+}
+
+// A line (or points, or steps) broken where a point cannot be drawn.
+void draw_line(const Chart& c, const Series& s, int k) {
+    const Theme& t = theme();
+    const ImU32 col = series_color(k);
+    std::vector<ImVec2> pts;
+    auto flush = [&] {
+        if (s.style == SeriesStyle::points || pts.size() == 1)
+            for (const auto& p : pts) c.dl->AddCircleFilled(p, t.px(3), col);
+        else if (pts.size() > 1)
+            c.dl->AddPolyline(pts.data(), int(pts.size()), col, ImDrawFlags_None, t.px(2.0f));
+        pts.clear();
+    };
+    for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
+        if (!c.drawable(s, i)) {
+            flush();
             continue;
         }
-        std::vector<ImVec2> pts;
-        auto flush = [&] {
-            if (s.style == SeriesStyle::points || pts.size() == 1)
-                for (const auto& p : pts) dl->AddCircleFilled(p, t.px(3), c);
-            else if (pts.size() > 1)
-                dl->AddPolyline(pts.data(), int(pts.size()), c, ImDrawFlags_None, thick);
-            pts.clear();
-        };
-        for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
-            const double xv = categorical ? double(i) : s.x[i];
-            if (!ax.valid(xv) || !ay.valid(s.y[i])) {
-                flush();
-                continue;
-            }
-            const ImVec2 p(sx(xv), sy(s.y[i]));
-            if (s.style == SeriesStyle::step && !pts.empty()) pts.push_back(ImVec2(p.x, pts.back().y));
-            pts.push_back(p);
-        }
-        flush();
+        const ImVec2 p(c.sx(c.x_of(s, i)), c.sy(s.y[i]));
+        if (s.style == SeriesStyle::step && !pts.empty()) pts.push_back(ImVec2(p.x, pts.back().y));
+        pts.push_back(p);
     }
-    dl->PopClipRect();
+    flush();
+}
 
-    // Hover read-out: nearest point of each series to the mouse's x.
-    if (hovered) {
+// The index of s's drawable point nearest to screen x mx, or -1.
+int nearest_point(const Chart& c, const Series& s, float mx) {
+    int best = -1;
+    float bd = 1e30f;
+    for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
+        if (!c.drawable(s, i)) continue;
+        const float d = std::fabs(c.sx(c.x_of(s, i)) - mx);
+        if (d < bd) bd = d, best = int(i);
+    }
+    return best;
+}
+
+// Hover read-out: a vertical line at the mouse and, per series, its point nearest to it.
+void draw_hover(const Chart& c, ImVec2 m) {
+    const Theme& t = theme();
+    const double fx = (m.x - c.a0.x) / (c.a1.x - c.a0.x);
+    const double xq = c.categorical ? std::round(c.ax.unmap(fx)) : c.ax.unmap(fx);
+    const float lx = c.categorical ? c.sx(xq) : m.x;
+    c.dl->AddLine(ImVec2(lx, c.a0.y), ImVec2(lx, c.a1.y), t.axis);
+    ImGui::BeginTooltip();
+    bool header = false;
+    for (int k = 0; k < int(c.series.size()); ++k) {
+        const Series& s = *c.series[size_t(k)];
+        const int best = nearest_point(c, s, m.x);
+        if (best < 0) continue;
+        const size_t b = size_t(best);
+        if (!header) {
+            const std::string xs =
+                c.categorical && b < s.x_names.size() ? s.x_names[b] : format_with_unit(s.x[b], c.s0.x_unit);
+            ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(t.text_dim), "%s: %s", c.s0.x_label.c_str(),
+                               xs.c_str());
+            header = true;
+        }
+        if (!c.bars)
+            c.dl->AddCircleFilled(ImVec2(c.sx(c.x_of(s, b)), c.sy(s.y[b])), t.px(4), series_color(k));
+        ImGui::ColorButton("##c", ImGui::ColorConvertU32ToFloat4(series_color(k)),
+                           ImGuiColorEditFlags_NoTooltip | ImGuiColorEditFlags_NoBorder,
+                           ImVec2(t.px(10), t.px(10)));
+        ImGui::SameLine();
+        ImGui::Text("%s  %s", s.name.c_str(), format_with_unit(s.y[b], s.y_unit).c_str());
+    }
+    ImGui::EndTooltip();
+}
+
+}  // namespace
+
+void draw_plot(const char* id, const std::string& title, const std::vector<const Series*>& series,
+               float height) {
+    if (series.empty()) return;
+    const Theme& t = theme();
+    const Series& s0 = *series[0];
+    Chart c{series,
+            s0,
+            s0.style == SeriesStyle::bars,
+            s0.style == SeriesStyle::bars || !s0.x_names.empty(),
+            {},
+            {},
+            0,
+            nullptr,
+            {},
+            {}};
+
+    ImGui::PushID(id);
+    const float w = ImGui::GetContentRegionAvail().x;
+    const ImVec2 p0 = ImGui::GetCursorScreenPos();
+    ImGui::InvisibleButton("plot", ImVec2(w, height));
+    const bool hovered = ImGui::IsItemHovered();
+    c.dl = ImGui::GetWindowDrawList();
+    const ImVec2 p1(p0.x + w, p0.y + height);
+    c.dl->AddRectFilled(p0, p1, t.panel, t.px(6));
+    c.dl->AddRect(p0, p1, t.border, t.px(6));
+
+    // Title and legend on top.
+    float y = p0.y + t.px(8);
+    ImGui::PushFont(fonts().bold);
+    c.dl->AddText(ImVec2(p0.x + t.px(12), y), t.text, title.c_str());
+    y += ImGui::GetTextLineHeight() + t.px(4);
+    ImGui::PopFont();
+    ImGui::PushFont(fonts().small);
+    const float lh = ImGui::GetTextLineHeight();
+    y = draw_legend(c.dl, series, p0, p1, y);
+    fit_axes(c);
+
+    // Plot area: leave room for y tick labels (left) and x ticks + label (bottom).
+    const int ytarget = std::max(2, int((p1.y - y - lh * 3) / t.px(42)));
+    const auto yt = nice_ticks(c.ay.lo, c.ay.hi, ytarget, c.ay.log, s0.y_unit == "B");
+    float ylab_w = 0;
+    for (double v : yt) ylab_w = std::max(ylab_w, ImGui::CalcTextSize(format_tick(v, s0.y_unit).c_str()).x);
+    c.a0 = ImVec2(p0.x + t.px(14) + ylab_w + t.px(6), y + lh + t.px(4));
+    c.a1 = ImVec2(p1.x - t.px(16), p1.y - lh * 2 - t.px(12));
+    if (c.a1.x - c.a0.x >= t.px(40) && c.a1.y - c.a0.y >= t.px(30)) {
+        c.dl->AddText(ImVec2(p0.x + t.px(12), y), t.text_dim, s0.y_label.c_str());  // y label above the axis
+        draw_y_grid(c, yt);
+        draw_x_axis(c, lh);
+        c.dl->PushClipRect(ImVec2(c.a0.x, c.a0.y - t.px(2)), ImVec2(c.a1.x + t.px(2), c.a1.y + t.px(1)),
+                           true);
+        for (int k = 0; k < int(series.size()); ++k)
+            c.bars ? draw_bars(c, *series[size_t(k)], k) : draw_line(c, *series[size_t(k)], k);
+        c.dl->PopClipRect();
         const ImVec2 m = ImGui::GetIO().MousePos;
-        if (m.x >= a0.x && m.x <= a1.x && m.y >= a0.y - t.px(4) && m.y <= a1.y + t.px(4)) {
-            const double fx = (m.x - a0.x) / (a1.x - a0.x);
-            const double xq = categorical ? std::round(ax.unmap(fx)) : ax.unmap(fx);
-            dl->AddLine(ImVec2(categorical ? sx(xq) : m.x, a0.y), ImVec2(categorical ? sx(xq) : m.x, a1.y),
-                        t.axis);
+        if (hovered && m.x >= c.a0.x && m.x <= c.a1.x && m.y >= c.a0.y - t.px(4) && m.y <= c.a1.y + t.px(4)) {
             ImGui::PopFont();
-            ImGui::BeginTooltip();
-            bool header = false;
-            for (int k = 0; k < nser; ++k) {
-                const Series& s = *series[size_t(k)];
-                int best = -1;
-                float bd = 1e30f;
-                for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
-                    const double xv = categorical ? double(i) : s.x[i];
-                    if (!ax.valid(xv) || !ay.valid(s.y[i])) continue;
-                    const float d = std::fabs(sx(xv) - m.x);
-                    if (d < bd) bd = d, best = int(i);
-                }
-                if (best < 0) continue;
-                const double xv = categorical ? double(best) : s.x[size_t(best)];
-                if (!header) {
-                    const std::string xs = categorical && size_t(best) < s.x_names.size()
-                                               ? s.x_names[size_t(best)]
-                                               : format_with_unit(s.x[size_t(best)], xu);
-                    ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(t.text_dim), "%s: %s",
-                                       s0.x_label.c_str(), xs.c_str());
-                    header = true;
-                }
-                if (!bars)
-                    dl->AddCircleFilled(ImVec2(sx(xv), sy(s.y[size_t(best)])), t.px(4), series_color(k));
-                ImGui::ColorButton("##c", ImGui::ColorConvertU32ToFloat4(series_color(k)),
-                                   ImGuiColorEditFlags_NoTooltip | ImGuiColorEditFlags_NoBorder,
-                                   ImVec2(t.px(10), t.px(10)));
-                ImGui::SameLine();
-                ImGui::Text("%s  %s", s.name.c_str(), format_with_unit(s.y[size_t(best)], s.y_unit).c_str());
-            }
-            ImGui::EndTooltip();
-            ImGui::PushFont(f.small);
+            draw_hover(c, m);
+            ImGui::PushFont(fonts().small);
         }
     }
     ImGui::PopFont();

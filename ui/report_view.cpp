@@ -118,59 +118,78 @@ static void draw_scalar_table(const std::vector<const Scalar*>& v, const char* i
     }
 }
 
+// Headline figures: flagged ones, else the first four, in cards across the width.
+static void draw_headlines(const std::vector<const Scalar*>& heads) {
+    if (heads.empty()) return;
+    const Theme& t = theme();
+    const float avail = ImGui::GetContentRegionAvail().x - t.px(4);
+    const float gap = t.px(10);
+    const int per_row = std::max(1, std::min(int(heads.size()), int((avail + gap) / (t.px(200) + gap))));
+    const float w = (avail - gap * float(per_row - 1)) / float(per_row);
+    for (size_t i = 0; i < heads.size(); ++i) {
+        if (i % size_t(per_row)) ImGui::SameLine(0, gap);
+        headline_card(*heads[i], w);
+    }
+}
+
+static void draw_checks(const std::vector<Check>& checks) {
+    if (checks.empty()) return;
+    int passed = 0;
+    for (const auto& c : checks) passed += c.passed;
+    const std::string h =
+        "Checks: " + std::to_string(passed) + " of " + std::to_string(checks.size()) + " pass";
+    section_heading(h.c_str());
+    for (const auto& c : checks) check_row(c);
+}
+
+// Each view under a heading of its name, drawn by draw(view, index).
+template <class View, class Draw>
+static void draw_views(const std::vector<View>& views, Draw draw) {
+    for (size_t i = 0; i < views.size(); ++i) {
+        section_heading(views[i].name.c_str());
+        draw(views[i], int(i));
+    }
+}
+
+static void draw_notes(const std::vector<std::string>& notes) {
+    if (notes.empty()) return;
+    section_heading("Notes");
+    for (const auto& n : notes) {
+        ImGui::Bullet();
+        text_wrapped_colored(theme().text_dim, n);
+    }
+}
+
+// What a clock measured, kept apart from what is computed.
+static void draw_timing(const Report::Timing& timing) {
+    if (timing.scalars.empty() && timing.texts.empty() && timing.series.empty()) return;
+    section_heading("Measured in this build (wall clock; varies between runs and machines)");
+    std::vector<const Scalar*> ts;
+    for (const auto& s : timing.scalars) ts.push_back(&s);
+    draw_scalar_table(ts, "timing");
+    for (const auto& x : timing.texts) ImGui::Text("%s: %s", x.label.c_str(), x.text.c_str());
+    draw_plots(timing.series, "tplot_");
+    for (size_t i = 0; i < timing.tables.size(); ++i) draw_table(timing.tables[i], 1000 + int(i));
+}
+
 void draw_report(const Report& r, bool stale) {
     const Theme& t = theme();
     if (stale) ImGui::PushStyleVar(ImGuiStyleVar_Alpha, 0.55f);
-
-    // Headline figures: flagged ones, else the first four.
     std::vector<const Scalar*> heads, rest;
     for (const auto& s : r.scalars) (s.headline ? heads : rest).push_back(&s);
     if (heads.empty())
         for (size_t i = 0; i < r.scalars.size() && i < 4; ++i) heads.push_back(&r.scalars[i]);
-    if (!heads.empty()) {
-        const float avail = ImGui::GetContentRegionAvail().x - t.px(4);
-        const float gap = t.px(10);
-        const int per_row = std::max(1, std::min(int(heads.size()), int((avail + gap) / (t.px(200) + gap))));
-        const float w = (avail - gap * float(per_row - 1)) / float(per_row);
-        for (size_t i = 0; i < heads.size(); ++i) {
-            if (i % size_t(per_row)) ImGui::SameLine(0, gap);
-            headline_card(*heads[i], w);
-        }
-    }
-
-    if (!r.checks.empty()) {
-        int passed = 0;
-        for (const auto& c : r.checks) passed += c.passed;
-        const std::string h =
-            "Checks: " + std::to_string(passed) + " of " + std::to_string(r.checks.size()) + " pass";
-        section_heading(h.c_str());
-        for (const auto& c : r.checks) check_row(c);
-    }
-
+    draw_headlines(heads);
+    draw_checks(r.checks);
     if (!r.series.empty()) {
         section_heading("Plots");
         draw_plots(r.series, "plot_");
     }
-    for (size_t i = 0; i < r.grids.size(); ++i) {
-        section_heading(r.grids[i].name.c_str());
-        draw_cell_grid(r.grids[i], int(i));
-    }
-    for (size_t i = 0; i < r.heatmaps.size(); ++i) {
-        section_heading(r.heatmaps[i].name.c_str());
-        draw_heatmap(r.heatmaps[i], int(i));
-    }
-    for (size_t i = 0; i < r.rings.size(); ++i) {
-        section_heading(r.rings[i].name.c_str());
-        draw_ring(r.rings[i], int(i));
-    }
-    for (size_t i = 0; i < r.trees.size(); ++i) {
-        section_heading(r.trees[i].name.c_str());
-        draw_tree(r.trees[i], int(i));
-    }
-    for (size_t i = 0; i < r.timelines.size(); ++i) {
-        section_heading(r.timelines[i].name.c_str());
-        draw_timeline(r.timelines[i], int(i));
-    }
+    draw_views(r.grids, draw_cell_grid);
+    draw_views(r.heatmaps, draw_heatmap);
+    draw_views(r.rings, draw_ring);
+    draw_views(r.trees, draw_tree);
+    draw_views(r.timelines, draw_timeline);
     if (!r.tables.empty()) {
         section_heading("Tables");
         for (size_t i = 0; i < r.tables.size(); ++i) {
@@ -182,22 +201,8 @@ void draw_report(const Report& r, bool stale) {
         section_heading("All figures");
         draw_scalar_table(rest, "rest");
     }
-    if (!r.notes.empty()) {
-        section_heading("Notes");
-        for (const auto& n : r.notes) {
-            ImGui::Bullet();
-            text_wrapped_colored(t.text_dim, n);
-        }
-    }
-    if (!r.timing.scalars.empty() || !r.timing.texts.empty() || !r.timing.series.empty()) {
-        section_heading("Measured in this build (wall clock; varies between runs and machines)");
-        std::vector<const Scalar*> ts;
-        for (const auto& s : r.timing.scalars) ts.push_back(&s);
-        draw_scalar_table(ts, "timing");
-        for (const auto& x : r.timing.texts) ImGui::Text("%s: %s", x.label.c_str(), x.text.c_str());
-        draw_plots(r.timing.series, "tplot_");
-        for (size_t i = 0; i < r.timing.tables.size(); ++i) draw_table(r.timing.tables[i], 1000 + int(i));
-    }
+    draw_notes(r.notes);
+    draw_timing(r.timing);
     if (stale) ImGui::PopStyleVar();
 }
 

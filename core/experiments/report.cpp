@@ -155,12 +155,24 @@ static void write_tables(JsonWriter& w, const std::vector<Table>& v) {
     w.end_array();
 }
 
-std::string report_json(const Report& r, bool pretty) {
-    JsonWriter w(pretty);
-    w.begin_object();
-    w.field("module", r.module);
+static void write_strings(JsonWriter& w, const char* key, const std::vector<std::string>& v) {
+    w.key(key).begin_array();
+    for (const auto& x : v) w.value(x);
+    w.end_array();
+}
+
+// `key`: an array of v's elements written by write(w, element); nothing when v is empty.
+template <class T, class Write>
+static void write_optional_array(JsonWriter& w, const char* key, const std::vector<T>& v, Write write) {
+    if (v.empty()) return;
+    w.key(key).begin_array();
+    for (const T& x : v) write(w, x);
+    w.end_array();
+}
+
+static void write_params(JsonWriter& w, const std::vector<Report::ParamValue>& v) {
     w.key("params").begin_object();
-    for (const auto& p : r.params) {
+    for (const auto& p : v) {
         w.key(p.key);
         const auto n = p.textual ? std::nullopt : parse_real(p.text);
         if (n)
@@ -169,6 +181,98 @@ std::string report_json(const Report& r, bool pretty) {
             w.value(p.text);
     }
     w.end_object();
+}
+
+static void write_checks(JsonWriter& w, const std::vector<Check>& v) {
+    w.key("checks").begin_array();
+    for (const auto& c : v)
+        w.begin_object()
+            .field("key", c.key)
+            .field("name", c.name)
+            .field("passed", c.passed)
+            .field("detail", c.detail)
+            .end_object();
+    w.end_array();
+}
+
+static void write_grid(JsonWriter& w, const CellGrid& g) {
+    w.begin_object().field("name", g.name).field("columns", double(g.columns));
+    write_strings(w, "categories", g.categories);
+    w.key("cells").numbers(std::vector<double>(g.cells.begin(), g.cells.end()));
+    if (!g.cell_labels.empty()) write_strings(w, "cell_labels", g.cell_labels);
+    w.end_object();
+}
+
+static void write_heatmap(JsonWriter& w, const HeatMap& h) {
+    w.begin_object().field("name", h.name).field("x_label", h.x_label).field("y_label", h.y_label);
+    w.field("z_label", h.z_label);
+    w.key("x").numbers(h.x);
+    w.key("y").numbers(h.y);
+    w.key("z").numbers(h.z);
+    if (h.contour) w.field("contour", *h.contour);
+    w.end_object();
+}
+
+static void write_tree(JsonWriter& w, const Tree& t) {
+    w.begin_object().field("name", t.name).field("x_label", t.x_label).field("marker_label", t.marker_label);
+    write_strings(w, "categories", t.categories);
+    w.key("nodes").begin_array();
+    for (const auto& n : t.nodes) {
+        w.begin_object().field("parent", double(n.parent)).field("start", n.start).field("end", n.end);
+        w.field("category", double(n.category)).field("label", n.label).key("markers").numbers(n.markers);
+        w.end_object();
+    }
+    w.end_array().end_object();
+}
+
+static void write_ring(JsonWriter& w, const Ring& g) {
+    w.begin_object().field("name", g.name).field("capacity", double(g.capacity)).key("frames").begin_array();
+    for (const auto& f : g.frames)
+        w.begin_object()
+            .field("tail", double(f.tail))
+            .field("count", double(f.count))
+            .field("event", f.event)
+            .end_object();
+    w.end_array().end_object();
+}
+
+static void write_timeline(JsonWriter& w, const Timeline& tl) {
+    w.begin_object().field("name", tl.name).field("time_label", tl.time_label);
+    write_strings(w, "lanes", tl.lanes);
+    write_strings(w, "categories", tl.categories);
+    w.key("spans").begin_array();
+    for (const auto& sp : tl.spans)
+        w.begin_object()
+            .field("lane", double(sp.lane))
+            .field("start", sp.start)
+            .field("end", sp.end)
+            .field("category", double(sp.category))
+            .field("label", sp.label)
+            .end_object();
+    w.end_array().end_object();
+}
+
+static void write_timing(JsonWriter& w, const Report::Timing& t) {
+    w.key("timing").begin_object();
+    write_scalars(w, t.scalars);
+    for (const auto& x : t.texts)
+        w.key(x.key).begin_object().field("text", x.text).field("label", x.label).end_object();
+    if (!t.series.empty()) {
+        w.key("series");
+        write_series(w, t.series);
+    }
+    if (!t.tables.empty()) {
+        w.key("tables");
+        write_tables(w, t.tables);
+    }
+    w.end_object();
+}
+
+std::string report_json(const Report& r, bool pretty) {
+    JsonWriter w(pretty);
+    w.begin_object();
+    w.field("module", r.module);
+    write_params(w, r.params);
     w.key("scalars").begin_object();
     write_scalars(w, r.scalars);
     w.end_object();
@@ -176,128 +280,14 @@ std::string report_json(const Report& r, bool pretty) {
     write_series(w, r.series);
     w.key("tables");
     write_tables(w, r.tables);
-    w.key("checks").begin_array();
-    for (const auto& c : r.checks) {
-        w.begin_object();
-        w.field("key", c.key).field("name", c.name).field("passed", c.passed).field("detail", c.detail);
-        w.end_object();
-    }
-    w.end_array();
-    w.key("notes").begin_array();
-    for (const auto& n : r.notes) w.value(n);
-    w.end_array();
-    if (!r.grids.empty()) {
-        w.key("grids").begin_array();
-        for (const auto& g : r.grids) {
-            w.begin_object();
-            w.field("name", g.name).field("columns", double(g.columns));
-            w.key("categories").begin_array();
-            for (const auto& c : g.categories) w.value(c);
-            w.end_array();
-            std::vector<double> cells(g.cells.begin(), g.cells.end());
-            w.key("cells").numbers(cells);
-            if (!g.cell_labels.empty()) {
-                w.key("cell_labels").begin_array();
-                for (const auto& l : g.cell_labels) w.value(l);
-                w.end_array();
-            }
-            w.end_object();
-        }
-        w.end_array();
-    }
-    if (!r.heatmaps.empty()) {
-        w.key("heatmaps").begin_array();
-        for (const auto& h : r.heatmaps) {
-            w.begin_object();
-            w.field("name", h.name).field("x_label", h.x_label).field("y_label", h.y_label);
-            w.field("z_label", h.z_label);
-            w.key("x").numbers(h.x);
-            w.key("y").numbers(h.y);
-            w.key("z").numbers(h.z);
-            if (h.contour) w.field("contour", *h.contour);
-            w.end_object();
-        }
-        w.end_array();
-    }
-    auto strings = [&](const char* key, const std::vector<std::string>& v) {
-        w.key(key).begin_array();
-        for (const auto& x : v) w.value(x);
-        w.end_array();
-    };
-    if (!r.trees.empty()) {
-        w.key("trees").begin_array();
-        for (const auto& t : r.trees) {
-            w.begin_object()
-                .field("name", t.name)
-                .field("x_label", t.x_label)
-                .field("marker_label", t.marker_label);
-            strings("categories", t.categories);
-            w.key("nodes").begin_array();
-            for (const auto& n : t.nodes) {
-                w.begin_object()
-                    .field("parent", double(n.parent))
-                    .field("start", n.start)
-                    .field("end", n.end);
-                w.field("category", double(n.category))
-                    .field("label", n.label)
-                    .key("markers")
-                    .numbers(n.markers);
-                w.end_object();
-            }
-            w.end_array().end_object();
-        }
-        w.end_array();
-    }
-    if (!r.rings.empty()) {
-        w.key("rings").begin_array();
-        for (const auto& g : r.rings) {
-            w.begin_object()
-                .field("name", g.name)
-                .field("capacity", double(g.capacity))
-                .key("frames")
-                .begin_array();
-            for (const auto& f : g.frames)
-                w.begin_object()
-                    .field("tail", double(f.tail))
-                    .field("count", double(f.count))
-                    .field("event", f.event)
-                    .end_object();
-            w.end_array().end_object();
-        }
-        w.end_array();
-    }
-    if (!r.timelines.empty()) {
-        w.key("timelines").begin_array();
-        for (const auto& tl : r.timelines) {
-            w.begin_object().field("name", tl.name).field("time_label", tl.time_label);
-            strings("lanes", tl.lanes);
-            strings("categories", tl.categories);
-            w.key("spans").begin_array();
-            for (const auto& sp : tl.spans)
-                w.begin_object()
-                    .field("lane", double(sp.lane))
-                    .field("start", sp.start)
-                    .field("end", sp.end)
-                    .field("category", double(sp.category))
-                    .field("label", sp.label)
-                    .end_object();
-            w.end_array().end_object();
-        }
-        w.end_array();
-    }
-    w.key("timing").begin_object();
-    write_scalars(w, r.timing.scalars);
-    for (const auto& t : r.timing.texts)
-        w.key(t.key).begin_object().field("text", t.text).field("label", t.label).end_object();
-    if (!r.timing.series.empty()) {
-        w.key("series");
-        write_series(w, r.timing.series);
-    }
-    if (!r.timing.tables.empty()) {
-        w.key("tables");
-        write_tables(w, r.timing.tables);
-    }
-    w.end_object();
+    write_checks(w, r.checks);
+    write_strings(w, "notes", r.notes);
+    write_optional_array(w, "grids", r.grids, write_grid);
+    write_optional_array(w, "heatmaps", r.heatmaps, write_heatmap);
+    write_optional_array(w, "trees", r.trees, write_tree);
+    write_optional_array(w, "rings", r.rings, write_ring);
+    write_optional_array(w, "timelines", r.timelines, write_timeline);
+    write_timing(w, r.timing);
     w.end_object();
     return w.take();
 }

@@ -119,89 +119,141 @@ void FleetSim::preempt(uint32_t k, uint32_t r) {
     I.queue.push_front(r, w_->requests[r].tenant);
 }
 
+// Every decoding request that can get its next page takes one token (victims of ensure_kv come from
+// the back, so nothing already in the batch is ever preempted). Returns how many.
+uint32_t FleetSim::batch_decodes(uint32_t k) {
+    Inst& I = inst_[k];
+    uint32_t decoding = 0;
+    for (size_t i = 0; i < I.running.size(); ++i) {
+        const uint32_t r = I.running[i];
+        const Live& L = live_[r];
+        if (L.pos < L.target) continue;
+        if (!ensure_kv(k, r, L.pos + 1)) continue;
+        I.batch.push_back({r, 0});
+        ++decoding;
+    }
+    return decoding;
+}
+
+// What each tenant holds on instance k now: running requests and prefills (run_t_, pre_t_).
+// Returns the number of prefilling requests.
+uint32_t FleetSim::count_by_tenant(uint32_t k) {
+    std::fill(run_t_.begin(), run_t_.end(), 0u);
+    std::fill(pre_t_.begin(), pre_t_.end(), 0u);
+    uint32_t prefilling = 0;
+    for (uint32_t r : inst_[k].running) {
+        const uint32_t t = w_->requests[r].tenant;
+        ++run_t_[t];
+        if (live_[r].pos < live_[r].target) ++prefilling, ++pre_t_[t];
+    }
+    return prefilling;
+}
+
+// New requests, in the order of the wait queue's policy (and within the tenants' quotas), while
+// the budget, the prefill and running limits and memory allow.
+void FleetSim::admit_waiting(uint32_t k, double now, uint32_t budget, uint32_t prefilling) {
+    Inst& I = inst_[k];
+    const std::function<bool(uint32_t)> allowed = [this](uint32_t t) {
+        return run_t_[t] < cap_run_[t] && pre_t_[t] < cap_pre_[t];
+    };
+    while (budget > 0 && I.status == Inst::up && prefilling < c_.max_prefills &&
+           I.running.size() < c_.max_running && !I.queue.empty()) {
+        WaitQueue::Entry e;
+        double next = -1;
+        if (!I.queue.pick(now, &e, &next, c_.quotas ? allowed : std::function<bool(uint32_t)>{})) {
+            if (next >= 0 && (I.wake_at < 0 || next < I.wake_at)) {
+                I.wake_at = next;
+                q_.push(next, ev_wake, k);
+            }
+            return;
+        }
+        const AdmitResult a = admit(k, e.req, now);
+        if (a == no_memory) {
+            I.queue.unpick(e, now);
+            return;
+        }
+        if (a == too_large) {
+            fail(e.req, FailReason::too_large, now);
+            continue;
+        }
+        ++prefilling;
+        ++run_t_[e.tenant];
+        ++pre_t_[e.tenant];
+    }
+}
+
+// Prefill chunks: each prefill gets at most its share `cap` of the budget first (vLLM caps long
+// prefills' chunks when several run: long_prefill_token_threshold), oldest first or, under deficit
+// round robin, the tenants with the fewest running requests first, so that fair queueing reaches
+// the token budget too. What is left then goes to the same prefills in the same order.
+void FleetSim::batch_prefills(uint32_t k, uint32_t budget, uint32_t cap) {
+    Inst& I = inst_[k];
+    prefill_order_.clear();
+    for (uint32_t r : I.running)
+        if (live_[r].pos < live_[r].target) prefill_order_.push_back(r);
+    if (c_.queue == QueuePolicy::drr)
+        std::stable_sort(prefill_order_.begin(), prefill_order_.end(), [this](uint32_t a, uint32_t b) {
+            return run_t_[w_->requests[a].tenant] < run_t_[w_->requests[b].tenant];
+        });
+    const size_t first_prefill = I.batch.size();
+    for (uint32_t r : prefill_order_) {
+        const Live& L = live_[r];
+        const uint32_t chunk =
+            uint32_t(std::min<uint64_t>(std::min(L.target - L.pos, uint64_t(cap)), budget));
+        if (chunk == 0 || !grow(k, r, L.pos + chunk)) continue;
+        I.batch.push_back({r, chunk});
+        budget -= chunk;
+    }
+    for (size_t i = first_prefill; i < I.batch.size() && budget > 0; ++i) {
+        BatchItem& b = I.batch[i];
+        const Live& L = live_[b.req];
+        const uint32_t extra = uint32_t(std::min<uint64_t>(L.target - L.pos - b.chunk, budget));
+        if (extra == 0 || !grow(k, b.req, L.pos + b.chunk + extra)) continue;
+        b.chunk += extra;
+        budget -= extra;
+    }
+}
+
+// Decode only and nobody waiting: run until the first request finishes, with its pages taken now.
+// If a page is missing, what was taken goes back and the run stops at the first page boundary:
+// the step that needs the page then preempts exactly as one step at a time would. Returns the end.
+double FleetSim::plan_decode_run(uint32_t k, const IterationWork& w, double now) {
+    Inst& I = inst_[k];
+    uint64_t m = UINT64_MAX;
+    for (const BatchItem& b : I.batch) m = std::min<uint64_t>(m, out_[b.req].output - live_[b.req].generated);
+    bool all = true;
+    for (const BatchItem& b : I.batch)
+        if (!grow(k, b.req, live_[b.req].pos + m)) {
+            all = false;
+            break;
+        }
+    if (!all) {
+        for (const BatchItem& b : I.batch) {
+            Live& L = live_[b.req];
+            const uint64_t pt = c_.page_tokens;
+            const uint64_t need = (L.pos + 1 - L.base + pt - 1) / pt * pt;
+            if (L.kv_alloc > need && I.pool->truncate_kv(OwnerId(b.req) + 1, need) == AllocStatus::ok)
+                L.kv_alloc = need;
+            m = std::min(m, L.base + L.kv_alloc - L.pos);
+        }
+    }
+    I.run_decode = w.decode;
+    I.run_context0 = w.decode_context;
+    I.steps = uint32_t(std::min<uint64_t>(m, UINT32_MAX));
+    double end = now;
+    for (uint32_t j = 0; j < I.steps; ++j) end += step_ms(k, j);
+    return end;
+}
+
 void FleetSim::start_iteration(uint32_t k, double now) {
     Inst& I = inst_[k];
-    // Each prefill gets at most its share of the token budget first (vLLM caps long prefills' chunks
-    // when several run: long_prefill_token_threshold); what is left then goes to them in order.
     const uint32_t cap = std::max<uint32_t>(1, c_.max_batch_tokens / c_.max_prefills);
-    const bool by_tenant = c_.queue == QueuePolicy::drr;
     for (;;) {
         I.batch.clear();
-        // 1. One token for every decoding request.
-        uint32_t decoding = 0;
-        for (size_t i = 0; i < I.running.size(); ++i) {
-            const uint32_t r = I.running[i];
-            Live& L = live_[r];
-            if (L.pos < L.target) continue;
-            // Victims come from the back, so nothing already in the batch is ever preempted.
-            if (!ensure_kv(k, r, L.pos + 1)) continue;
-            I.batch.push_back({r, 0});
-            ++decoding;
-        }
-        uint32_t budget = c_.max_batch_tokens > decoding ? c_.max_batch_tokens - decoding : 0;
-        uint32_t prefilling = 0;
-        std::fill(run_t_.begin(), run_t_.end(), 0u);
-        std::fill(pre_t_.begin(), pre_t_.end(), 0u);
-        for (uint32_t r : I.running) {
-            const uint32_t t = w_->requests[r].tenant;
-            ++run_t_[t];
-            if (live_[r].pos < live_[r].target) ++prefilling, ++pre_t_[t];
-        }
-        // 2. New requests, in the order of the wait queue's policy (and within the tenants' quotas).
-        const std::function<bool(uint32_t)> allowed = [this](uint32_t t) {
-            return run_t_[t] < cap_run_[t] && pre_t_[t] < cap_pre_[t];
-        };
-        while (budget > 0 && I.status == Inst::up && prefilling < c_.max_prefills &&
-               I.running.size() < c_.max_running && !I.queue.empty()) {
-            WaitQueue::Entry e;
-            double next = -1;
-            if (!I.queue.pick(now, &e, &next, c_.quotas ? allowed : std::function<bool(uint32_t)>{})) {
-                if (next >= 0 && (I.wake_at < 0 || next < I.wake_at)) {
-                    I.wake_at = next;
-                    q_.push(next, ev_wake, k);
-                }
-                break;
-            }
-            const AdmitResult a = admit(k, e.req, now);
-            if (a == no_memory) {
-                I.queue.unpick(e, now);
-                break;
-            }
-            if (a == too_large) {
-                fail(e.req, FailReason::too_large, now);
-                continue;
-            }
-            ++prefilling;
-            ++run_t_[e.tenant];
-            ++pre_t_[e.tenant];
-        }
-        // 3. Prefill chunks: oldest first, or, under deficit round robin, the tenants with the fewest
-        // running requests first, so that fair queueing reaches the token budget too.
-        prefill_order_.clear();
-        for (uint32_t r : I.running)
-            if (live_[r].pos < live_[r].target) prefill_order_.push_back(r);
-        if (by_tenant)
-            std::stable_sort(prefill_order_.begin(), prefill_order_.end(), [this](uint32_t a, uint32_t b) {
-                return run_t_[w_->requests[a].tenant] < run_t_[w_->requests[b].tenant];
-            });
-        const size_t first_prefill = I.batch.size();
-        for (uint32_t r : prefill_order_) {
-            const Live& L = live_[r];
-            const uint32_t chunk =
-                uint32_t(std::min<uint64_t>(std::min(L.target - L.pos, uint64_t(cap)), budget));
-            if (chunk == 0 || !grow(k, r, L.pos + chunk)) continue;
-            I.batch.push_back({r, chunk});
-            budget -= chunk;
-        }
-        // 4. The rest of the budget to the same prefills, in the same order.
-        for (size_t i = first_prefill; i < I.batch.size() && budget > 0; ++i) {
-            BatchItem& b = I.batch[i];
-            const Live& L = live_[b.req];
-            const uint32_t extra = uint32_t(std::min<uint64_t>(L.target - L.pos - b.chunk, budget));
-            if (extra == 0 || !grow(k, b.req, L.pos + b.chunk + extra)) continue;
-            b.chunk += extra;
-            budget -= extra;
-        }
+        const uint32_t decoding = batch_decodes(k);
+        const uint32_t budget = c_.max_batch_tokens > decoding ? c_.max_batch_tokens - decoding : 0;
+        admit_waiting(k, now, budget, count_by_tenant(k));
+        batch_prefills(k, budget, cap);
         if (!I.batch.empty()) break;
         if (I.running.empty()) return;  // idle
         // Running requests that cannot get a page and nothing decoding to finish: free memory by
@@ -216,40 +268,10 @@ void FleetSim::start_iteration(uint32_t k, double now) {
         else
             w.add_decode(double(L.pos));
     }
-    double end = now + cost_.seconds(w) * 1000.0;
     I.steps = 1;
-    if (c_.fast_decode && w.prefill_chunks == 0 && I.queue.empty() && I.status == Inst::up) {
-        // Decode only and nobody waiting: run until the first request finishes, with its pages now.
-        uint64_t m = UINT64_MAX;
-        for (const BatchItem& b : I.batch) {
-            const Live& L = live_[b.req];
-            m = std::min<uint64_t>(m, out_[b.req].output - L.generated);
-        }
-        // Take the run's pages now. If any is missing, give back what was taken and stop the run at
-        // the first page boundary instead: the step that needs the page then preempts exactly as
-        // one-step-at-a-time would.
-        bool all = true;
-        for (const BatchItem& b : I.batch)
-            if (!grow(k, b.req, live_[b.req].pos + m)) {
-                all = false;
-                break;
-            }
-        if (!all) {
-            for (const BatchItem& b : I.batch) {
-                Live& L = live_[b.req];
-                const uint64_t pt = c_.page_tokens;
-                const uint64_t need = (L.pos + 1 - L.base + pt - 1) / pt * pt;
-                if (L.kv_alloc > need && I.pool->truncate_kv(OwnerId(b.req) + 1, need) == AllocStatus::ok)
-                    L.kv_alloc = need;
-                m = std::min(m, L.base + L.kv_alloc - L.pos);
-            }
-        }
-        I.run_decode = w.decode;
-        I.run_context0 = w.decode_context;
-        I.steps = uint32_t(std::min<uint64_t>(m, UINT32_MAX));
-        end = now;
-        for (uint32_t j = 0; j < I.steps; ++j) end += step_ms(k, j);
-    }
+    const bool decode_run =
+        c_.fast_decode && w.prefill_chunks == 0 && I.queue.empty() && I.status == Inst::up;
+    const double end = decode_run ? plan_decode_run(k, w, now) : now + cost_.seconds(w) * 1000.0;
     I.busy = true;
     I.iter_start = now;
     q_.push(end, ev_iteration_end, k, ++I.iter_id);
@@ -300,26 +322,60 @@ void FleetSim::apply_decode_steps(uint32_t k, uint32_t m) {
     }
 }
 
+// What request r can resume from on instance k: what it carries from another instance, or what
+// the prefix cache holds (leased for it).
+FleetSim::Hits FleetSim::find_hits(uint32_t k, uint32_t r) {
+    Live& L = live_[r];
+    Hits h;
+    if (L.carry) {
+        h.kv = L.carry_kv;
+        h.state = L.carry_state;
+    } else if (c_.caching) {
+        const Request& q = w_->requests[r];
+        L.adm = admit_request(cache_of(k, r), c_.policy, *q.tokens, lookup_len(r), q.cache_len());
+        L.leased = true;
+        h.kv = L.adm.kv_hit;
+        h.state = L.adm.state_hit;
+        h.tainted_source = h.state > 0 && L.adm.lease.state.handle == kTaintedHandle;
+    }
+    return h;
+}
+
+// The admitted request resumes at `resume`: count consistency violations (a KV hit used without
+// its state), what the guard held back, and the request's hits.
+void FleetSim::account_resume(uint32_t r, const Hits& h, uint64_t resume) {
+    Live& L = live_[r];
+    RequestOutcome& o = out_[r];
+    if (!c_.guard && h.kv > h.state) {
+        ++t_.violations;
+        if (L.carry) ++t_.violations_moved;
+        ++o.violations;
+        L.tainted = true;
+    } else if (!L.carry) {
+        L.tainted = false;
+    }
+    if (c_.guard && h.kv > h.state)
+        t_.guard_held_back += std::min(h.kv, L.target) - std::min(h.state, L.target);
+    if (h.tainted_source && resume > 0) {
+        ++t_.tainted_resumes;
+        ++o.violations;
+        L.tainted = true;
+    }
+    const Request& q = w_->requests[r];
+    if (!o.admitted) {
+        o.admitted = true;
+        o.kv_hit = std::min<uint64_t>(h.kv, q.prompt_len);
+        o.state_hit = std::min<uint64_t>(h.state, q.prompt_len);
+    }
+    o.skipped += resume;
+}
+
 FleetSim::AdmitResult FleetSim::admit(uint32_t k, uint32_t r, double now) {
     Inst& I = inst_[k];
     Live& L = live_[r];
-    RequestOutcome& o = out_[r];
     const Request& q = w_->requests[r];
-    const uint64_t len = lookup_len(r);
-    const uint64_t page = c_.cache.page_size;
-    uint64_t kv = 0, st = 0;
-    bool tainted_source = false;
-    if (L.carry) {
-        kv = L.carry_kv;
-        st = L.carry_state;
-    } else if (c_.caching) {
-        L.adm = admit_request(cache_of(k, r), c_.policy, *q.tokens, len, q.cache_len());
-        L.leased = true;
-        kv = L.adm.kv_hit;
-        st = L.adm.state_hit;
-        tainted_source = st > 0 && L.adm.lease.state.handle == kTaintedHandle;
-    }
-    uint64_t resume = c_.guard ? st : kv;
+    const Hits h = find_hits(k, r);
+    uint64_t resume = c_.guard ? h.state : h.kv;
     // Logits need at least one computed token: a whole-context hit recomputes the last one.
     if (L.target > 0) resume = std::min(resume, L.target - 1);
     const uint64_t base = L.carry ? 0 : resume;
@@ -337,36 +393,24 @@ FleetSim::AdmitResult FleetSim::admit(uint32_t k, uint32_t r, double now) {
     L.state_ref = s;
     L.base = base;
     L.kv_alloc = 0;
-    // Admitted: account for the resume.
-    if (!c_.guard && kv > st) {
-        ++t_.violations;
-        if (L.carry) ++t_.violations_moved;
-        ++o.violations;
-        L.tainted = true;
-    } else if (!L.carry) {
-        L.tainted = false;
-    }
-    if (c_.guard && kv > st) t_.guard_held_back += std::min(kv, L.target) - std::min(st, L.target);
-    if (tainted_source && resume > 0) {
-        ++t_.tainted_resumes;
-        ++o.violations;
-        L.tainted = true;
-    }
-    if (!o.admitted) {
-        o.admitted = true;
-        o.kv_hit = std::min<uint64_t>(kv, q.prompt_len);
-        o.state_hit = std::min<uint64_t>(st, q.prompt_len);
-    }
-    o.skipped += resume;
+    account_resume(r, h, resume);
     if (L.carry) {
         // Nothing leased locally: plan this request's checkpoints from where it resumes.
+        const uint64_t page = c_.cache.page_size;
         L.adm = Admission{};
-        L.adm.prompt_len = len;
+        L.adm.prompt_len = lookup_len(r);
         L.adm.cache_len = cache_len_of(q, page);
         if (c_.caching)
             L.adm.plan = plan_checkpoints(c_.policy, uint32_t(page), L.adm.cache_len, resume, resume);
         L.carry = false;
     }
+    start_running(k, r, resume, now);
+    return admitted;
+}
+
+void FleetSim::start_running(uint32_t k, uint32_t r, uint64_t resume, double now) {
+    Inst& I = inst_[k];
+    Live& L = live_[r];
     L.pos = resume;
     L.resume = resume;
     L.plan_next = 0;
@@ -383,7 +427,6 @@ FleetSim::AdmitResult FleetSim::admit(uint32_t k, uint32_t r, double now) {
         fo.recovered_ms = std::max(fo.recovered_ms, now);
         L.fault = -1;
     }
-    return admitted;
 }
 
 // Inserts what the request has computed into its instance's prefix cache: progress after every

@@ -158,6 +158,10 @@ class FleetSim {
     };
     struct Replication;
     enum AdmitResult { admitted, no_memory, too_large };
+    struct Hits {  // what a request can resume from on the instance admitting it
+        uint64_t kv = 0, state = 0;
+        bool tainted_source = false;  // the state comes from a tainted (inconsistent) checkpoint
+    };
 
     // ---- events (fleet_sim.cpp) ----
     void handle(const FleetEvent& e);
@@ -180,8 +184,16 @@ class FleetSim {
     // ---- instance scheduling (fleet_instance.cpp) ----
     void kick(uint32_t k, double now);
     void start_iteration(uint32_t k, double now);
+    uint32_t batch_decodes(uint32_t k);
+    uint32_t count_by_tenant(uint32_t k);
+    void admit_waiting(uint32_t k, double now, uint32_t budget, uint32_t prefilling);
+    void batch_prefills(uint32_t k, uint32_t budget, uint32_t cap);
+    double plan_decode_run(uint32_t k, const IterationWork& w, double now);
     void end_iteration(uint32_t k, double now);
     AdmitResult admit(uint32_t k, uint32_t r, double now);
+    Hits find_hits(uint32_t k, uint32_t r);
+    void account_resume(uint32_t r, const Hits& h, uint64_t resume);
+    void start_running(uint32_t k, uint32_t r, uint64_t resume, double now);
     bool ensure_kv(uint32_t k, uint32_t r, uint64_t context);
     bool grow(uint32_t k, uint32_t r, uint64_t context);
     void preempt(uint32_t k, uint32_t r);

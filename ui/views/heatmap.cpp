@@ -25,6 +25,111 @@ static ImU32 colormap(double f) {
     return IM_COL32(int(c[0]), int(c[1]), int(c[2]), 255);
 }
 
+namespace {
+
+// A heat map being drawn: cells of cw x ch between a0 (top left) and a1, colours over [zlo, zhi].
+struct Frame {
+    const HeatMap& h;
+    size_t nx, ny;
+    double zlo, zhi;
+    ImDrawList* dl;
+    ImVec2 a0, a1;
+    float cw, ch;
+    double z(size_t ix, size_t iy) const { return h.z[iy * nx + ix]; }
+};
+
+void draw_cells(const Frame& f) {
+    for (size_t iy = 0; iy < f.ny; ++iy)
+        for (size_t ix = 0; ix < f.nx; ++ix) {
+            const double z = f.z(ix, iy);
+            const ImU32 c = std::isfinite(z) ? colormap((z - f.zlo) / (f.zhi - f.zlo)) : theme().panel_alt;
+            const float x = f.a0.x + float(ix) * f.cw, y = f.a1.y - float(iy + 1) * f.ch;
+            f.dl->AddRectFilled(ImVec2(x, y), ImVec2(x + f.cw + 0.5f, y + f.ch + 0.5f), c);
+        }
+}
+
+// The contour at level L by marching squares over cell centres.
+void draw_contour(const Frame& f, double L) {
+    if (f.nx < 2 || f.ny < 2) return;
+    auto cx = [&](double ix) { return f.a0.x + float(ix + 0.5) * f.cw; };
+    auto cy = [&](double iy) { return f.a1.y - float(iy + 0.5) * f.ch; };
+    for (size_t iy = 0; iy + 1 < f.ny; ++iy)
+        for (size_t ix = 0; ix + 1 < f.nx; ++ix) {
+            const double v[4] = {f.z(ix, iy), f.z(ix + 1, iy), f.z(ix + 1, iy + 1), f.z(ix, iy + 1)};
+            if (!(std::isfinite(v[0]) && std::isfinite(v[1]) && std::isfinite(v[2]) && std::isfinite(v[3])))
+                continue;
+            const double px[4] = {0, 1, 1, 0}, py[4] = {0, 0, 1, 1};
+            ImVec2 hits[4];
+            int nh = 0;
+            for (int e = 0; e < 4; ++e) {
+                const int a = e, b = (e + 1) % 4;
+                if ((v[a] < L) != (v[b] < L)) {
+                    const double u = (L - v[a]) / (v[b] - v[a]);
+                    hits[nh++] = ImVec2(cx(double(ix) + px[a] + u * (px[b] - px[a])),
+                                        cy(double(iy) + py[a] + u * (py[b] - py[a])));
+                }
+            }
+            for (int k = 0; k + 1 < nh; k += 2)
+                f.dl->AddLine(hits[k], hits[k + 1], IM_COL32(255, 255, 255, 230), theme().px(2.5f));
+        }
+}
+
+// A few values of each axis, and the x label below.
+void draw_axes(const Frame& f, float lh) {
+    const Theme& t = theme();
+    const float pw = f.a1.x - f.a0.x, ph = f.a1.y - f.a0.y;
+    const int xt = std::max(2, int(pw / t.px(80)));
+    for (int k = 0; k < xt; ++k) {
+        const size_t ix = size_t(std::lround(double(k) * double(f.nx - 1) / double(xt - 1)));
+        const std::string s = format_tick(f.h.x[ix], "");
+        const float x = f.a0.x + (float(ix) + 0.5f) * f.cw - ImGui::CalcTextSize(s.c_str()).x * 0.5f;
+        f.dl->AddText(ImVec2(x, f.a1.y + t.px(3)), t.text_dim, s.c_str());
+    }
+    const int yt = std::max(2, int(ph / t.px(40)));
+    for (int k = 0; k < yt; ++k) {
+        const size_t iy = size_t(std::lround(double(k) * double(f.ny - 1) / double(yt - 1)));
+        const std::string s = format_tick(f.h.y[iy], "");
+        const ImVec2 ts = ImGui::CalcTextSize(s.c_str());
+        f.dl->AddText(ImVec2(f.a0.x - ts.x - t.px(5), f.a1.y - (float(iy) + 0.5f) * f.ch - ts.y * 0.5f),
+                      t.text_dim, s.c_str());
+    }
+    const ImVec2 xls = ImGui::CalcTextSize(f.h.x_label.c_str());
+    f.dl->AddText(ImVec2((f.a0.x + f.a1.x - xls.x) * 0.5f, f.a1.y + lh + t.px(6)), t.text_dim,
+                  f.h.x_label.c_str());
+}
+
+// The colour bar to the right, with its range and the contour level marked.
+void draw_colour_bar(const Frame& f, float lh) {
+    const Theme& t = theme();
+    const ImVec2 b0(f.a1.x + t.px(14), f.a0.y), b1(f.a1.x + t.px(28), f.a1.y);
+    const int steps = 48;
+    for (int k = 0; k < steps; ++k) {
+        const float y0 = b1.y - (b1.y - b0.y) * float(k + 1) / steps,
+                    y1 = b1.y - (b1.y - b0.y) * float(k) / steps;
+        f.dl->AddRectFilled(ImVec2(b0.x, y0), ImVec2(b1.x, y1 + 0.5f), colormap((k + 0.5) / steps));
+    }
+    f.dl->AddText(ImVec2(b1.x + t.px(4), b0.y), t.text_dim, format_tick(f.zhi, "").c_str());
+    f.dl->AddText(ImVec2(b1.x + t.px(4), b1.y - lh), t.text_dim, format_tick(f.zlo, "").c_str());
+    const std::optional<double>& L = f.h.contour;
+    if (L && *L > f.zlo && *L < f.zhi) {
+        const float yc = b1.y - float((*L - f.zlo) / (f.zhi - f.zlo)) * (b1.y - b0.y);
+        f.dl->AddLine(ImVec2(b0.x - t.px(3), yc), ImVec2(b1.x + t.px(3), yc), IM_COL32(255, 255, 255, 230),
+                      t.px(2));
+    }
+}
+
+void hover_tooltip(const Frame& f) {
+    const ImVec2 m = ImGui::GetIO().MousePos;
+    const int ix = int((m.x - f.a0.x) / f.cw), iy = int((f.a1.y - m.y) / f.ch);
+    if (ix < 0 || iy < 0 || size_t(ix) >= f.nx || size_t(iy) >= f.ny) return;
+    const HeatMap& h = f.h;
+    tooltip_wrapped(h.x_label + ": " + format_number(h.x[size_t(ix)]) + "\n" + h.y_label + ": " +
+                    format_number(h.y[size_t(iy)]) + "\n" + h.z_label + ": " +
+                    format_sig(f.z(size_t(ix), size_t(iy)), 4));
+}
+
+}  // namespace
+
 void draw_heatmap(const HeatMap& h, int index) {
     const Theme& t = theme();
     const size_t nx = h.x.size(), ny = h.y.size();
@@ -47,93 +152,30 @@ void draw_heatmap(const HeatMap& h, int index) {
     const ImVec2 p0 = ImGui::GetCursorScreenPos();
     ImGui::TextDisabled("%s", h.y_label.c_str());
     const ImVec2 a0(p0.x + left, p0.y + lh + t.px(4));
-    const ImVec2 a1(a0.x + pw, a0.y + ph);
     ImGui::SetCursorScreenPos(a0);
     ImGui::InvisibleButton("heat", ImVec2(pw, ph));
     const bool hovered = ImGui::IsItemHovered();
-    ImDrawList* dl = ImGui::GetWindowDrawList();
-    const float cw = pw / float(nx), ch = ph / float(ny);
-    auto zf = [&](size_t ix, size_t iy) { return h.z[iy * nx + ix]; };
-    for (size_t iy = 0; iy < ny; ++iy)
-        for (size_t ix = 0; ix < nx; ++ix) {
-            const double z = zf(ix, iy);
-            const ImU32 c = std::isfinite(z) ? colormap((z - zlo) / (zhi - zlo)) : t.panel_alt;
-            const float x = a0.x + float(ix) * cw, y = a1.y - float(iy + 1) * ch;
-            dl->AddRectFilled(ImVec2(x, y), ImVec2(x + cw + 0.5f, y + ch + 0.5f), c);
-        }
-    // Contour by marching squares over cell centres.
-    if (h.contour && nx > 1 && ny > 1) {
-        auto cx = [&](double ix) { return a0.x + float(ix + 0.5) * cw; };
-        auto cy = [&](double iy) { return a1.y - float(iy + 0.5) * ch; };
-        const double L = *h.contour;
-        for (size_t iy = 0; iy + 1 < ny; ++iy)
-            for (size_t ix = 0; ix + 1 < nx; ++ix) {
-                const double v[4] = {zf(ix, iy), zf(ix + 1, iy), zf(ix + 1, iy + 1), zf(ix, iy + 1)};
-                if (!(std::isfinite(v[0]) && std::isfinite(v[1]) && std::isfinite(v[2]) &&
-                      std::isfinite(v[3])))
-                    continue;
-                const double px[4] = {0, 1, 1, 0}, py[4] = {0, 0, 1, 1};
-                ImVec2 hits[4];
-                int nh = 0;
-                for (int e = 0; e < 4; ++e) {
-                    const int a = e, b = (e + 1) % 4;
-                    if ((v[a] < L) != (v[b] < L)) {
-                        const double u = (L - v[a]) / (v[b] - v[a]);
-                        hits[nh++] = ImVec2(cx(double(ix) + px[a] + u * (px[b] - px[a])),
-                                            cy(double(iy) + py[a] + u * (py[b] - py[a])));
-                    }
-                }
-                for (int k = 0; k + 1 < nh; k += 2)
-                    dl->AddLine(hits[k], hits[k + 1], IM_COL32(255, 255, 255, 230), t.px(2.5f));
-            }
-    }
-    dl->AddRect(a0, a1, t.border);
-    // Axis labels: a few values of each axis.
-    const int xt = std::max(2, int(pw / t.px(80)));
-    for (int k = 0; k < xt; ++k) {
-        const size_t ix = size_t(std::lround(double(k) * double(nx - 1) / double(xt - 1)));
-        const std::string s = format_tick(h.x[ix], "");
-        const float x = a0.x + (float(ix) + 0.5f) * cw - ImGui::CalcTextSize(s.c_str()).x * 0.5f;
-        dl->AddText(ImVec2(x, a1.y + t.px(3)), t.text_dim, s.c_str());
-    }
-    const int yt = std::max(2, int(ph / t.px(40)));
-    for (int k = 0; k < yt; ++k) {
-        const size_t iy = size_t(std::lround(double(k) * double(ny - 1) / double(yt - 1)));
-        const std::string s = format_tick(h.y[iy], "");
-        const ImVec2 ts = ImGui::CalcTextSize(s.c_str());
-        dl->AddText(ImVec2(a0.x - ts.x - t.px(5), a1.y - (float(iy) + 0.5f) * ch - ts.y * 0.5f), t.text_dim,
-                    s.c_str());
-    }
-    const ImVec2 xls = ImGui::CalcTextSize(h.x_label.c_str());
-    dl->AddText(ImVec2((a0.x + a1.x - xls.x) * 0.5f, a1.y + lh + t.px(6)), t.text_dim, h.x_label.c_str());
-    // Colour bar.
-    const ImVec2 b0(a1.x + t.px(14), a0.y), b1(a1.x + t.px(28), a1.y);
-    const int steps = 48;
-    for (int k = 0; k < steps; ++k) {
-        const float y0 = b1.y - (b1.y - b0.y) * float(k + 1) / steps,
-                    y1 = b1.y - (b1.y - b0.y) * float(k) / steps;
-        dl->AddRectFilled(ImVec2(b0.x, y0), ImVec2(b1.x, y1 + 0.5f), colormap((k + 0.5) / steps));
-    }
-    dl->AddText(ImVec2(b1.x + t.px(4), b0.y), t.text_dim, format_tick(zhi, "").c_str());
-    dl->AddText(ImVec2(b1.x + t.px(4), b1.y - lh), t.text_dim, format_tick(zlo, "").c_str());
-    if (h.contour && *h.contour > zlo && *h.contour < zhi) {
-        const float yc = b1.y - float((*h.contour - zlo) / (zhi - zlo)) * (b1.y - b0.y);
-        dl->AddLine(ImVec2(b0.x - t.px(3), yc), ImVec2(b1.x + t.px(3), yc), IM_COL32(255, 255, 255, 230),
-                    t.px(2));
-    }
-    ImGui::SetCursorScreenPos(ImVec2(p0.x, a1.y + bottom));
+    const Frame f{h,
+                  nx,
+                  ny,
+                  zlo,
+                  zhi,
+                  ImGui::GetWindowDrawList(),
+                  a0,
+                  ImVec2(a0.x + pw, a0.y + ph),
+                  pw / float(nx),
+                  ph / float(ny)};
+    draw_cells(f);
+    if (h.contour) draw_contour(f, *h.contour);
+    f.dl->AddRect(f.a0, f.a1, t.border);
+    draw_axes(f, lh);
+    draw_colour_bar(f, lh);
+    ImGui::SetCursorScreenPos(ImVec2(p0.x, f.a1.y + bottom));
     ImGui::TextDisabled(
         "colour: %s%s", h.z_label.c_str(),
         h.contour ? ("; white line: " + format_number(*h.contour) + " (break-even)").c_str() : "");
     ImGui::PopFont();
-    if (hovered) {
-        const ImVec2 m = ImGui::GetIO().MousePos;
-        const int ix = int((m.x - a0.x) / cw), iy = int((a1.y - m.y) / ch);
-        if (ix >= 0 && iy >= 0 && size_t(ix) < nx && size_t(iy) < ny)
-            tooltip_wrapped(h.x_label + ": " + format_number(h.x[size_t(ix)]) + "\n" + h.y_label + ": " +
-                            format_number(h.y[size_t(iy)]) + "\n" + h.z_label + ": " +
-                            format_sig(zf(size_t(ix), size_t(iy)), 4));
-    }
+    if (hovered) hover_tooltip(f);
     ImGui::PopID();
 }
 
