@@ -1,22 +1,24 @@
-// Module 1 `kda`: the report keys of DESIGN.md §10, its checks, determinism of everything outside
+// Module 1 `kda`: its declaration and report keys, its checks, determinism of everything outside
 // "timing", and the refusal of runs beyond the memory and work limits.
 #include <doctest/doctest.h>
 
 #include <string>
 
-#include "core/experiments/registry.h"
+#include "core/modules/kda/kda.h"
+#include "tests/unit/test_module_util.h"
 
 using namespace k3;
 
-static Report run_kda(const std::vector<std::pair<std::string, std::string>>& kv) {
-    const Experiment& e = *find_experiment("kda");
-    auto pp = parse_params(e.params, kv, RangePolicy::strict);
-    REQUIRE(pp.ok());
-    REQUIRE(e.check(pp.params).empty());
-    return run_to_end(e, pp.params);
+namespace {
+
+// The module run as the CLI runs it; the parameters must raise no issue, not even a warning.
+Report run_kda(const std::vector<std::pair<std::string, std::string>>& kv) {
+    return test::run_module("kda", kv, /*warnings_ok=*/false);
 }
 
-TEST_CASE("kda module: declared as module 1 with the parameter keys of DESIGN.md §10") {
+}  // namespace
+
+TEST_CASE("kda: declared as module 1 with its parameter keys") {
     const Experiment* e = find_experiment("kda");
     REQUIRE(e);
     CHECK(e->number == 1);
@@ -30,17 +32,22 @@ TEST_CASE("kda module: declared as module 1 with the parameter keys of DESIGN.md
     CHECK(!e->where_it_does_not_pay.empty());
 }
 
-TEST_CASE("kda module: a small run passes its checks and reports the §10 keys") {
+TEST_CASE("kda: a small run passes its checks and reports its error, bits and throughput keys") {
     const Report r = run_kda(
         {{"heads", "2"}, {"group", "2"}, {"k", "20"}, {"v", "36"}, {"tokens", "70"}, {"chunk", "16"}});
     CHECK(r.all_checks_passed());
     CHECK(r.checks.size() >= 7);
     for (const char* key :
+         {"recurrent_close_to_fp64", "chunked_close_to_fp64", "chunked_equals_recurrent",
+          "scalar_simd_same_bits", "decode_steps_reproduce_prefill", "split_prefill_same_bits",
+          "affine_map_gives_final_state", "gates_valid_results_finite"})
+        CHECK_MESSAGE(test::check_keyed(r, key).passed, key);
+    for (const char* key :
          {"rel_err_recurrent", "rel_err_chunked", "max_abs_chunked_vs_recurrent", "bits_digest"})
         CHECK_MESSAGE(r.find_scalar(key), key);
-    CHECK(r.find_scalar("rel_err_recurrent")->value < 1e-5);
-    CHECK(r.find_scalar("rel_err_chunked")->value < 1e-5);
-    CHECK(r.find_scalar("rel_err_recurrent")->value > 0);  // fp32 is not fp64: a real comparison
+    CHECK(test::scalar_of(r, "rel_err_recurrent") < 1e-5);
+    CHECK(test::scalar_of(r, "rel_err_chunked") < 1e-5);
+    CHECK(test::scalar_of(r, "rel_err_recurrent") > 0);  // fp32 is not fp64: a real comparison
     bool rec = false, ch = false, arch = false;
     for (const auto& s : r.timing.scalars) {
         rec |= s.key == "head_tokens_per_s_recurrent" && s.value > 0;
@@ -55,21 +62,20 @@ TEST_CASE("kda module: a small run passes its checks and reports the §10 keys")
     CHECK(r.timing.series.size() >= 2);
 }
 
-TEST_CASE("kda module: everything outside timing is the same on a second run") {
+TEST_CASE("kda: everything outside timing is the same on a second run") {
     const std::vector<std::pair<std::string, std::string>> kv = {
         {"heads", "1"}, {"k", "16"},       {"v", "16"},  {"tokens", "40"},
         {"chunk", "8"}, {"gate", "model"}, {"seed", "7"}};
-    Report a = run_kda(kv), b = run_kda(kv);
-    a.timing = {}, b.timing = {};
-    CHECK(report_json(a) == report_json(b));
+    const Report a = run_kda(kv), b = run_kda(kv);
+    CHECK(test::without_timing(a) == test::without_timing(b));
     // and a different seed changes the digest
     auto kv2 = kv;
     kv2.back().second = "8";
     const Report c = run_kda(kv2);
-    CHECK(c.find_scalar("bits_digest")->value != a.find_scalar("bits_digest")->value);
+    CHECK(test::scalar_of(c, "bits_digest") != test::scalar_of(a, "bits_digest"));
 }
 
-TEST_CASE("kda module: extreme gates still pass (stress of the chunked kernel)") {
+TEST_CASE("kda: extreme gates still pass (stress of the chunked kernel)") {
     const Report r = run_kda({{"heads", "1"},
                               {"k", "32"},
                               {"v", "32"},
@@ -77,9 +83,11 @@ TEST_CASE("kda module: extreme gates still pass (stress of the chunked kernel)")
                               {"chunk", "64"},
                               {"gate_strength", "60"}});
     CHECK(r.all_checks_passed());
+    CHECK(test::check_keyed(r, "chunked_close_to_fp64").passed);
+    CHECK(test::check_keyed(r, "gates_valid_results_finite").passed);
 }
 
-TEST_CASE("kda module: refuses runs beyond the memory and work limits, naming the estimate") {
+TEST_CASE("kda: refuses runs beyond the memory and work limits, naming the estimate") {
     const Experiment& e = *find_experiment("kda");
     auto big = parse_params(
         e.params, {{"heads", "64"}, {"group", "8"}, {"k", "256"}, {"v", "256"}, {"tokens", "65536"}},
@@ -89,12 +97,23 @@ TEST_CASE("kda module: refuses runs beyond the memory and work limits, naming th
     REQUIRE(!issues.empty());
     bool mem = false, work = false;
     for (const auto& i : issues) {
-        mem |= i.level == ParamIssue::error && i.message.find("GiB") != std::string::npos &&
-               i.message.find("limit") != std::string::npos;
-        work |= i.level == ParamIssue::error && i.message.find("exceeds the limit") != std::string::npos;
+        mem |= i.level == ParamIssue::error && i.key == "tokens" &&
+               i.message.find("GiB") != std::string::npos && i.message.find("limit") != std::string::npos;
+        work |= i.level == ParamIssue::error && i.key == "tokens" &&
+                i.message.find("exceeds the limit") != std::string::npos;
     }
     CHECK(mem);
     CHECK(work);
     // the defaults are well within both
     CHECK(e.check(e.defaults()).empty());
+}
+
+TEST_CASE("kda: a chunk longer than the run is a warning on the chunk") {
+    const Experiment& e = *find_experiment("kda");
+    auto pp = parse_params(e.params, {{"tokens", "16"}, {"chunk", "64"}}, RangePolicy::strict);
+    REQUIRE(pp.ok());
+    const auto issues = e.check(pp.params);
+    REQUIRE(issues.size() == 1);
+    CHECK(issues[0].level == ParamIssue::warning);
+    CHECK(issues[0].key == "chunk");
 }

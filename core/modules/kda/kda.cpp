@@ -1,0 +1,107 @@
+// Module 1 `kda`: its parameters, the limits a run must stay within, and its declaration.
+#include "core/modules/kda/kda.h"
+
+#include <algorithm>
+
+#include "core/base/numfmt.h"
+#include "core/experiments/registry.h"
+
+namespace k3 {
+
+namespace {
+
+constexpr double kMaxBytes = 256.0 * 1024 * 1024;  // refuse runs above this estimate
+constexpr double kMaxWork = 2147483648.0;          // T * HV * K * V: the fp64 reference's work
+
+// Bytes the run holds at its peak: inputs, fp64 reference outputs and state, about eight fp32 output
+// arrays and states, and the chunked kernel's per-chunk scratch.
+double bytes_estimate(const KdaParams& p) {
+    const kda::Shape s = kda_shape(p);
+    const double T = p.tokens;
+    const double in = T * (2.0 * double(s.qk_row()) + double(s.v_row()) + double(s.g_row()) + s.HV);
+    const double out = T * double(s.v_row()), st = double(s.state_floats());
+    const double c = std::min(p.chunk, p.tokens);
+    const double scratch = c * (8.0 * s.K + 4.0 * s.V) + 2.0 * c * c + 2.0 * s.K * c;
+    const double many = std::max(kKdaManyStateBytes, 4.0 * st);
+    return 4.0 * in + 8.0 * (out + st) + 4.0 * (8.0 * out + 10.0 * st + double(s.HV) * s.K * s.K) +
+           4.0 * scratch + many;
+}
+
+double work_estimate(const KdaParams& p) {
+    const kda::Shape s = kda_shape(p);
+    return double(p.tokens) * s.HV * s.K * s.V;
+}
+
+}  // namespace
+
+kda::Shape kda_shape(const KdaParams& p) { return kda::Shape{p.heads, p.heads * p.group, p.k, p.v}; }
+
+ParamList<KdaParams> kda_params() {
+    ParamList<KdaParams> l;
+    l.integer(&KdaParams::heads, "heads", "Query/key heads", "heads", 1, 64)
+        .in_group("Shape")
+        .describe("H: query/key heads of one layer. Kimi-Linear-48B-A3B has 32.");
+    l.integer(&KdaParams::group, "group", "Value heads per q/k head", "", 1, 8).in_group("Shape");
+    l.integer(&KdaParams::k, "k", "Key head dim K", "", 4, 256)
+        .in_group("Shape")
+        .describe("Rows of each state matrix (key channels). Kimi Linear: 128.");
+    l.integer(&KdaParams::v, "v", "Value head dim V", "", 4, 256)
+        .in_group("Shape")
+        .describe("Columns of each state matrix (value channels). Kimi Linear: 128.");
+    l.integer(&KdaParams::tokens, "tokens", "Tokens", "tokens", 1, 65536)
+        .log()
+        .in_group("Workload")
+        .describe("T: tokens of one prefill of one sequence, fed to every kernel.");
+    l.integer(&KdaParams::chunk, "chunk", "Chunk size", "tokens", 1, 1024)
+        .log()
+        .in_group("Workload")
+        .describe("C of the chunked (WY) kernel. C = 1 is the recurrence; FLA uses 64 on GPUs.");
+    l.choice(&KdaParams::gate, "gate", "Gate recipe",
+             Choices<kda::GateRecipe>{
+                 {kda::GateRecipe::logsigmoid, "logsigmoid", "logsigmoid(N(0,1)) x strength (FLA tests)"},
+                 {kda::GateRecipe::model, "model", "-exp(A_log) softplus(z + dt_bias)"}})
+        .in_group("Inputs");
+    l.real(&KdaParams::gate_strength, "gate_strength", "Gate strength", "", 0.001, 100)
+        .log()
+        .in_group("Inputs");
+    // The seed's help is long, so the doc holds all of it, ParamSpec::seed's standard sentence included.
+    l.seed(&KdaParams::seed, "").describe("").in_group("Inputs");
+    return l;
+}
+
+void validate_kda(const KdaParams& p, Issues& issues) {
+    const double bytes = bytes_estimate(p);
+    if (bytes > kMaxBytes)
+        issues.error(p.tokens, "the run would hold about " + format_bytes(bytes) +
+                                   ", more than the limit of " + format_bytes(kMaxBytes) +
+                                   "; use fewer tokens, heads or smaller head dims");
+    const double work = work_estimate(p);
+    if (work > kMaxWork)
+        issues.error(p.tokens, "tokens x value heads x K x V = " + format_grouped(work) +
+                                   " exceeds the limit of " + format_grouped(kMaxWork) +
+                                   " (the fp64 reference would run for minutes)");
+    if (p.chunk > p.tokens)
+        issues.warning(p.chunk, "chunk (" + std::to_string(p.chunk) + ") is longer than the run (" +
+                                    std::to_string(p.tokens) +
+                                    " tokens): the chunked kernel works on one partial chunk");
+}
+
+Experiment make_kda_experiment() {
+    return make_experiment(Module<KdaParams>{
+        .number = 1,
+        .id = "kda",
+        .title = "KDA kernel lab",
+        .component = "foundation",
+        .purpose =
+            "The Kimi Delta Attention kernels every other module runs on, live in this build: accuracy "
+            "against an fp64 reference, scalar against SIMD, recurrent against chunked.",
+        .params = kda_params(),
+        .validate = validate_kda,
+        .start = start_kda,
+        .live = false,
+    });
+}
+
+K3_REGISTER_EXPERIMENT(make_kda_experiment);
+
+}  // namespace k3

@@ -1,0 +1,85 @@
+// Module 1 `kda`: the KDA kernels of core/kda run live on seeded inputs: accuracy of the fp32 recurrent
+// and chunked kernels against the fp64 reference, scalar against SIMD (bit for bit and in throughput),
+// and the chunk-size trade-off.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/experiments/module.h"
+#include "core/kda/golden.h"
+#include "core/kda/inputs.h"
+
+namespace k3 {
+
+struct KdaParams {
+    int heads = 2;         // H: query/key heads
+    int group = 1;         // value heads per q/k head: HV = heads x group
+    int k = 128, v = 128;  // head dims K, V
+    int tokens = 256;      // T: tokens of one prefill
+    int chunk = 64;        // C of the chunked kernel
+    kda::GateRecipe gate = kda::GateRecipe::logsigmoid;
+    double gate_strength = 1;
+    uint64_t seed = 1;
+};
+
+// Relative RMS every fp32 kernel must stay within against fp64 (reference/kda.md §7).
+inline constexpr double kKdaRelTarget = 1e-5;
+// Layer states the "states in memory" decode cycles through: more than any cache holds.
+inline constexpr double kKdaManyStateBytes = 64.0 * 1024 * 1024;
+
+// The kernels whose throughput is measured, in the order of the report's bars.
+enum class TimedKernel {
+    decode_simd,
+    decode_states_in_memory,  // SIMD decode cycling through 64 MiB of states
+    recurrent_simd,
+    chunked_simd,
+    decode_scalar,
+    recurrent_scalar,
+    chunked_scalar,
+};
+inline constexpr size_t kTimedKernels = 7;
+
+// What a clock measured: it goes to the report's `timing` only.
+struct KdaThroughput {
+    std::array<double, kTimedKernels> rate{};  // best head-tokens/s of each TimedKernel
+    std::vector<int> chunks;                   // chunk sizes timed for the chunked (SIMD) kernel
+    std::vector<double> chunk_rate;            // head-tokens/s at each of them
+    double of(TimedKernel k) const { return rate[size_t(k)]; }
+};
+
+// The errors, bits and exactness findings of one run. Index [0] is the scalar kernel, [1] the SIMD one.
+struct KdaResult {
+    kda::Shape shape;
+    int tokens = 0, chunk = 0;
+    // fp32 runs against the fp64 reference, outputs and final state together
+    std::array<kda::ErrorStats, 2> recurrent, chunked;
+    kda::ErrorStats chunked_vs_recurrent;  // the SIMD kernels against each other
+    // The chunk-size sweep (chunked SIMD): relative RMS vs fp64 and max |chunked - recurrent|
+    std::vector<int> sweep_chunks;
+    std::vector<double> sweep_rel_err, sweep_max_diff;
+    uint32_t bits_digest = 0;  // CRC-32C of the fp32 outputs and states
+    bool scalar_simd_same_bits = false;
+    bool decode_same_bits = false;  // single-token steps against the recurrent prefill
+    int split_at = 0;               // tokens of the first half of the split prefill; 0: no split (T <= C)
+    bool split_same_bits = false;
+    kda::ErrorStats affine_vs_fp64;  // M S0 + B against the fp64 final state
+    size_t gates_non_finite = 0, gates_positive = 0;
+    float gate_min = 0;
+    bool simd = false;                                   // the build has SIMD kernels (K3_SIMD=1)
+    std::string simd_arch;                               // their architecture ("avx512bw", "wasm", ...)
+    int timed_tokens_scalar = 0, timed_tokens_simd = 0;  // prefix of the tokens the timings run on
+    KdaThroughput throughput;
+};
+
+ParamList<KdaParams> kda_params();
+void validate_kda(const KdaParams& p, Issues& issues);
+kda::Shape kda_shape(const KdaParams& p);
+std::unique_ptr<Run> start_kda(const KdaParams& p, const Params& raw);
+void report_kda(const KdaResult& m, Report& r);
+
+}  // namespace k3
