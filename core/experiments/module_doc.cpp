@@ -102,7 +102,8 @@ void apply_module_doc(Experiment& e) {
     e.how_it_works = std::move(d.how_it_works);
     e.where_it_does_not_pay = std::move(d.where_it_does_not_pay);
     for (ParamSpec& s : e.params)
-        if (const std::string* h = find_entry(d.param_help, s.key); h && s.help.empty()) s.help = *h;
+        if (const std::string* h = find_entry(d.param_help, s.key); h && s.help.empty())
+            s.help = s.key == "seed" ? *h + ParamSpec::kSeedHelpSuffix : *h;
     if (d.figure_help.empty()) return;
     auto help = std::make_shared<const ModuleDoc::Entries>(std::move(d.figure_help));
     e.start = [start = std::move(e.start), help](const Params& raw) -> std::unique_ptr<Run> {

@@ -3,7 +3,8 @@
 //
 //     # How it works            the module page's "How it works" (Markdown, core/base/markdown.h)
 //     # Where it doesn't pay    the module page's "Where it doesn't pay"
-//     # Parameters              "## key" per parameter: its help (tooltip, `k3cli list --json`)
+//     # Parameters              "## key" per parameter: its help (tooltip, `k3cli list --json`);
+//                               a seed's standard sentence (ParamSpec::seed) is added to it
 //     # Figures                 "## key" per scalar: its help (tooltip), when the run sets none
 //
 // Help that fits on a line stays in the code next to its declaration; longer help lives here.

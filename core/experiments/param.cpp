@@ -9,7 +9,7 @@
 namespace k3 {
 
 ParamSpec ParamSpec::seed(std::string help) {
-    return integer("seed", "Seed", "", 0, 1e9, 1).describe(help + kSeedHelpSuffix);
+    return integer("seed", "Seed", "", 0, 1e9, 1).describe(help.empty() ? help : help + kSeedHelpSuffix);
 }
 
 ParamSpec ParamSpec::integer(std::string key, std::string label, std::string unit, double min, double max,

@@ -36,7 +36,8 @@ struct ParamSpec {
                             std::string def, std::vector<std::string> labels = {});
     static ParamSpec flag(std::string key, std::string label, bool def);
     // The `seed` every stochastic module declares: the portable RNG's seed, 1 by default; its help
-    // is `help` followed by kSeedHelpSuffix.
+    // is `help` followed by kSeedHelpSuffix. With no `help`, the module's doc gives it (module_doc.h)
+    // and the suffix is added there.
     static ParamSpec seed(std::string help);
     static constexpr const char* kSeedHelpSuffix =
         " The same seed gives the same report natively and in WebAssembly.";

@@ -64,8 +64,7 @@ ParamList<KdaParams> kda_params() {
     l.real(&KdaParams::gate_strength, "gate_strength", "Gate strength", "", 0.001, 100)
         .log()
         .in_group("Inputs");
-    // The seed's help is long, so the doc holds all of it, ParamSpec::seed's standard sentence included.
-    l.seed(&KdaParams::seed, "").describe("").in_group("Inputs");
+    l.seed(&KdaParams::seed, "").in_group("Inputs");  // its help is in kda.md
     return l;
 }
 
