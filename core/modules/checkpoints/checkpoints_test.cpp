@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
-#include "core/experiments/registry.h"
-#include "test_module_util.h"
+#include "core/modules/checkpoints/checkpoints.h"
+#include "tests/unit/test_module_util.h"
 
 using namespace k3;
 
@@ -13,11 +13,10 @@ namespace {
 Report run(std::vector<std::pair<std::string, std::string>> kv) {
     return test::run_module("checkpoints", kv, false);
 }
-using test::check_named;
 double scalar(const Report& r, const char* k) { return test::scalar_of(r, k); }
 }  // namespace
 
-TEST_CASE("checkpoints module: defaults run, every check passes, same report twice") {
+TEST_CASE("checkpoints: defaults run, every check passes, same report twice") {
     const Experiment* e = find_experiment("checkpoints");
     REQUIRE(e != nullptr);
     CHECK(e->number == 5);
@@ -29,13 +28,22 @@ TEST_CASE("checkpoints module: defaults run, every check passes, same report twi
     CHECK(scalar(a, "token_hit_kv") > 0.5);
     CHECK(scalar(a, "recomputed_tokens") > 0);
     const Report b = run({});
-    Report a2 = a, b2 = b;
-    a2.timing = {};
-    b2.timing = {};
-    CHECK(report_json(a2) == report_json(b2));
+    CHECK(test::without_timing(a) == test::without_timing(b));
 }
 
-TEST_CASE("checkpoints module: Mooncake trace, unbounded, interval 512") {
+TEST_CASE("checkpoints: the workload group is the shared one, its seed only for synthetic workloads") {
+    const Experiment& e = *find_experiment("checkpoints");
+    const ParamSpec* seed = nullptr;
+    for (const ParamSpec& s : e.params)
+        if (s.key == "seed") seed = &s;
+    REQUIRE(seed != nullptr);
+    CHECK(seed->group == "Workload");
+    CHECK(seed->active_key == "trace");
+    CHECK(seed->active_value == "synthetic");
+    CHECK(seed->help.rfind("Seed of the synthetic workload.", 0) == 0);
+}
+
+TEST_CASE("checkpoints: Mooncake trace, unbounded, interval 512") {
     for (const char* policy : {"interval", "interval_end"}) {
         const Report r =
             run({{"trace", "mooncake"}, {"interval", "512"}, {"policy", policy}, {"sweeps", "0"}});
@@ -43,13 +51,13 @@ TEST_CASE("checkpoints module: Mooncake trace, unbounded, interval 512") {
         CHECK(std::round(scalar(r, "token_hit_kv") * 10000) == 3736);
         CHECK(std::round(scalar(r, "token_hit_state") * 10000) ==
               (std::string(policy) == "interval" ? 3734 : 3736));
-        CHECK(check_named(r, "Mooncake conversation trace") != nullptr);
-        CHECK(check_named(r, "KV-visible hit equals an independent count") != nullptr);
-        CHECK(check_named(r, "State-usable hit equals an independent count") != nullptr);
+        CHECK(test::check_keyed(r, "mooncake_reference_hits").passed);
+        CHECK(test::check_keyed(r, "kv_hit_matches_block_count").passed);
+        CHECK(test::check_keyed(r, "state_hit_matches_block_count").passed);
     }
 }
 
-TEST_CASE("checkpoints module: bounded capacity, every policy") {
+TEST_CASE("checkpoints: bounded capacity, every policy") {
     for (const char* policy : {"end", "branch", "cap", "segmented", "spread"}) {
         CAPTURE(policy);
         const Report r = run({{"policy", policy},
@@ -60,13 +68,13 @@ TEST_CASE("checkpoints module: bounded capacity, every policy") {
                               {"sessions", "48"},
                               {"page_size", "16"}});
         for (const Check& c : r.checks) CHECK_MESSAGE(c.passed, c.name << ": " << c.detail);
-        CHECK(check_named(r, "Capacities hold after every request") != nullptr);
+        CHECK(test::check_keyed(r, "capacities_hold").passed);
         CHECK(scalar(r, "states_held") <= 200);
         CHECK(scalar(r, "kv_tokens_held") <= 400000);
     }
 }
 
-TEST_CASE("checkpoints module: bad parameters and bad traces are refused with a reason") {
+TEST_CASE("checkpoints: bad parameters and bad traces are refused with a reason") {
     const Experiment& e = *find_experiment("checkpoints");
     auto pp = parse_params(e.params, {{"interval", "500"}}, RangePolicy::strict);
     REQUIRE(pp.ok());
@@ -89,10 +97,9 @@ TEST_CASE("checkpoints module: bad parameters and bad traces are refused with a 
             f);
         std::fclose(f);
         const Report r = run({{"trace", path}});
-        const Check* c = check_named(r, "Workload loaded");
-        REQUIRE(c != nullptr);
-        CHECK_FALSE(c->passed);
-        CHECK(c->detail.find("line 2") != std::string::npos);
+        const Check& c = test::check_keyed(r, "workload_loaded");
+        CHECK_FALSE(c.passed);
+        CHECK(c.detail.find("line 2") != std::string::npos);
         std::remove(path.c_str());
     }
 }

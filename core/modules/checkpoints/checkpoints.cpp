@@ -1,0 +1,113 @@
+// Module 5 `checkpoints`: its parameters (help longer than a line is in checkpoints.md), validation and
+// declaration.
+#include "core/modules/checkpoints/checkpoints.h"
+
+#include "core/experiments/registry.h"
+#include "core/modules/shared/choices.h"
+#include "core/modules/shared/workload_params.h"
+
+namespace k3 {
+
+namespace {
+
+void checkpoint_params(ParamList<CheckpointsParams>& l) {
+    const std::string group = "Checkpoints";
+    l.choice(&CheckpointsParams::policy, "policy", "Checkpoint policy",
+             choices_from<PolicyKind>(policy_ids(), policy_labels(), parse_policy))
+        .in_group(group)
+        .describe("Where requests leave state checkpoints and which ones the tree keeps (How it works).");
+    l.integer(&CheckpointsParams::interval, "interval", "Checkpoint interval", "tokens", 16, 65536)
+        .log()
+        .in_group(group);
+    l.integer(&CheckpointsParams::chunk, "chunk", "Kernel chunk", "tokens", 1, 1024)
+        .log()
+        .in_group(group)
+        .describe(
+            "Chunk of the chunked prefill kernel (FLA uses 64). Junction checkpoints are floored to "
+            "this grid.");
+    l.integer(&CheckpointsParams::max_states_per_path, "max_states_per_path", "States per path (cap)",
+              "states", 1, 4096)
+        .in_group(group)
+        .active_when("policy", "cap");
+    l.integer(&CheckpointsParams::spread_states, "spread_states", "States per path (spread)", "states", 1,
+              4096)
+        .in_group(group)
+        .active_when("policy", "spread")
+        .describe("At most this many states per path, chosen evenly spread along it.");
+    l.integer(&CheckpointsParams::retention_interval, "retention_interval", "Retention segment", "tokens", 16,
+              1048576)
+        .log()
+        .in_group(group)
+        .active_when("policy", "segmented");
+    l.choice(&CheckpointsParams::codec, "codec", "Checkpoint codec",
+             choices_from<StateCodec>(state_codec_ids(), {}, parse_state_codec))
+        .in_group(group);
+}
+
+void capacity_params(ParamList<CheckpointsParams>& l) {
+    const std::string group = "Capacity";
+    l.integer(&CheckpointsParams::state_capacity, "state_capacity", "State capacity", "states", 0, 1e8)
+        .in_group(group);
+    l.integer(&CheckpointsParams::kv_capacity_tokens, "kv_capacity_tokens", "KV capacity", "tokens", 0, 1e11)
+        .in_group(group)
+        .describe("Tokens of attention KV the cache may hold; 0 = unbounded. LRU leaves go first.");
+    l.choice(&CheckpointsParams::lru_refresh, "lru_refresh", "LRU refresh on a hit",
+             Choices<LruRefresh>{{LruRefresh::node, "node", "matched node only"},
+                                 {LruRefresh::path, "path", "whole path"}})
+        .in_group(group);
+    l.integer(&CheckpointsParams::page_size, "page_size", "KV page size", "tokens", 1, 64)
+        .log()
+        .in_group(group)
+        .describe(
+            "KV is cached in whole pages: a prompt's partial last page is not cached (as in SGLang "
+            "and vLLM).");
+}
+
+}  // namespace
+
+ParamList<CheckpointsParams> checkpoints_params() {
+    ParamList<CheckpointsParams> l;
+    l.group(&CheckpointsParams::workload, [](ParamList<WorkloadSpec>& w) {
+        workload_params(w, {.help = "Seed of the synthetic workload.", .synthetic_only = true});
+    });
+    checkpoint_params(l);
+    capacity_params(l);
+    l.choice(&CheckpointsParams::preset, "preset", "Model",
+             preset_choices({ModelPreset::kimi_linear_48b, ModelPreset::qwen3_next_80b, ModelPreset::tiny}))
+        .in_group("Model")
+        .describe("Bytes per state checkpoint and per KV token (module 2's accounting).");
+    l.flag(&CheckpointsParams::sweeps, "sweeps", "Sweeps (intervals, capacities, policies)").in_group("Run");
+    return l;
+}
+
+void validate_checkpoints(const CheckpointsParams& p, Issues& issues) {
+    const std::string interval = "interval " + std::to_string(p.interval);
+    if (p.interval % p.chunk != 0)
+        issues.error(p.interval, interval + " is not a multiple of the kernel chunk " +
+                                     std::to_string(p.chunk) +
+                                     ": a resume from such a checkpoint is not bitwise exact");
+    if (p.interval % p.page_size != 0)
+        issues.error(p.interval,
+                     interval + " is not a multiple of the page size " + std::to_string(p.page_size));
+    validate_workload(p.workload, issues);
+}
+
+Experiment make_checkpoints_experiment() {
+    return make_experiment(Module<CheckpointsParams>{
+        .number = 5,
+        .id = "checkpoints",
+        .title = "Checkpoint placement, retention, compression",
+        .component = "prefix caching",
+        .purpose =
+            "Where to keep recurrent-state checkpoints, how many, and in what format: token hit, memory "
+            "and recompute of a workload replayed through one instance's prefix cache.",
+        .params = checkpoints_params(),
+        .validate = validate_checkpoints,
+        .start = start_checkpoints,
+        .data_files = [](const CheckpointsParams& p) { return workload_data_files(p.workload); },
+        .live = false});
+}
+
+K3_REGISTER_EXPERIMENT(make_checkpoints_experiment);
+
+}  // namespace k3
