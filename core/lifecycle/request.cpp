@@ -1,5 +1,7 @@
 #include "core/lifecycle/request.h"
 
+#include "core/base/bytes.h"
+
 namespace k3::lifecycle {
 
 StateCheckpoint take_checkpoint(const model::Model& m, const model::Sequence& seq) {
@@ -50,6 +52,23 @@ std::string step_request(model::Model& m, Request& r, std::vector<float>* logits
     if (std::string e = m.decode(*r.seq, r.tokens[size_t(pos)], &lg); !e.empty()) return e;
     if (pos + 1 == r.tokens.size()) r.tokens.push_back(r.sampler.next(lg.data(), m.vocab()));
     return {};
+}
+
+std::string continue_for(model::Model& m, Request& r, int n, Trace* t) {
+    for (int i = 0; i < n; ++i) {
+        std::vector<float> lg;
+        if (std::string e = step_request(m, r, &lg); !e.empty()) return e;
+        t->logits.push_back(std::move(lg));
+    }
+    t->tokens = r.tokens;
+    return {};
+}
+
+bool identical(const Trace& a, const Trace& b) {
+    if (a.tokens != b.tokens || a.logits.size() != b.logits.size()) return false;
+    for (size_t i = 0; i < a.logits.size(); ++i)
+        if (!bitwise_equal(a.logits[i], b.logits[i])) return false;
+    return true;
 }
 
 }  // namespace k3::lifecycle

@@ -45,4 +45,18 @@ StateCheckpoint take_checkpoint(const model::Model& m, const model::Sequence& se
 // Feeds the pending token with one decode step and samples the next one. logits: of the fed token.
 [[nodiscard]] std::string step_request(model::Model& m, Request& r, std::vector<float>* logits = nullptr);
 
+// What a request produced from some point on (a pause, say): its token history at the end and the
+// logits of every token fed since. Two runs of a request agree when their traces are identical.
+struct Trace {
+    std::vector<int32_t> tokens;
+    std::vector<std::vector<float>> logits;
+};
+
+// Feeds n more tokens (step_request), appending the logits of each to t->logits; then t->tokens is the
+// request's token history. Stops at the first error and returns it.
+[[nodiscard]] std::string continue_for(model::Model& m, Request& r, int n, Trace* t);
+
+// The same tokens and, bit for bit (k3::bitwise_equal), the same logits.
+bool identical(const Trace& a, const Trace& b);
+
 }  // namespace k3::lifecycle

@@ -4,8 +4,6 @@
 // and sampled. Also within one instance; and the resume-side faults (checkpoint position and model).
 #include <doctest/doctest.h>
 
-#include <cstring>
-
 #include "core/base/bytes.h"
 #include "core/lifecycle/migrate.h"
 #include "test_model_util.h"
@@ -34,11 +32,6 @@ std::unique_ptr<PagePool> pool_for(const Model& m, int sequences = 3) {
 
 constexpr int kPrompt = 150, kBefore = 9, kAfter = 7;
 
-struct Trace {
-    std::vector<int32_t> tokens;
-    std::vector<std::vector<float>> logits;  // of every fed token after the pause point
-};
-
 // Start, generate kBefore tokens; the request is then paused (or goes on, for the reference). With
 // ckpt64 the prompt is prefilled in two calls (the bits of one) with a checkpoint at 64 tokens; with
 // ckpt_decode a checkpoint is taken 3 decode steps before the end.
@@ -63,22 +56,12 @@ Request started(Model& m, PagePool& pool, OwnerId owner, float temperature, Stat
     return r;
 }
 
-Trace continue_for(Model& m, Request& r, int n) {
+// n more tokens of r (continue_for), requiring that they were produced.
+Trace continued(Model& m, Request& r, int n) {
     Trace t;
-    for (int i = 0; i < n; ++i) {
-        std::vector<float> lg;
-        REQUIRE(step_request(m, r, &lg).empty());
-        t.logits.push_back(lg);
-    }
-    t.tokens = r.tokens;
+    const std::string e = continue_for(m, r, n, &t);
+    REQUIRE_MESSAGE(e.empty(), e);
     return t;
-}
-
-bool same(const Trace& a, const Trace& b) {
-    if (a.tokens != b.tokens || a.logits.size() != b.logits.size()) return false;
-    for (size_t i = 0; i < a.logits.size(); ++i)
-        if (!bitwise_equal(a.logits[i], b.logits[i])) return false;
-    return true;
 }
 
 }  // namespace
@@ -92,7 +75,7 @@ TEST_CASE("lifecycle: a migrated continuation has the bits of the uninterrupted 
         auto pa = pool_for(a), pb = pool_for(b);
         // The uninterrupted run.
         Request ref = started(a, *pa, 1, temperature, nullptr, nullptr);
-        const Trace want = continue_for(a, ref, kAfter);
+        const Trace want = continued(a, ref, kAfter);
         ref = Request{};
         // Checkpoints the destination is assumed to hold: in the prompt at 64 tokens, and 3 decode steps
         // back.
@@ -131,7 +114,7 @@ TEST_CASE("lifecycle: a migrated continuation has the bits of the uninterrupted 
             CHECK(dst.consumed() == src.consumed());
             // The restored sequence is byte for byte the source's.
             CHECK(model::same_contents(b.save(*dst.seq), a.save(*src.seq)));
-            CHECK(same(continue_for(b, dst, kAfter), want));
+            CHECK(identical(continued(b, dst, kAfter), want));
         }
     }
 }
@@ -140,7 +123,7 @@ TEST_CASE("lifecycle: pause and resume within one instance") {
     Model& m = model::test::tiny();
     auto pool = pool_for(m, 2);
     Request ref = started(m, *pool, 1, 0.0f, nullptr, nullptr);
-    const Trace want = continue_for(m, ref, kAfter);
+    const Trace want = continued(m, ref, kAfter);
     ref = Request{};
     Request r = started(m, *pool, 2, 0.0f, nullptr, nullptr);
     const uint64_t at = r.consumed();
@@ -152,7 +135,7 @@ TEST_CASE("lifecycle: pause and resume within one instance") {
     REQUIRE(read_blob(blob, expect_for(m, at), &in).ok());
     Request back;
     REQUIRE(resume(m, *pool, 3, in, nullptr, &back).ok());
-    CHECK(same(continue_for(m, back, kAfter), want));
+    CHECK(identical(continued(m, back, kAfter), want));
 }
 
 TEST_CASE("lifecycle: resume refuses a checkpoint at the wrong position or from another model") {
@@ -207,9 +190,8 @@ TEST_CASE("lifecycle: the blob and the continuation have the same bits natively 
     Request r = started(m, *pool, 1, 0.9f, nullptr, nullptr);
     std::vector<std::byte> blob;
     REQUIRE(write_blob(capture(m, r, MigrationStrategy::move_all), &blob).empty());
-    uint32_t crc = 0;
-    for (int i = 0; i < 4; ++i) crc |= uint32_t(blob[blob.size() - 4 + size_t(i)]) << (8 * i);
-    const Trace t = continue_for(m, r, kAfter);
+    const uint64_t crc = load_le(blob.data() + blob.size() - 4, 4);
+    const Trace t = continued(m, r, kAfter);
     model::test::Digest d;
     d.add_all(t.tokens);
     for (const auto& lg : t.logits) d.add_all(lg);

@@ -2,20 +2,19 @@
 // greedy and sampled requests, determinism outside "timing", refusal of an off-grid checkpoint interval.
 #include <doctest/doctest.h>
 
-#include "core/experiments/registry.h"
-#include "test_module_util.h"
+#include "core/modules/migrate/migrate.h"
+#include "tests/unit/test_module_util.h"
 
 using namespace k3;
 
 namespace {
-using test::check_named;
 Report run_migrate(std::vector<std::pair<std::string, std::string>> kv) {
     kv.insert(kv.begin(), {{"prompt", "70"}, {"before", "4"}, {"after", "4"}});  // small and quick
     return test::run_module("migrate", kv, false);
 }
 }  // namespace
 
-TEST_CASE("migrate module: declared as module 10 with texts, parameters and headlines") {
+TEST_CASE("migrate: declared as module 10 with texts, parameters and headlines") {
     const Experiment* e = find_experiment("migrate");
     REQUIRE(e);
     CHECK(e->number == 10);
@@ -31,30 +30,31 @@ TEST_CASE("migrate module: declared as module 10 with texts, parameters and head
     CHECK(e->headlines.size() == 2);
     auto pp = parse_params(e->params, {{"interval", "100"}}, RangePolicy::strict);
     REQUIRE(pp.ok());
-    CHECK(!e->check(pp.params).empty());
+    const auto issues = e->check(pp.params);
+    REQUIRE(!issues.empty());
+    CHECK(issues[0].key == "interval");
 }
 
-TEST_CASE("migrate module: the continuation is bitwise, greedy and sampled, for every strategy") {
+TEST_CASE("migrate: the continuation is bitwise, greedy and sampled, for every strategy") {
     for (const char* temp : {"0", "1.1"}) {
         const Report r = run_migrate({{"temperature", temp}});
         for (const Check& c : r.checks) CHECK_MESSAGE(c.passed, (c.name + ": " + c.detail));
         for (const char* s : {"move_all", "move_kv", "recompute"}) {
-            const Check* c = check_named(r, std::string("Migrated with ") + s);
-            REQUIRE_MESSAGE(c, s);
-            CHECK(c->passed);
+            CAPTURE(s);
+            CHECK(test::check_keyed(r, std::string("migrated_bitwise_") + s).passed);
         }
-        REQUIRE(check_named(r, "Paused, freed and resumed"));
+        test::check_keyed(r, "same_instance_resumes_bitwise");
         for (const char* key :
              {"blob_bytes", "blob_state_bytes", "blob_kv_bytes", "scale_move_all_bytes", "scale_move_all_s",
               "scale_move_kv_s", "scale_recompute_s", "break_even_distance"})
             CHECK_MESSAGE(r.find_scalar(key), key);
         // Tiny: 6 KDA layers x 74,752 B of state; 74 tokens x 1,280 B of MLA cache.
-        CHECK(r.find_scalar("blob_state_bytes")->value == 448512.0);
-        CHECK(r.find_scalar("blob_kv_bytes")->value == 74.0 * 1280);
+        CHECK(test::scalar_of(r, "blob_state_bytes") == 448512.0);
+        CHECK(test::scalar_of(r, "blob_kv_bytes") == 74.0 * 1280);
     }
 }
 
-TEST_CASE("migrate module: every injected fault is detected with its own error") {
+TEST_CASE("migrate: every injected fault is detected with its own error") {
     const struct {
         std::vector<std::pair<std::string, std::string>> kv;
         const char* error;
@@ -75,20 +75,40 @@ TEST_CASE("migrate module: every injected fault is detected with its own error")
     for (const auto& c : cases) {
         CAPTURE(c.error);
         const Report r = run_migrate(c.kv);
-        const Check* f = check_named(r, "Injected fault detected: ");
-        REQUIRE(f);
-        CHECK(f->name == std::string("Injected fault detected: ") + c.error);
-        CHECK(f->passed);
-        CHECK(r.find_scalar("fault_detected")->value == 1);
+        const Check& f = test::check_keyed(r, "injected_fault_detected");
+        CHECK(f.name == std::string("Injected fault detected: ") + c.error);
+        CHECK(f.passed);
+        CHECK(test::scalar_of(r, "fault_detected") == 1);
         CHECK(r.all_checks_passed());
     }
     const Report ok = run_migrate({});
-    REQUIRE(check_named(ok, "The intact blob is accepted"));
-    CHECK(ok.find_scalar("fault_detected")->value == 0);
+    CHECK(test::check_keyed(ok, "intact_blob_resumes_bitwise").passed);
+    CHECK(test::scalar_of(ok, "fault_detected") == 0);
 }
 
-TEST_CASE("migrate module: everything outside timing is the same on a second run") {
-    Report a = run_migrate({{"temperature", "0.7"}}), b = run_migrate({{"temperature", "0.7"}});
-    a.timing = {}, b.timing = {};
-    CHECK(report_json(a) == report_json(b));
+TEST_CASE("migrate: everything outside timing is the same on a second run") {
+    const Report a = run_migrate({{"temperature", "0.7"}}), b = run_migrate({{"temperature", "0.7"}});
+    CHECK(test::without_timing(a) == test::without_timing(b));
+}
+
+TEST_CASE("migrate: a failed step is the last check, and what the run did not reach is not reported") {
+    MigrateResult m;
+    m.paused = PausedRequest{.position = 108, .blob_crc32c = 7, .prompt_tokens = 100};
+    StrategyOutcome all;
+    all.blob_bytes = all.counted.bytes = 1000;
+    all.state_same = all.continuation_same = true;
+    m.strategies = {all};
+    m.failure = MigrateFailure{"resumed_move_kv", "Resume with move_kv", "resume_failed: the pool is full"};
+    Report r;
+    report_migrate(MigrateParams{}, m, r);
+    REQUIRE(r.checks.size() == 3);
+    CHECK(r.checks[0].key == "migrated_bitwise_move_all");
+    CHECK(r.checks[1].key == "blob_size_counted_move_all");
+    CHECK(r.checks[2].key == "resumed_move_kv");
+    CHECK_FALSE(r.checks[2].passed);
+    CHECK(r.checks[2].detail == "resume_failed: the pool is full");
+    CHECK(test::scalar_of(r, "blob_bytes") == 1000);
+    CHECK(r.find_scalar("fault_detected") == nullptr);
+    CHECK(r.tables.empty());  // the strategy tables need all three strategies
+    CHECK(r.series.empty());
 }

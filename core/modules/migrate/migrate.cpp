@@ -1,0 +1,127 @@
+// Module 10 `migrate`: its parameters, validation and declaration.
+#include "core/modules/migrate/migrate.h"
+
+#include "core/experiments/registry.h"
+#include "core/modules/shared/choices.h"
+
+namespace k3 {
+
+using lifecycle::RecomputeRegime;
+
+namespace {
+
+const Choices<RecomputeRegime>& regime_choices() {
+    static const Choices<RecomputeRegime> choices = {
+        {RecomputeRegime::alone, "alone", "alone (streams all weights)"},
+        {RecomputeRegime::in_batch, "in_batch", "inside running batches (FLOPs only)"}};
+    return choices;
+}
+
+// A core preset list (links, hardware) as choices whose value is the preset's id.
+Choices<std::string> preset_id_choices(const std::vector<std::string>& ids,
+                                       const std::vector<std::string>& names) {
+    Choices<std::string> out;
+    for (size_t i = 0; i < ids.size(); ++i) out.push_back({ids[i], ids[i], names[i]});
+    return out;
+}
+
+void request_params(ParamList<MigrateParams>& l) {
+    auto request = [](ParamSpec& s) -> ParamSpec& { return s.in_group("Request (runnable model)"); };
+    request(l.integer(&MigrateParams::prompt, "prompt", "Prompt", "tokens", 1, 2048).log())
+        .describe("Prompt tokens of the live request on the runnable tiny model, prefilled in one call.");
+    request(l.integer(&MigrateParams::before, "before", "Generated before the pause", "tokens", 0, 512))
+        .describe("Tokens decoded before the request is paused (one more is sampled and pending).");
+    request(l.integer(&MigrateParams::after, "after", "Generated after resuming", "tokens", 1, 512));
+    request(l.real(&MigrateParams::temperature, "temperature", "Temperature", "", 0, 2))
+        .describe(
+            "0 = greedy. Above 0 the sampler draws from the seeded generator, whose state travels in the "
+            "blob.");
+    request(l.integer(&MigrateParams::interval, "interval", "Checkpoint interval", "tokens", 64, 4096).log());
+    request(l.seed(&MigrateParams::seed, "Seed of the model weights (both instances) and of the prompt."));
+}
+
+void fault_params(ParamList<MigrateParams>& l) {
+    auto fault = [](ParamSpec& s) -> ParamSpec& { return s.in_group("Fault injection"); };
+    fault(l.choice(
+        &MigrateParams::fault, "fault", "Injected fault",
+        Choices<BlobFault>{
+            {BlobFault::none, "none", "none"},
+            {BlobFault::bit_flip, "bit_flip", "flip one bit"},
+            {BlobFault::truncate, "truncate", "truncate"},
+            {BlobFault::wrong_model, "wrong_model", "another model's hash (re-checksummed)"},
+            {BlobFault::wrong_layout, "wrong_layout", "[V][K] state order (re-checksummed)"},
+            {BlobFault::wrong_position, "wrong_position", "position one token off (re-checksummed)"}}));
+    fault(l.integer(&MigrateParams::fault_offset, "fault_offset", "Fault byte offset", "B", 0, 2147483647))
+        .describe("Bit flip: the byte to change; truncate: bytes kept. Clamped to the blob's size - 1.");
+    fault(l.integer(&MigrateParams::fault_bit, "fault_bit", "Bit to flip", "", 0, 7))
+        .active_when("fault", "bit_flip")
+        .describe("Which bit (0 = least significant) of the byte at the fault offset is flipped.");
+}
+
+void scale_params(ParamList<MigrateParams>& l) {
+    auto scale = [](ParamSpec& s) -> ParamSpec& { return s.in_group("At scale"); };
+    scale(l.choice(&MigrateParams::preset, "preset", "Model at scale",
+                   preset_choices({ModelPreset::kimi_linear_48b, ModelPreset::qwen3_next_80b})))
+        .describe(
+            "Published configuration for the strategy costs at real scale (exact bytes, roofline times).");
+    scale(l.integer(&MigrateParams::context, "context", "Context at scale", "tokens", 1, 16777216).log())
+        .describe("Tokens the migrated request holds.");
+    scale(
+        l.integer(&MigrateParams::distance, "distance", "Checkpoint distance at scale", "tokens", 1, 16777216)
+            .log());
+    scale(l.choice(&MigrateParams::link, "link", "Link",
+                   preset_id_choices(link_preset_ids(), link_preset_names())));
+    scale(l.choice(&MigrateParams::hardware, "hardware", "Hardware",
+                   preset_id_choices(hardware_preset_ids(), hardware_preset_names())))
+        .describe("Destination GPU for the roofline estimate of recompute time.");
+    scale(l.choice(&MigrateParams::regime, "regime", "Recompute regime", regime_choices()));
+}
+
+}  // namespace
+
+const char* regime_id(RecomputeRegime r) {
+    for (const Choice<RecomputeRegime>& c : regime_choices())
+        if (c.value == r) return c.key.c_str();
+    return "";
+}
+
+ParamList<MigrateParams> migrate_params() {
+    ParamList<MigrateParams> l;
+    request_params(l);
+    fault_params(l);
+    scale_params(l);
+    return l;
+}
+
+void validate_migrate(const MigrateParams& p, Issues& issues) {
+    if (p.interval % kMigrateChunk != 0)
+        issues.error(p.interval, "interval (" + std::to_string(p.interval) +
+                                     ") must be a multiple of the chunk size " +
+                                     std::to_string(kMigrateChunk) +
+                                     " (recomputing from a checkpoint off the chunk grid is not bit-exact)");
+}
+
+Experiment make_migrate_experiment() {
+    return make_experiment(Module<MigrateParams>{
+        .number = 10,
+        .id = "migrate",
+        .title = "Split, pause, resume, migrate",
+        .component = "request lifecycle",
+        .purpose = "Move a live request between two model instances and get exactly the tokens it would have "
+                   "produced; what each way of moving it costs.",
+        .params = migrate_params(),
+        .validate = validate_migrate,
+        .start = start_migrate,
+        .headlines = {
+            {"Bytes to migrate a Kimi-Linear request of 128k tokens (state + KV)",
+             {{"prompt", "16"}, {"before", "1"}, {"after", "1"}},
+             "scale_move_all_bytes"},
+            {"Recomputing that request instead: seconds on an H100 (roofline estimate)",
+             {{"prompt", "16"}, {"before", "1"}, {"after", "1"}},
+             "scale_recompute_s"},
+        }});
+}
+
+K3_REGISTER_EXPERIMENT(make_migrate_experiment);
+
+}  // namespace k3

@@ -1,0 +1,134 @@
+// Module 10 `migrate`: pause a live request on the runnable model, serialise it into the versioned,
+// checksummed blob (core/lifecycle/blob.h), restore it in a second Model instance and continue; the
+// continuation must have the bits of the run that never stopped. Three strategies (move everything,
+// move KV and recompute the KDA state from a checkpoint, recompute everything) with their costs at the
+// runnable scale and at a published configuration's scale, and fault injection into the blob.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/experiments/module.h"
+#include "core/lifecycle/migrate.h"
+#include "core/model/accounting.h"
+#include "core/model/roofline.h"
+
+namespace k3 {
+
+// The runnable model's KDA chunk: checkpoint intervals must be multiples of it to stay bit-exact.
+inline constexpr int kMigrateChunk = 64;
+
+// Damage done to the move-everything blob before the second instance reads it. The last three are
+// forged: the blob is re-checksummed, so only the check that targets the field can catch them.
+enum class BlobFault : uint8_t { none, bit_flip, truncate, wrong_model, wrong_layout, wrong_position };
+
+struct MigrateParams {
+    // The live request on the runnable tiny model.
+    int prompt = 100, before = 8, after = 8;  // tokens
+    double temperature = 0;
+    int interval = 64;  // tokens between the destination's state checkpoints
+    uint64_t seed = 1;
+    // Fault injection.
+    BlobFault fault = BlobFault::none;
+    int64_t fault_offset = 1000;  // B
+    int fault_bit = 0;
+    // At a published configuration's scale.
+    ModelPreset preset = ModelPreset::kimi_linear_48b;
+    int64_t context = 131072, distance = 2048;  // tokens
+    std::string link = "ib-ndr";                // link_preset() id (core/model/roofline.h)
+    std::string hardware = "h100";              // hardware_preset() id
+    lifecycle::RecomputeRegime regime = lifecycle::RecomputeRegime::alone;
+};
+
+// A step the run could not do: its failed check. The run stops there.
+struct MigrateFailure {
+    std::string key, name, error;
+};
+
+// The live request on instance A at the pause.
+struct PausedRequest {
+    uint64_t position = 0;     // tokens consumed
+    uint64_t blob_crc32c = 0;  // the move-everything blob's trailer
+    size_t prompt_tokens = 0;
+    double prefill_ms = 0, pause_ms = 0;  // measured on this device
+};
+
+// One strategy: written on A, read and resumed on B, continued.
+struct StrategyOutcome {
+    lifecycle::MigrationStrategy strategy = lifecycle::MigrationStrategy::move_all;
+    double blob_bytes = 0;
+    lifecycle::StrategyCost counted;     // what the cost model counts for it
+    std::optional<uint64_t> checkpoint;  // position of the checkpoint move_kv restarted from
+    lifecycle::ResumeInfo resume;
+    bool state_same = false;                // restored state and KV byte-identical to the source's
+    bool continuation_same = false;         // the continuation is bitwise the uninterrupted run
+    double resume_ms = 0, continue_ms = 0;  // measured on this device
+};
+
+// The damaged (or intact) blob and what the reader made of it.
+struct FaultOutcome {
+    std::string what;  // the damage done
+    double blob_bytes = 0;
+    lifecycle::BlobStatus status;
+    bool as_expected = false;  // the reader's error is one the damage should cause
+    bool resumed_ok = false;   // accepted, resumed and continued bitwise
+};
+
+// The damage done to a blob and the reader errors that must follow from it.
+struct FaultPlan {
+    std::string what;
+    std::vector<lifecycle::BlobError> expect;
+};
+
+// Paused, freed and resumed in instance A itself.
+struct SameInstanceOutcome {
+    lifecycle::BlobStatus status;
+    bool freed = false;  // the paused sequence released its pages
+    bool equal = false;  // the continuation is bitwise the uninterrupted run
+};
+
+// The strategies at a published configuration's scale (bytes exact, times roofline estimates).
+struct ScaleCosts {
+    ModelConfig model;
+    MemoryAccount account;
+    Link link;
+    Hardware hardware;
+    double context = 0, distance = 0;  // distance clamped to the context
+    lifecycle::MigrationCosts alone, in_batch;
+    double break_even_distance = 0;
+    struct Point {
+        double x;
+        lifecycle::MigrationCosts costs;  // in the chosen regime
+    };
+    std::vector<Point> over_context, over_distance;
+    const lifecycle::MigrationCosts& chosen(lifecycle::RecomputeRegime r) const {
+        return r == lifecycle::RecomputeRegime::alone ? alone : in_batch;
+    }
+};
+
+// What the run found, stage by stage; a stage's part is empty when the run stopped before it.
+struct MigrateResult {
+    std::optional<MigrateFailure> failure;
+    int linear_layers = 0;           // of the runnable model
+    lifecycle::Trace uninterrupted;  // the continuation of the run that never stopped
+    std::optional<PausedRequest> paused;
+    std::vector<StrategyOutcome> strategies;  // in kMigrationStrategies order, as far as they got
+    bool all_strategies = false;
+    std::optional<FaultOutcome> fault;
+    std::optional<SameInstanceOutcome> same_instance;
+    std::optional<ScaleCosts> scale;
+};
+
+ParamList<MigrateParams> migrate_params();
+void validate_migrate(const MigrateParams& p, Issues& issues);
+const char* regime_id(lifecycle::RecomputeRegime r);  // "alone", "in_batch"
+// The staged run; its last stage builds the report (report_migrate).
+std::unique_ptr<Run> start_migrate(const MigrateParams& p, const Params& raw);
+// Damages `blob` as p.fault says (migrate_faults.cpp).
+FaultPlan inject_fault(const MigrateParams& p, std::vector<std::byte>& blob);
+void report_migrate(const MigrateParams& p, const MigrateResult& m, Report& r);
+
+}  // namespace k3
