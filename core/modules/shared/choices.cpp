@@ -14,4 +14,11 @@ Choices<DType> dtype_choices(std::initializer_list<DType> offered) {
     return out;
 }
 
+Choices<spec::RecordVariant> record_variant_choices(bool exact_only) {
+    Choices<spec::RecordVariant> out;
+    for (const spec::VariantInfo& v : spec::record_variants())
+        if (v.exact || !exact_only) out.push_back({v.variant, v.id, std::string(v.row) + " " + v.label});
+    return out;
+}
+
 }  // namespace k3

@@ -1,10 +1,11 @@
-// Choice lists the modules share: the model presets and element types they offer.
+// Choice lists the modules share: the model presets, element types and record variants they offer.
 #pragma once
 
 #include <initializer_list>
 
 #include "core/experiments/param_list.h"
 #include "core/model/config.h"
+#include "core/spec/storage.h"
 
 namespace k3 {
 
@@ -12,5 +13,8 @@ namespace k3 {
 Choices<ModelPreset> preset_choices(std::initializer_list<ModelPreset> offered);
 // Element types by name ("fp32", "bf16", ...), no display names.
 Choices<DType> dtype_choices(std::initializer_list<DType> offered);
+// The record variants of reference/kda.md §6, labelled by their table row ("(b) minimal exact ...");
+// `exact_only`: only those whose replay rebuilds the whole layer state (modules 7 and 8).
+Choices<spec::RecordVariant> record_variant_choices(bool exact_only = false);
 
 }  // namespace k3

@@ -1,0 +1,70 @@
+// Module 7 `spec-storage`: its parameters, validation and declaration.
+#include "core/modules/spec_storage/spec_storage.h"
+
+#include "core/base/numfmt.h"
+#include "core/experiments/registry.h"
+#include "core/modules/shared/choices.h"
+
+namespace k3 {
+
+ParamList<SpecStorageParams> spec_storage_params() {
+    using P = SpecStorageParams;
+    ParamList<P> l;
+    l.choice(&P::preset, "preset", "Model",
+             preset_choices({ModelPreset::kimi_linear_48b, ModelPreset::qwen3_next_80b, ModelPreset::tiny,
+                             ModelPreset::small}))
+        .in_group("Model");
+    l.integer(&P::draft_len, "draft_len", "Tokens per verification N", "tokens", 1, kSpecMaxDraft)
+        .in_group("Speculation");
+    l.choice(&P::variant, "variant", "Record variant", record_variant_choices()).in_group("Speculation");
+    l.integer(&P::running_requests, "running_requests", "Running requests R", "requests", 1, 4096)
+        .log()
+        .in_group("Fleet");
+    l.integer(&P::ring_capacity, "ring_capacity", "Ring capacity L", "records", 1, 256)
+        .log()
+        .in_group("Fleet")
+        .describe(
+            "For comparison: a ReplaySSM-style ring of L records per request (module 8). "
+            "SGLang's default is 16.");
+    l.flag(&P::demo, "demo", "Run the rollback on the runnable model").in_group("Runnable model");
+    l.real(&P::accept, "accept", "Draft acceptance (demo)", "fraction", 0, 1)
+        .in_group("Runnable model")
+        .active_when("demo", "1");
+    return l;
+}
+
+void validate_spec_storage(const SpecStorageParams& p, Issues& issues) {
+    if (p.ring_capacity < p.draft_len)
+        issues.warning(p.ring_capacity,
+                       "a ring of " + format_number(p.ring_capacity) +
+                           " records cannot hold one verification of N = " + format_number(p.draft_len) +
+                           " tokens (module 8 refuses it); its figure is shown anyway");
+}
+
+Experiment make_spec_storage_experiment() {
+    const std::vector<std::pair<std::string, std::string>> kimi_n4 = {
+        {"preset", "kimi-linear-48b"}, {"draft_len", "4"}, {"variant", "minimal_exact"}, {"demo", "0"}};
+    return make_experiment(Module<SpecStorageParams>{
+        .number = 7,
+        .id = "spec-storage",
+        .title = "Projection replay vs snapshots",
+        .component = "speculative decoding",
+        .purpose =
+            "What rolling back a rejected speculative draft costs with a recurrent state: a full state "
+            "snapshot per verified token, or the confirmed state plus small per-token records "
+            "replayed on rejection.",
+        .params = spec_storage_params(),
+        .validate = validate_spec_storage,
+        .start = start_spec_storage,
+        .live = false,
+        .headlines = {
+            {"Kimi-Linear, N = 4: N snapshots against one state + N records (extra storage convention)",
+             kimi_n4, "ratio_n_snapshots"},
+            {"Kimi-Linear, N = 4: the same, counting the confirmed state on both sides", kimi_n4,
+             "ratio_counting_confirmed"},
+        }});
+}
+
+K3_REGISTER_EXPERIMENT(make_spec_storage_experiment);
+
+}  // namespace k3

@@ -1,0 +1,74 @@
+// Module 7 `spec-storage`: rolling back a rejected speculative draft with a recurrent state, by a full
+// state snapshot per verified token or by the confirmed state plus per-token records replayed on
+// rejection (reference/kda.md §6, reference/serving.md §3). The storage is exact accounting of the
+// chosen preset (core/spec/storage.h); the rollback itself runs on the runnable model
+// (core/spec/rollback_lab.h) and is compared bitwise with direct decoding, for every rejection point
+// and every record variant.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/experiments/module.h"
+#include "core/model/accounting.h"
+#include "core/spec/rollback_lab.h"
+#include "core/spec/storage.h"
+
+namespace k3 {
+
+struct SpecStorageParams {
+    ModelPreset preset = ModelPreset::kimi_linear_48b;
+    int draft_len = 4;  // N: tokens per verification
+    spec::RecordVariant variant = spec::RecordVariant::minimal_exact;
+    int running_requests = 128;  // R
+    int ring_capacity = 16;      // L, for comparison with module 8
+    bool demo = true;            // run the rollback on the runnable model
+    double accept = 0.6;         // the demo drafter's acceptance
+};
+
+// The largest N: the range of draft_len and of the plots against N.
+constexpr int kSpecMaxDraft = 32;
+
+// The storage accounting of the chosen preset.
+struct StorageAccounting {
+    ModelConfig model;
+    spec::SpecStorage chosen;                     // the chosen variant at N, R, L
+    std::vector<spec::SpecStorage> variants;      // every variant at N, R, L, in record_variants() order
+    std::vector<spec::SpecStorage> by_draft_len;  // the chosen variant at N = 1 .. kSpecMaxDraft
+    std::vector<spec::RecordField> fields;        // of one record of the chosen variant
+    MemoryAccount memory;                         // the state one sequence keeps (core/model/accounting.h)
+    std::optional<spec::SpecStorage> kimi_reference;  // Kimi-Linear only: minimal exact at N = 4
+};
+
+// The rollback on the runnable tiny model: one verification of N tokens, rejected at every n in 0..N
+// and restored both ways.
+struct RollbackDemo {
+    bool ran = false;
+    std::string error;  // why it did not run
+    int draft_len = 0, accepted = 0, vocab = 0;
+    uint64_t state_bytes = 0;          // the tiny model's state per sequence
+    uint64_t snapshot_bytes_held = 0;  // confirmed + N snapshots, as held
+    bool logits_match = false;         // one-pass verification = token by token, bitwise
+    std::vector<std::vector<spec::RestoreOutcome>> outcomes;  // per variant, n = 0..N
+    std::vector<uint64_t> record_bytes_held;                  // per variant: confirmed + N records
+    spec::SpecStorage tiny_accounting;                        // the accounting of the tiny preset, R = 1
+    // Wall clock (the report's "timing").
+    std::vector<double> copy_ms, replay_ms;  // median restore of n kept tokens, n = 0..N
+    spec::LayerRestoreTiming layer;          // one KDA layer at Kimi-Linear dimensions
+};
+
+struct SpecStorageResult {
+    StorageAccounting accounting;
+    std::optional<RollbackDemo> demo;  // with p.demo
+};
+
+ParamList<SpecStorageParams> spec_storage_params();
+void validate_spec_storage(const SpecStorageParams& p, Issues& issues);
+StorageAccounting account_spec_storage(const SpecStorageParams& p);
+std::unique_ptr<Run> start_spec_storage(const SpecStorageParams& p, const Params& raw);
+void report_spec_storage(const SpecStorageParams& p, const SpecStorageResult& result, Report& r);
+
+}  // namespace k3

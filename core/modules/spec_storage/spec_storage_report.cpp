@@ -1,0 +1,412 @@
+// Module 7 `spec-storage`: the accounting and the runnable model's rollback as figures, plots, tables,
+// checks and notes.
+#include <cmath>
+
+#include "core/base/numfmt.h"
+#include "core/kda/layout.h"
+#include "core/modules/spec_storage/spec_storage.h"
+
+namespace k3 {
+
+namespace {
+
+using namespace k3::spec;
+
+std::string variant_name(const VariantInfo& v) { return std::string(v.row) + " " + v.label; }
+
+// ---- the accounting ----
+
+void ratio_scalars(const StorageAccounting& a, Report& r) {
+    const SpecStorage& s = a.chosen;
+    const std::string N = std::to_string(s.draft_len);
+    const std::string against_records =
+        " B vs " + format_grouped(double(s.projection_total_per_layer)) + " B per layer.";
+    const std::string snapshots = "Snapshots: " + N + " full states (one after each verified token). ";
+    const std::string records =
+        "Records: the confirmed state is kept apart (the verify pass must not overwrite it) plus " + N +
+        " records. ";
+    r.scalar("ratio_n_snapshots", "N snapshots : one state + N records", "ratio", s.ratio_n_snapshots, true)
+        .help = "Convention 1: the storage speculation needs beyond the live state. " + snapshots + records +
+                format_grouped(double(s.snapshots_extra_per_layer)) + against_records;
+    r.scalar("ratio_counting_confirmed",
+             "N + 1 states : one state + N records (confirmed state on both sides)", "ratio",
+             s.ratio_counting_confirmed, true)
+        .help =
+        "Convention 2: the confirmed state counted on both sides "
+        "(the snapshot side also holds the state it rolls back to on a full rejection). " +
+        format_grouped(double(s.snapshots_total_per_layer)) + against_records;
+    const double share = s.snapshots_extra_per_layer
+                             ? double(s.projection_total_per_layer) / double(s.snapshots_extra_per_layer)
+                             : 0;
+    r.scalar("projection_share", "Record storage as a share of N snapshots", "fraction", share, true).help =
+        "One state + N records divided by N snapshots: about a quarter at Kimi-Linear dimensions, N = 4.";
+}
+
+void size_scalars(const SpecStorageParams& p, const StorageAccounting& a, Report& r) {
+    const SpecStorage& s = a.chosen;
+    const VariantInfo& v = variant_info(p.variant);
+    r.scalar("snapshot_bytes_per_layer", "Full snapshot per layer (S + conv windows)", "B",
+             double(s.snapshot_per_layer), true)
+        .help = "Recurrent state S (" + std::string(dtype_name(a.model.state_dtype)) +
+                ") plus the W-1 raw rows of the q, k, v conv windows (" + dtype_name(a.model.conv_dtype) +
+                ").";
+    r.scalar("record_bytes_per_token_per_layer", "Record per token per layer, " + variant_name(v), "B",
+             double(s.record_per_token), true)
+        .help = "Contents: " + std::string(v.contents) + ".";
+    r.scalar("ratio_per_token", "Snapshot / record, per token", "ratio", s.ratio_per_token).help =
+        "What each extra verified token costs: one snapshot against one record (any N).";
+    r.scalar("snapshot_extra_bytes_per_sequence", "N snapshots per sequence", "B",
+             double(s.per_sequence(s.snapshots_extra_per_layer)));
+    r.scalar("record_extra_bytes_per_sequence", "N records per sequence", "B",
+             double(s.per_sequence(s.records_extra_per_layer)));
+    r.scalar("snapshot_bytes_per_fleet", "Confirmed + N snapshots, R requests", "B",
+             double(s.per_fleet(s.snapshots_total_per_layer)));
+    r.scalar("projection_bytes_per_fleet", "Confirmed + N records, R requests", "B",
+             double(s.per_fleet(s.projection_total_per_layer)));
+    r.scalar("ring_bytes_per_fleet", "Checkpoint + ring of L records, R requests", "B",
+             double(s.per_fleet(s.ring_total_per_layer)));
+    r.scalar(
+        "fleet_saving_bytes", "Saved across R requests (records instead of snapshots)", "B",
+        double(s.per_fleet(s.snapshots_total_per_layer)) - double(s.per_fleet(s.projection_total_per_layer)));
+    r.scalar("linear_layers", a.model.linear_name + " layers", "count", s.linear_layers);
+}
+
+void variant_table(const StorageAccounting& a, Report& r) {
+    Table& t = r.add_table(make_table("Record variants (reference/kda.md §6), per token per layer",
+                                      {{"variant", ""},
+                                       {"row", ""},
+                                       {"contents", ""},
+                                       {"bytes per token", "B"},
+                                       {"snapshot / record", "ratio"},
+                                       {"one state + N records", "B"},
+                                       {"N snapshots : state + N records", "ratio"},
+                                       {"N + 1 : state + N records", "ratio"},
+                                       {"exact on the runnable model", ""}}));
+    const auto& variants = record_variants();
+    for (size_t i = 0; i < variants.size(); ++i) {
+        const VariantInfo& v = variants[i];
+        const SpecStorage& x = a.variants[i];
+        t.add({std::string(v.label), std::string(v.row), std::string(v.contents), double(x.record_per_token),
+               x.ratio_per_token, double(x.projection_total_per_layer), x.ratio_n_snapshots,
+               x.ratio_counting_confirmed,
+               std::string(v.exact ? "claimed: S and windows bitwise" : "claimed: S only (windows stale)")});
+    }
+}
+
+void storage_tables(const SpecStorageParams& p, const StorageAccounting& a, Report& r) {
+    const SpecStorage& s = a.chosen;
+    Table& fleet = r.add_table(make_table("Rollback storage per layer, per sequence and per fleet (" +
+                                              std::to_string(p.running_requests) + " running requests)",
+                                          {{"method", ""},
+                                           {"per layer", "B"},
+                                           {"per sequence", "B"},
+                                           {"per fleet", "B"},
+                                           {"vs confirmed + N records", "ratio"}}));
+    auto row = [&](std::string name, uint64_t per_layer) {
+        fleet.add({std::move(name), double(per_layer), double(s.per_sequence(per_layer)),
+                   double(s.per_fleet(per_layer)), double(per_layer) / double(s.projection_total_per_layer)});
+    };
+    row("N snapshots (extra only)", s.snapshots_extra_per_layer);
+    row("confirmed + N snapshots", s.snapshots_total_per_layer);
+    row("N records (extra only)", s.records_extra_per_layer);
+    row("confirmed + N records", s.projection_total_per_layer);
+    row("checkpoint + ring of L = " + std::to_string(p.ring_capacity) + " records", s.ring_total_per_layer);
+
+    Table& fields =
+        r.add_table(make_table("Fields of one record: " + variant_name(variant_info(p.variant)),
+                               {{"field", ""}, {"elements", "count"}, {"dtype", ""}, {"bytes", "B"}}));
+    for (const RecordField& f : a.fields)
+        fields.add({f.name, double(f.elements), std::string(dtype_name(f.dtype)), double(f.bytes())});
+}
+
+void draft_len_plots(const StorageAccounting& a, Report& r) {
+    auto per_layer = [](std::string name) {
+        Series s = make_series(std::move(name), "Storage per layer against N", "tokens per verification N",
+                               "bytes per layer", "tokens", "B");
+        s.log_y = true;
+        return s;
+    };
+    auto ratio = [](std::string name) {
+        return make_series(std::move(name), "Snapshot / record storage against N",
+                           "tokens per verification N", "ratio", "tokens", "ratio");
+    };
+    Series snapshots = per_layer("N snapshots"), confirmed = per_layer("confirmed + N snapshots"),
+           records = per_layer("confirmed + N records");
+    Series extra = ratio("N : 1 + N records"), counted = ratio("N + 1 : 1 + N records (confirmed counted)");
+    for (const SpecStorage& x : a.by_draft_len) {
+        const double n = x.draft_len;
+        snapshots.add(n, double(x.snapshots_extra_per_layer));
+        confirmed.add(n, double(x.snapshots_total_per_layer));
+        records.add(n, double(x.projection_total_per_layer));
+        extra.add(n, x.ratio_n_snapshots);
+        counted.add(n, x.ratio_counting_confirmed);
+    }
+    for (Series* s : {&snapshots, &confirmed, &records, &extra, &counted}) r.add_series(std::move(*s));
+}
+
+void fleet_and_variant_plots(const StorageAccounting& a, Report& r) {
+    const SpecStorage& s = a.chosen;
+    auto fleet = [](std::string name) {
+        Series f = make_series(std::move(name), "Fleet storage against running requests",
+                               "running requests R", "bytes", "requests", "B");
+        f.log_x = f.log_y = true;
+        return f;
+    };
+    Series snapshots = fleet("confirmed + N snapshots"), records = fleet("confirmed + N records"),
+           ring = fleet("checkpoint + ring of L records");
+    for (int q = 1; q <= 4096; q *= 2) {
+        snapshots.add(q, double(s.per_sequence(s.snapshots_total_per_layer)) * q);
+        records.add(q, double(s.per_sequence(s.projection_total_per_layer)) * q);
+        ring.add(q, double(s.per_sequence(s.ring_total_per_layer)) * q);
+    }
+    for (Series* f : {&snapshots, &records, &ring}) r.add_series(std::move(*f));
+    Series bars =
+        make_series("bytes per token per layer", "Record size by variant", "variant", "bytes", "", "B");
+    bars.style = SeriesStyle::bars;
+    const auto& variants = record_variants();
+    for (size_t i = 0; i < variants.size(); ++i) {
+        bars.add(double(i), double(a.variants[i].record_per_token));
+        bars.x_names.push_back(std::string(variants[i].row) + " " + variants[i].id);
+    }
+    r.add_series(std::move(bars));
+}
+
+void accounting_checks(const SpecStorageParams& p, const StorageAccounting& a, Report& r) {
+    const SpecStorage& s = a.chosen;
+    r.check("snapshot_equals_layer_state",
+            "Snapshot = the state one sequence keeps per layer (core/model/accounting.h)",
+            s.snapshot_per_layer == a.memory.state_bytes_per_layer &&
+                s.per_sequence(s.snapshot_per_layer) == a.memory.state_bytes,
+            format_grouped(double(s.snapshot_per_layer)) + " B per layer x " +
+                std::to_string(s.linear_layers) +
+                " layers = " + format_grouped(double(s.per_sequence(s.snapshot_per_layer))) + " B");
+    uint64_t sum = 0;
+    for (const RecordField& f : a.fields) sum += f.bytes();
+    const double N = p.draft_len, snapshot = double(s.snapshot_per_layer);
+    r.check("ratios_from_byte_counts", "Ratios recomputed from the byte counts",
+            std::fabs(s.ratio_n_snapshots - N * snapshot / (snapshot + N * double(sum))) < 1e-12 &&
+                std::fabs(s.ratio_counting_confirmed - s.ratio_n_snapshots * (N + 1) / N) < 1e-12,
+            "record fields sum to " + format_grouped(double(sum)) + " B");
+}
+
+// The figures reference/kda.md §6 gives for Kimi-Linear.
+void kimi_reference_checks(const StorageAccounting& a, Report& r) {
+    if (!a.kimi_reference) return;
+    const uint64_t want[] = {32896, 41088, 32832, 57472, 4608, 40960, 65536};  // record_variants() order
+    bool table = true;
+    std::string got;
+    const auto& variants = record_variants();
+    for (size_t i = 0; i < variants.size(); ++i) {
+        const uint64_t b = a.variants[i].record_per_token;
+        table = table && b == want[i];
+        got += (got.empty() ? "" : ", ") + std::string(variants[i].row) + " " + format_grouped(double(b));
+    }
+    r.check("kimi_linear_record_variants", "Kimi-Linear record variants = the kda.md §6 table", table,
+            got + " B");
+    const SpecStorage& k4 = *a.kimi_reference;
+    const bool ok = k4.snapshot_per_layer == 2170880 && k4.record_per_token == 41088 &&
+                    std::round(k4.ratio_n_snapshots * 100) == 372 &&
+                    std::round(k4.ratio_counting_confirmed * 100) == 465;
+    r.check("kimi_linear_reference_figures",
+            "Kimi-Linear reference figures (reference/kda.md §6, N = 4, minimal exact)", ok,
+            format_grouped(double(k4.snapshot_per_layer)) + " B per snapshot (expect 2,170,880), " +
+                format_grouped(double(k4.record_per_token)) + " B per record (expect 41,088), " +
+                format_sig(k4.ratio_n_snapshots, 3) + ":1 (expect 3.72) and " +
+                format_sig(k4.ratio_counting_confirmed, 3) + ":1 (expect 4.65)");
+}
+
+void accounting_notes(const StorageAccounting& a, Report& r) {
+    const SpecStorage& s = a.chosen;
+    const ModelConfig& c = a.model;
+    r.notes.push_back(
+        "Which convention is which: ratio_n_snapshots = N snapshots : (one state + N records), the storage "
+        "beyond the live state; ratio_counting_confirmed = (N + 1) states : (one state + N records), "
+        "the confirmed state counted on both sides. Per token, a snapshot is " +
+        format_sig(s.ratio_per_token, 3) + "x a record.");
+    r.notes.push_back(c.name + ": " + std::to_string(s.linear_layers) + " " + c.linear_name +
+                      " layers, snapshot " + format_bytes(double(s.snapshot_per_layer)) +
+                      " per layer. Tensor parallelism 1 "
+                      "(with TP each rank holds 1/TP of both sides; the ratios do not change).");
+    if (c.linear_name == "GDN")
+        r.notes.push_back("Gated DeltaNet decays each head by one scalar, so g is " +
+                          std::to_string(c.lin_v_heads) +
+                          " values per token, not one per key channel as in KDA.");
+}
+
+// ---- the rollback on the runnable model ----
+
+void demo_scalars(const SpecStorageParams& p, const RollbackDemo& d, Report& r) {
+    r.scalar("demo_accepted", "Demo: tokens the target kept", "tokens", d.accepted).help =
+        "Of the " + std::to_string(d.draft_len) + " verified tokens (pending + " +
+        std::to_string(d.draft_len - 1) +
+        " drafts), the longest prefix the target's greedy picks agree with.";
+    r.scalar("demo_snapshot_bytes", "Demo: confirmed + N snapshots held", "B", double(d.snapshot_bytes_held));
+    r.scalar("demo_record_bytes", "Demo: confirmed + N records held", "B",
+             double(d.record_bytes_held[size_t(p.variant)]));
+}
+
+// How many of a variant's restores (n = 0..N) were bitwise: S, conv windows, the whole state and KV.
+struct Exactness {
+    int S = 0, windows = 0, full = 0, total = 0;
+    // Claimed exact: every n bitwise. Claimed S only: S every n, windows wrong for every n >= 1.
+    bool claim_holds(const VariantInfo& v) const {
+        return v.exact ? full == total : S == total && windows == 1;
+    }
+};
+Exactness measured(const std::vector<RestoreOutcome>& outcomes) {
+    Exactness e;
+    for (const RestoreOutcome& o : outcomes)
+        e.S += o.S_exact, e.windows += o.windows_exact, e.full += o.replay_exact;
+    e.total = int(outcomes.size());
+    return e;
+}
+
+void demo_tables(const SpecStorageParams& p, const RollbackDemo& d, Report& r) {
+    Table& restores = r.add_table(
+        make_table("Runnable model (tiny): reject at n, restore both ways", {{"n kept", "tokens"},
+                                                                             {"copy == direct", ""},
+                                                                             {"replay == direct", ""},
+                                                                             {"copy == replay", ""},
+                                                                             {"tokens replayed", "tokens"},
+                                                                             {"state bytes copied", "B"}}));
+    for (const RestoreOutcome& o : d.outcomes[size_t(p.variant)])
+        restores.add({double(o.n), std::string(o.copy_exact ? "bitwise" : "DIFFERS"),
+                      std::string(o.replay_exact ? "bitwise"
+                                  : o.S_exact    ? "S only"
+                                                 : "DIFFERS"),
+                      std::string(o.copy_exact && o.replay_exact ? "bitwise" : "no"), double(o.n),
+                      double(d.state_bytes)});
+    Table& exactness = r.add_table(
+        make_table("Measured exactness of every record variant (n = 0.." + std::to_string(d.draft_len) + ")",
+                   {{"variant", ""},
+                    {"claimed", ""},
+                    {"S bitwise", ""},
+                    {"windows bitwise", ""},
+                    {"state + KV bitwise", ""},
+                    {"bytes held (tiny)", "B"}}));
+    const auto& variants = record_variants();
+    for (size_t i = 0; i < variants.size(); ++i) {
+        const Exactness e = measured(d.outcomes[i]);
+        auto of = [&](int k) { return std::to_string(k) + " of " + std::to_string(e.total); };
+        exactness.add({variant_name(variants[i]), std::string(variants[i].exact ? "exact" : "S only"),
+                       of(e.S), of(e.windows), of(e.full), double(d.record_bytes_held[i])});
+    }
+}
+
+bool exactness_claims_hold(const RollbackDemo& d) {
+    const auto& variants = record_variants();
+    bool claims = true;
+    for (size_t i = 0; i < variants.size(); ++i) claims &= measured(d.outcomes[i]).claim_holds(variants[i]);
+    return claims;
+}
+
+void restore_checks(const SpecStorageParams& p, const RollbackDemo& d, Report& r) {
+    const std::vector<RestoreOutcome>& chosen = d.outcomes[size_t(p.variant)];
+    const VariantInfo& v = variant_info(p.variant);
+    bool agree = true, all_copy = true, all_replay = true;
+    for (const RestoreOutcome& o : chosen) {
+        agree &= o.copy_exact && (v.exact ? o.replay_exact : o.S_exact);
+        all_copy &= o.copy_exact, all_replay &= o.replay_exact;
+    }
+    r.check("copy_equals_replay",
+            v.exact ? "Restore by copy and by replay give the same state, bitwise, for every n in 0..N"
+                    : "Restore by copy and by replay give the same S, bitwise, for every n in 0..N",
+            agree,
+            std::to_string(d.draft_len + 1) + " rejection points, variant " + v.id +
+                (v.exact ? "" : ": it claims S only, its conv windows stay at the confirmed ones"));
+    r.check("copy_equals_direct", "Restore by copy equals direct decoding of the n kept tokens, for every n",
+            all_copy, "state and KV compared with a fresh run decoding the n tokens one by one");
+    if (v.exact)
+        r.check("replay_equals_direct", "Replay of the records equals direct decoding, for every n",
+                all_replay, std::string("variant ") + v.id);
+    r.check("none_kept_leaves_confirmed_state", "n = 0 leaves the confirmed state untouched",
+            chosen.front().untouched && chosen.front().copy_exact,
+            "replaying no record keeps the confirmed bytes");
+}
+
+void demo_checks(const SpecStorageParams& p, const RollbackDemo& d, Report& r) {
+    restore_checks(p, d, r);
+    r.check("variant_exactness_claims",
+            "Every variant's exactness claim holds (exact: all n bitwise; S only: S bitwise, windows stale)",
+            exactness_claims_hold(d),
+            "core only and delta form do not rebuild the conv windows; the others do");
+    r.check("one_pass_logits_bitwise",
+            "One-pass verification has the logits of token-by-token verification, bitwise", d.logits_match,
+            std::to_string(d.draft_len) + " rows of " + std::to_string(d.vocab) + " logits");
+    const SpecStorage& tiny = d.tiny_accounting;
+    const uint64_t records = d.record_bytes_held[size_t(p.variant)];
+    r.check("held_bytes_equal_accounting", "Bytes the runnable model holds = the accounting for its preset",
+            d.snapshot_bytes_held == tiny.per_sequence(tiny.snapshots_total_per_layer) &&
+                records == tiny.per_sequence(tiny.projection_total_per_layer),
+            format_grouped(double(d.snapshot_bytes_held)) + " B of snapshots, " +
+                format_grouped(double(records)) + " B of state + records");
+}
+
+void demo_timing(const SpecStorageParams& p, const RollbackDemo& d, Report& r) {
+    auto model = [](std::string name) {
+        return make_series(std::move(name), "Restore time against n kept (runnable tiny model, this device)",
+                           "tokens kept n", "ms", "tokens", "ms");
+    };
+    auto layer = [](std::string name) {
+        return make_series(std::move(name),
+                           "One KDA layer at Kimi-Linear dimensions: restore time against n (this device)",
+                           "tokens kept n", "ms", "tokens", "ms");
+    };
+    Series copy = model("copy snapshot n");
+    Series replay =
+        model("copy confirmed + replay n records (" + std::string(variant_info(p.variant).id) + ")");
+    for (int n = 0; n <= d.draft_len; ++n) {
+        copy.add(n, d.copy_ms[size_t(n)]);
+        replay.add(n, d.replay_ms[size_t(n)]);
+    }
+    Series layer_copy = layer("copy one layer state (" + format_bytes(double(d.layer.state_bytes)) + ")");
+    Series layer_replay = layer("replay n minimal-exact records in place");
+    for (size_t n = 0; n < d.layer.copy_ms.size(); ++n) {
+        layer_copy.add(double(n), d.layer.copy_ms[n]);
+        layer_replay.add(double(n), d.layer.replay_ms[n]);
+    }
+    r.timing.series = {copy, replay, layer_copy, layer_replay};
+    const size_t N = size_t(d.draft_len);
+    r.timing_scalar("restore_copy_ms", "Restore by copy (runnable tiny model), median", "ms", d.copy_ms[N]);
+    r.timing_scalar("restore_replay_ms_at_n", "Restore by replay of N records (runnable tiny model), median",
+                    "ms", d.replay_ms[N]);
+    const std::vector<double>& replay_ms = d.layer.replay_ms;
+    if (replay_ms.size() > 1 && replay_ms[1] > 0)
+        r.timing_scalar("kimi_layer_replay_steps_per_copy",
+                        "Kimi-Linear layer: replayed tokens that cost one copy", "tokens",
+                        d.layer.copy_ms[0] / (replay_ms.back() / double(replay_ms.size() - 1)));
+    r.timing_text("simd_arch", "SIMD", kda::simd_arch());
+}
+
+void report_demo(const SpecStorageParams& p, const RollbackDemo& d, Report& r) {
+    if (!d.ran) {
+        r.check("demo_ran", "Rollback on the runnable model ran", false, d.error);
+        return;
+    }
+    demo_scalars(p, d, r);
+    demo_tables(p, d, r);
+    demo_checks(p, d, r);
+    demo_timing(p, d, r);
+    r.notes.push_back(
+        "Restore times on the runnable model include a copy of the confirmed state before the replay: its "
+        "forward writes the sequence's state in place. An engine's verify kernel leaves the confirmed "
+        "slot untouched and replays onto it directly (the Kimi-Linear layer timing does that).");
+}
+
+}  // namespace
+
+void report_spec_storage(const SpecStorageParams& p, const SpecStorageResult& result, Report& r) {
+    const StorageAccounting& a = result.accounting;
+    ratio_scalars(a, r);
+    size_scalars(p, a, r);
+    variant_table(a, r);
+    storage_tables(p, a, r);
+    draft_len_plots(a, r);
+    fleet_and_variant_plots(a, r);
+    accounting_checks(p, a, r);
+    kimi_reference_checks(a, r);
+    accounting_notes(a, r);
+    if (result.demo) report_demo(p, *result.demo, r);
+}
+
+}  // namespace k3

@@ -1,0 +1,121 @@
+// Module 7 `spec-storage`: the accounting, then (with demo) the rollback on the runnable tiny model in
+// stages: load it, restore every n with every record variant, time the restores.
+#include "core/modules/spec_storage/spec_storage.h"
+#include "core/spec/models.h"
+
+namespace k3 {
+
+namespace {
+
+using namespace k3::spec;
+
+constexpr uint64_t kDemoSeed = 7;
+constexpr int kDemoPrompt = 24;
+
+class SpecStorageRun : public StagedRun {
+  public:
+    SpecStorageRun(const SpecStorageParams& p, const Params& raw)
+        : StagedRun("spec-storage", raw), params_(p) {
+        add_step("storage accounting", 1, [this] { accounting(); });
+        if (!p.demo) return;
+        add_step("runnable model", 3, [this] { load_model(); });
+        add_stage("rollback for every n and variant", 3, [this](const Deadline& d) { return compare(d); });
+        add_stage("restore timings", 3, [this](const Deadline& d) { return time_restores(d); });
+        add_step("report", 0.1, [this] { finish(); });
+    }
+
+  private:
+    void accounting() {
+        result_.accounting = account_spec_storage(params_);
+        if (!params_.demo) report_spec_storage(params_, result_, report_);
+    }
+    void load_model();
+    double compare(const Deadline& d);
+    double time_restores(const Deadline& d);
+    void finish();
+
+    SpecStorageParams params_;
+    SpecStorageResult result_;
+    RollbackDemo demo_;
+    std::shared_ptr<model::Model> model_;
+    std::unique_ptr<RollbackLab> lab_;
+    bool timed_model_ = false;
+};
+
+void SpecStorageRun::load_model() {
+    model_ = cached_model("tiny", 1, 16, &demo_.error);
+    if (!model_) return;
+    lab_ =
+        RollbackLab::create(*model_, params_.draft_len, kDemoPrompt, params_.accept, kDemoSeed, &demo_.error);
+}
+
+double SpecStorageRun::compare(const Deadline& d) {
+    if (!lab_) return 1.0;
+    const auto& variants = record_variants();
+    while (demo_.outcomes.size() < variants.size()) {
+        std::vector<RestoreOutcome> outcomes;
+        uint64_t held = 0;
+        if (std::string e = lab_->compare(variants[demo_.outcomes.size()].variant, &outcomes, &held);
+            !e.empty()) {
+            demo_.error = e;
+            return 1.0;
+        }
+        demo_.outcomes.push_back(std::move(outcomes));
+        demo_.record_bytes_held.push_back(held);
+        if (d.passed()) break;
+    }
+    return double(demo_.outcomes.size()) / double(variants.size());
+}
+
+double SpecStorageRun::time_restores(const Deadline&) {
+    if (!lab_) return 1.0;
+    if (!timed_model_) {
+        if (std::string e = lab_->time_restore(params_.variant, 5, &demo_.copy_ms, &demo_.replay_ms);
+            !e.empty())
+            demo_.error = e;
+        timed_model_ = true;
+        return 0.5;
+    }
+    // One KDA layer at Kimi-Linear dimensions (32 heads, 128 x 128), outside the model.
+    demo_.layer = time_layer_restore(kda::Shape{32, 32, 128, 128}, 4, params_.draft_len, 3);
+    return 1.0;
+}
+
+void SpecStorageRun::finish() {
+    demo_.ran = lab_ && demo_.error.empty();
+    if (demo_.ran) {
+        demo_.draft_len = lab_->draft_len();
+        demo_.accepted = lab_->accepted();
+        demo_.vocab = model_->vocab();
+        demo_.state_bytes = model_->pool_model().state_bytes();
+        demo_.snapshot_bytes_held = lab_->snapshot_bytes_held();
+        demo_.logits_match = lab_->logits_match();
+        demo_.tiny_accounting = spec_storage(model_->config(), params_.variant, demo_.draft_len, 1, 0);
+    }
+    result_.demo = std::move(demo_);
+    report_spec_storage(params_, result_, report_);
+}
+
+}  // namespace
+
+StorageAccounting account_spec_storage(const SpecStorageParams& p) {
+    StorageAccounting a;
+    a.model = *model_preset(p.preset);
+    const int N = p.draft_len, R = p.running_requests, L = p.ring_capacity;
+    a.chosen = spec_storage(a.model, p.variant, N, R, L);
+    for (const VariantInfo& v : record_variants())
+        a.variants.push_back(spec_storage(a.model, v.variant, N, R, L));
+    for (int n = 1; n <= kSpecMaxDraft; ++n)
+        a.by_draft_len.push_back(spec_storage(a.model, p.variant, n, R, L));
+    a.fields = record_fields(a.model, p.variant);
+    a.memory = account_memory(a.model);
+    if (a.model.id == "kimi-linear-48b")
+        a.kimi_reference = spec_storage(a.model, RecordVariant::minimal_exact, 4, R, L);
+    return a;
+}
+
+std::unique_ptr<Run> start_spec_storage(const SpecStorageParams& p, const Params& raw) {
+    return std::make_unique<SpecStorageRun>(p, raw);
+}
+
+}  // namespace k3

@@ -1,0 +1,81 @@
+// Module 7 `spec-storage`: its declaration, the default view's figures (reference/kda.md §6), checks
+// passing, determinism outside "timing", and accounting-only runs of every preset.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+
+#include "core/modules/spec_storage/spec_storage.h"
+#include "tests/unit/test_module_util.h"
+
+using namespace k3;
+
+namespace {
+
+bool has_param(const Experiment& e, const char* key) {
+    for (const auto& p : e.params)
+        if (p.key == key) return true;
+    return false;
+}
+
+}  // namespace
+
+TEST_CASE("spec-storage: declared as module 7 with its parameters, texts and headlines") {
+    const Experiment* e = find_experiment("spec-storage");
+    REQUIRE(e);
+    CHECK(e->number == 7);
+    CHECK(e->component == "speculative decoding");
+    for (const char* k : {"preset", "draft_len", "variant", "running_requests"})
+        CHECK_MESSAGE(has_param(*e, k), k);
+    CHECK(e->how_it_works.find("Sources") != std::string::npos);
+    CHECK(e->where_it_does_not_pay.find("N = 1") != std::string::npos);
+    REQUIRE(e->headlines.size() == 2);
+    CHECK(e->headlines[0].scalar_key == "ratio_n_snapshots");
+    CHECK(e->headlines[1].scalar_key == "ratio_counting_confirmed");
+    // The defaults are the Kimi-Linear, N = 4 view.
+    const SpecStorageParams d = spec_storage_params().read(e->defaults());
+    CHECK(d.preset == ModelPreset::kimi_linear_48b);
+    CHECK(d.draft_len == 4);
+    CHECK(d.variant == spec::RecordVariant::minimal_exact);
+}
+
+TEST_CASE("spec-storage: the default run shows the quarter figure under both conventions") {
+    const Report r = test::run_module("spec-storage", {});
+    test::all_checks_pass(r);
+    CHECK(test::scalar_of(r, "snapshot_bytes_per_layer") == 2170880);
+    CHECK(test::scalar_of(r, "record_bytes_per_token_per_layer") == 41088);
+    CHECK(std::round(test::scalar_of(r, "ratio_n_snapshots") * 100) == 372);
+    CHECK(std::round(test::scalar_of(r, "ratio_counting_confirmed") * 100) == 465);
+    CHECK(std::fabs(test::scalar_of(r, "projection_share") - 0.269) < 0.001);
+    CHECK(test::check_keyed(r, "kimi_linear_reference_figures").passed);
+    CHECK(test::check_keyed(r, "kimi_linear_record_variants").passed);
+    // Both conventions are named in the labels.
+    CHECK(r.find_scalar("ratio_n_snapshots")->label.find("N snapshots") != std::string::npos);
+    CHECK(r.find_scalar("ratio_counting_confirmed")->label.find("confirmed") != std::string::npos);
+    // The runnable-model demo ran: bitwise checks, and restore times under timing only.
+    for (const char* key : {"copy_equals_replay", "copy_equals_direct", "replay_equals_direct",
+                            "variant_exactness_claims", "one_pass_logits_bitwise"})
+        CHECK_MESSAGE(test::check_keyed(r, key).passed, key);
+    CHECK(r.timing.series.size() == 4);
+    for (const auto& s : r.series) CHECK(s.name.find("ms") == std::string::npos);
+}
+
+TEST_CASE("spec-storage: deterministic outside timing; accounting-only runs; every preset and variant") {
+    const std::vector<std::pair<std::string, std::string>> kv = {{"draft_len", "3"},
+                                                                 {"variant", "delta_conv"}};
+    const Report a = test::run_module("spec-storage", kv), b = test::run_module("spec-storage", kv);
+    CHECK(test::without_timing(a) == test::without_timing(b));
+    CHECK(a.all_checks_passed());
+    for (const char* preset : {"kimi-linear-48b", "qwen3-next-80b", "tiny", "small"})
+        for (const char* v : {"core_only", "layer_input"}) {
+            const Report r = test::run_module(
+                "spec-storage", {{"preset", preset}, {"variant", v}, {"demo", "0"}, {"draft_len", "8"}});
+            CHECK(r.all_checks_passed());
+            CHECK(test::scalar_of(r, "ratio_counting_confirmed") > test::scalar_of(r, "ratio_n_snapshots"));
+        }
+    // A variant that claims S only passes its own (different) checks.
+    const Report s_only = test::run_module("spec-storage", {{"variant", "core_only"}});
+    CHECK(s_only.all_checks_passed());
+    CHECK(test::check_keyed(s_only, "copy_equals_replay").passed);
+    CHECK(s_only.find_check("replay_equals_direct") == nullptr);
+}
