@@ -35,6 +35,9 @@ struct ForkOutput {
     std::vector<float> logits;  // gen rows of vocab: row i is what tokens[i] was sampled from
 };
 
+// The same tokens and every logit's bits: what "a fork equals the fork run alone" means.
+bool same_output(const ForkOutput& a, const ForkOutput& b);
+
 struct ForkStats {
     uint64_t peak_bytes = 0;  // pool bytes held (KV pages + state slots), largest after any step
     uint64_t peak_kv_pages = 0, peak_states = 0;

@@ -3,8 +3,6 @@
 // every reference and pool byte comes back.
 #include <doctest/doctest.h>
 
-#include <cstring>
-
 #include "core/cache/forks.h"
 #include "test_model_util.h"
 
@@ -19,11 +17,6 @@ std::unique_ptr<PagePool> fork_pool(Model& m, uint64_t forks, uint64_t tokens, u
     PoolResult p = make_model_pool(m, int(forks + 1), tokens + page, page);
     REQUIRE_MESSAGE(p.pool, p.error);
     return std::move(p.pool);
-}
-
-bool same(const ForkOutput& a, const ForkOutput& b) {
-    return a.tokens == b.tokens && a.logits.size() == b.logits.size() &&
-           std::memcmp(a.logits.data(), b.logits.data(), a.logits.size() * sizeof(float)) == 0;
 }
 
 std::vector<ForkSpec> specs(int n, int gen, float temperature, int branch, int vocab) {
@@ -60,8 +53,8 @@ TEST_CASE("cow: parallel sampling, eager and copy-on-write forks equal each fork
         std::string err;
         const ForkOutput alone = run_alone(m, *pool, prompt, sp[i], &err);
         REQUIRE(err.empty());
-        CHECK(same(run[0].outputs[i], alone));
-        CHECK(same(run[1].outputs[i], alone));
+        CHECK(same_output(run[0].outputs[i], alone));
+        CHECK(same_output(run[1].outputs[i], alone));
         differ = differ || alone.tokens != run[0].outputs[0].tokens;
     }
     CHECK(differ);  // the samplers' seeds do make the forks differ
@@ -94,7 +87,7 @@ TEST_CASE("cow: branching forks (each prefills its own suffix) equal each fork a
         for (size_t i = 0; i < sp.size(); ++i) {
             auto p1 = fork_pool(m, 1, 128);
             std::string err;
-            CHECK(same(r.outputs[i], run_alone(m, *p1, prompt, sp[i], &err)));
+            CHECK(same_output(r.outputs[i], run_alone(m, *p1, prompt, sp[i], &err)));
             CHECK(err.empty());
         }
     }

@@ -21,4 +21,16 @@ Choices<spec::RecordVariant> record_variant_choices(bool exact_only) {
     return out;
 }
 
+Choices<Hardware> hardware_choices() {
+    Choices<Hardware> out;
+    for (const Hardware& h : hardware_presets()) out.push_back({h, h.id, h.name});
+    return out;
+}
+
+Choices<Link> link_choices() {
+    Choices<Link> out;
+    for (const Link& l : link_presets()) out.push_back({l, l.id, l.name});
+    return out;
+}
+
 }  // namespace k3

@@ -2,8 +2,8 @@
 // not on states, same report twice.
 #include <doctest/doctest.h>
 
-#include "core/experiments/registry.h"
-#include "test_module_util.h"
+#include "core/modules/cow/cow.h"
+#include "tests/unit/test_module_util.h"
 
 using namespace k3;
 
@@ -14,25 +14,39 @@ Report run_cow(std::vector<std::pair<std::string, std::string>> kv) {
 double scalar(const Report& r, const char* k) { return test::scalar_of(r, k); }
 }  // namespace
 
-TEST_CASE("cow module: defaults run, every check passes, same report twice") {
+TEST_CASE("cow: defaults run, every check passes, same report twice") {
     const Experiment* e = find_experiment("cow");
     REQUIRE(e != nullptr);
     CHECK(e->number == 6);
     CHECK(e->component == "prefix caching");
     const Report a = run_cow({});
-    for (const Check& c : a.checks) CHECK_MESSAGE(c.passed, c.name << ": " << c.detail);
+    test::all_checks_pass(a);
     CHECK(a.checks.size() >= 6);
+    for (const char* key : {"eager_equals_alone", "cow_equals_alone", "released_eager", "released_cow",
+                            "cow_state_copies", "cow_copies_partial_page_only"})
+        CHECK(test::check_keyed(a, key).passed);
     CHECK(scalar(a, "peak_bytes_cow") < scalar(a, "peak_bytes_eager"));
     CHECK(scalar(a, "kv_bytes_copied_cow") < scalar(a, "kv_bytes_copied_eager"));
     CHECK(scalar(a, "state_copies_cow") == scalar(a, "state_copies_eager"));  // only deferred
-    Report a2 = a, b2 = run_cow({});
-    a2.timing = {};
-    b2.timing = {};
-    CHECK(report_json(a2) == report_json(b2));
+    CHECK(test::without_timing(a) == test::without_timing(run_cow({})));
 }
 
-TEST_CASE("cow module: branching") {
+TEST_CASE("cow: branching") {
     const Report r =
         run_cow({{"scenario", "branching"}, {"forks", "3"}, {"prompt_tokens", "50"}, {"gen", "2"}});
     for (const Check& c : r.checks) CHECK_MESSAGE(c.passed, c.name << ": " << c.detail);
+}
+
+TEST_CASE("cow: a run over the token limit is refused, naming forks") {
+    CowParams p;
+    p.forks = 32;
+    p.prompt_tokens = 2048;
+    CHECK(cow_work_tokens(p) > 40000);
+    const Experiment& e = *find_experiment("cow");
+    auto pp = parse_params(e.params, {{"forks", "32"}, {"prompt_tokens", "2048"}}, RangePolicy::strict);
+    REQUIRE(pp.ok());
+    const auto issues = e.check(pp.params);
+    REQUIRE(!issues.empty());
+    CHECK(issues[0].level == ParamIssue::error);
+    CHECK(issues[0].key == "forks");
 }

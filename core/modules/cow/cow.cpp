@@ -1,0 +1,78 @@
+// Module 6 `cow`: its parameters, validation and declaration.
+#include "core/modules/cow/cow.h"
+
+#include "core/base/numfmt.h"
+#include "core/experiments/registry.h"
+#include "core/memory/pool.h"
+
+namespace k3 {
+
+namespace {
+
+constexpr uint64_t kMaxTokens = 40000;  // tokens the run computes (forks x (prompt + branch + gen), twice)
+
+}  // namespace
+
+ParamList<CowParams> cow_params() {
+    ParamList<CowParams> l;
+    l.choice(&CowParams::scenario, "scenario", "Scenario",
+             Choices<CowScenario>{{CowScenario::sampling, "sampling", "parallel sampling (n > 1)"},
+                                  {CowScenario::branching, "branching", "branching (agent tree)"}})
+        .in_group("Forks");
+    l.integer(&CowParams::forks, "forks", "Forks", "forks", 1, 32)
+        .in_group("Forks")
+        .describe("Sequences forked from the shared prompt (n of parallel sampling, or branches).");
+    l.integer(&CowParams::prompt_tokens, "prompt_tokens", "Shared prompt", "tokens", 1, 2048)
+        .log()
+        .in_group("Forks");
+    l.integer(&CowParams::branch_tokens, "branch_tokens", "Branch suffix", "tokens", 1, 512)
+        .log()
+        .in_group("Forks")
+        .active_when("scenario", "branching")
+        .describe("Tokens each fork prefills after the fork (branching only).");
+    l.integer(&CowParams::gen, "gen", "Tokens sampled per fork", "tokens", 1, 64)
+        .in_group("Forks")
+        .describe("Decode steps each fork takes after the fork (and its branch suffix).");
+    l.real(&CowParams::temperature, "temperature", "Temperature", "", 0, 2)
+        .in_group("Forks")
+        .describe(
+            "Sampling temperature (0 = greedy: every fork of parallel sampling then writes the same "
+            "tokens).");
+    l.seed(&CowParams::seed, "Seed of the prompt, the branch suffixes and each fork's sampler.")
+        .in_group("Forks");
+    l.integer(&CowParams::page_size, "page_size", "KV page size", "tokens", 1, 64).log().in_group("Memory");
+    return l;
+}
+
+void validate_cow(const CowParams& p, Issues& issues) {
+    const uint64_t work = cow_work_tokens(p);
+    if (work > kMaxTokens)
+        issues.error(p.forks,
+                     "the run computes about " + format_grouped(double(work)) +
+                         " tokens on the tiny model (both modes, then every fork alone); the limit is " +
+                         format_grouped(double(kMaxTokens)));
+    const uint64_t pool = cow_pool_bytes(p, *model_preset("tiny"));
+    if (pool > kMaxBackingBytes)
+        issues.error(p.forks, "the forks need a pool of " + format_bytes(double(pool)) + ", over " +
+                                  format_bytes(double(kMaxBackingBytes)));
+}
+
+Experiment make_cow_experiment() {
+    return make_experiment(Module<CowParams>{
+        .number = 6,
+        .id = "cow",
+        .title = "Copy-on-write forks",
+        .component = "prefix caching",
+        .purpose =
+            "Parallel sampling and branching on the runnable model: forks that share the prefix's state "
+            "and KV pages and copy on first write, against eager copies.",
+        .params = cow_params(),
+        .validate = validate_cow,
+        .start = start_cow,
+        .live = false,
+    });
+}
+
+K3_REGISTER_EXPERIMENT(make_cow_experiment);
+
+}  // namespace k3
