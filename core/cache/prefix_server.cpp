@@ -9,6 +9,19 @@
 
 namespace k3::serve {
 
+namespace {
+
+bool flagged(const std::vector<uint8_t>& flags, uint64_t i) {
+    return i < flags.size() && flags[size_t(i)] != 0;
+}
+
+void set_flag(std::vector<uint8_t>& flags, uint64_t i, bool on) {
+    if (i >= flags.size()) flags.resize(size_t(i) + 1, 0);
+    flags[size_t(i)] = on;
+}
+
+}  // namespace
+
 PrefixServer::PrefixServer(model::Model& m, PagePool& pool, const ServerConfig& c)
     : model_(m), pool_(pool), cfg_(c), pages_(pool), states_(m, pool, c.codec) {
     cache_ = std::make_unique<RadixCache>(cfg_.cache, this);
@@ -47,6 +60,8 @@ void PrefixServer::clear() {
     cache_->clear();
     if (stale_) states_.free(stale_);
     stale_ = 0;
+    exact_pages_.clear();
+    exact_checkpoints_.clear();
 }
 
 void PrefixServer::kv_removed(const TokenSeq&, uint64_t, uint64_t, std::span<const uint32_t> pages) {
@@ -270,9 +285,39 @@ ServeOutcome PrefixServer::serve(const ServeRequest& r) {
         }
     }
     o.pages = table;
+    if (o.error.empty()) judge_exactness(o);
     pages_.release_all(table);
     seq.reset();
     return o;
+}
+
+ResumeExactness PrefixServer::start_exactness(const ServeOutcome& o) const {
+    if (o.resumed_at == 0) return ResumeExactness::bitwise;
+    if (cfg_.reuse != Reuse::state) return ResumeExactness::state_of_other_position;
+    if (cfg_.codec != StateCodec::fp32) return ResumeExactness::lossy_checkpoint;
+    if (o.resumed_at % uint64_t(model_.options().chunk) != 0) return ResumeExactness::off_chunk_grid;
+    if (!flagged(exact_checkpoints_, o.resumed_from)) return ResumeExactness::inexact_checkpoint;
+    for (uint64_t i = 0; i < o.pages_borrowed; ++i)
+        if (!flagged(exact_pages_, o.pages[size_t(i)])) return ResumeExactness::inexact_pages;
+    return ResumeExactness::bitwise;
+}
+
+void PrefixServer::judge_exactness(ServeOutcome& o) {
+    const uint64_t P = cfg_.cache.page_size, chunk = uint64_t(model_.options().chunk);
+    const ResumeExactness start = start_exactness(o);
+    const bool exact_start = start == ResumeExactness::bitwise;
+    o.exactness = exact_start && o.split_off_grid ? ResumeExactness::split_off_grid : start;
+    // The request computed exactly what it prefilled from an exact start up to its first split off
+    // the grid; decoded rows are not (the recurrent kernel is not the chunked one).
+    const uint64_t exact_end = !exact_start       ? o.resumed_at
+                               : o.split_off_grid ? o.first_off_grid_split
+                                                  : o.prompt_len;
+    for (size_t i = size_t(o.pages_borrowed); i < o.pages.size(); ++i)
+        set_flag(exact_pages_, o.pages[i], uint64_t(i + 1) * P <= exact_end);
+    for (size_t j = 0; j < o.checkpoints.size(); ++j)
+        set_flag(exact_checkpoints_, o.checkpoint_handles[j],
+                 exact_start && o.checkpoints[j] <= exact_end && o.checkpoints[j] % chunk == 0 &&
+                     cfg_.codec == StateCodec::fp32);
 }
 
 }  // namespace k3::serve

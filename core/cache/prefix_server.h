@@ -60,6 +60,22 @@ struct ServeRequest {
     int gen = 0;                   // used when outputs is empty
 };
 
+// Whether a request's outputs must have the bits of the same request run cold, judged from where its
+// inputs came from. A KV page and a checkpoint are exact when they were computed as a cold prefill
+// computes them: by prefill, before any split off the chunk grid, from an exact start. A request
+// starts exactly when it resumes at 0, or from an exact fp32 checkpoint on the chunk grid over exact
+// pages; its outputs are then bitwise unless it splits its own prefill off the grid. Every other
+// reason but the first differs from the cold run by rounding only (which the caller measures).
+enum class ResumeExactness : uint8_t {
+    bitwise,                  // an exact start and an exact prefill: the cold run's bits
+    state_of_other_position,  // KV-only reuse: the state is not the prefix's (wrong, not rounding)
+    lossy_checkpoint,         // resumed from a checkpoint stored by a lossy codec
+    off_chunk_grid,           // resumed at a position off the kernel chunk grid
+    inexact_checkpoint,       // the checkpoint's state was not computed exactly (decoded tokens, say)
+    inexact_pages,            // a lent KV page holds rows that were not computed exactly
+    split_off_grid,           // an exact start, but the request split its own prefill off the chunk grid
+};
+
 struct ServeOutcome {
     std::string error;  // empty on success; on error nothing is cached and everything is released
     uint64_t prompt_len = 0;
@@ -81,7 +97,8 @@ struct ServeOutcome {
     std::vector<float> logits;                 // outputs.size() rows of vocab: row i predicts outputs[i]
     InsertResult insert;
     uint32_t retention_dropped = 0;
-    double prefill_ms = 0, decode_ms = 0;  // wall clock (report under timing only)
+    ResumeExactness exactness = ResumeExactness::bitwise;  // set on success
+    double prefill_ms = 0, decode_ms = 0;                  // wall clock (report under timing only)
 };
 
 class PrefixServer final : public CacheObserver {
@@ -117,6 +134,10 @@ class PrefixServer final : public CacheObserver {
     void state_freed(const CheckpointRef& ref) override;
 
   private:
+    ResumeExactness start_exactness(const ServeOutcome& o) const;
+    // Sets o.exactness and records which of the request's pages and checkpoints are exact.
+    void judge_exactness(ServeOutcome& o);
+
     model::Model& model_;
     PagePool& pool_;
     ServerConfig cfg_;
@@ -126,6 +147,8 @@ class PrefixServer final : public CacheObserver {
     uint64_t stale_ = 0;                 // KV-only reuse: the previous request's final state
     OwnerId next_owner_ = 1;
     uint64_t tree_page_refs_ = 0;  // references the tree holds (audit)
+    // Exact provenance (ResumeExactness): 1 for an exact page (by PageRef) or checkpoint (by handle).
+    std::vector<uint8_t> exact_pages_, exact_checkpoints_;
 };
 
 }  // namespace k3::serve

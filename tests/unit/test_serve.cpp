@@ -1,7 +1,7 @@
-// The real-state prefix cache (core/serve): the runnable model behind the radix tree. Exactness of a
-// resume from an aligned checkpoint, KV-only reuse detected as wrong, off-grid resumes within
-// tolerance, page lending and copy-on-write, reference counts and pool bytes back to zero, and the
-// checkpoint codecs on real states.
+// The real-state prefix cache (core/cache/prefix_server.h): the runnable model behind the radix tree.
+// Exactness of a resume from an aligned checkpoint, and the outcome's judgement of it; KV-only reuse
+// detected as wrong, off-grid resumes within tolerance, page lending and copy-on-write, reference
+// counts and pool bytes back to zero, and the checkpoint codecs on real states.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -81,6 +81,7 @@ TEST_CASE("serve: a continuation from a chunk-aligned checkpoint is bitwise the 
         CHECK(oa.resumed_at == 0);
         CHECK(oa.checkpoints == std::vector<uint64_t>{64, 128});
         CHECK(bitwise_equal(oa.logits, ca.logits));  // splitting at 64 and 128 keeps the bits
+        CHECK(oa.exactness == ResumeExactness::bitwise);
         const ServeOutcome ob = s.serve(b);
         REQUIRE_MESSAGE(ob.error.empty(), ob.error);
         CHECK(ob.kv_hit == 144);  // the shared 150 tokens, floored to whole pages
@@ -89,6 +90,7 @@ TEST_CASE("serve: a continuation from a chunk-aligned checkpoint is bitwise the 
         CHECK(ob.recomputed == b.prompt.size() - 128);
         CHECK(ob.pages_borrowed == 8);
         CHECK(bitwise_equal(ob.logits, cb.logits));
+        CHECK(ob.exactness == ResumeExactness::bitwise);
         CHECK(ob.outputs == cb.outputs);
         CHECK(s.audit() == "");
         // The tree holds a's pages once; b added only its own part.
@@ -121,6 +123,7 @@ TEST_CASE("serve: KV-only reuse of a hybrid is detected as wrong") {
         CHECK(ob.resumed_at == 128);  // the KV match, no state there
         CHECK(ob.state_hit == 0);
         CHECK_FALSE(ob.state_matches);
+        CHECK(ob.exactness == ResumeExactness::state_of_other_position);
         const double d = max_abs_diff(ob.logits, cb.logits);
         MESSAGE("KV-only reuse: max |logit diff| " << d);
         CHECK(d > 1e-2);  // far beyond any rounding difference
@@ -142,9 +145,11 @@ TEST_CASE("serve: a resume off the chunk grid is exact only within tolerance") {
     const ServeOutcome oa = s.serve(a);
     REQUIRE(oa.error.empty());
     CHECK(oa.split_off_grid);  // its own prefill was split at 48
+    CHECK(oa.exactness == ResumeExactness::split_off_grid);
     const ServeOutcome ob = s.serve(b);
     REQUIRE(ob.error.empty());
     CHECK(ob.resumed_at == 96);
+    CHECK(ob.exactness == ResumeExactness::off_chunk_grid);
     const double d = max_abs_diff(ob.logits, cb.logits);
     double scale = 0;
     for (float x : cb.logits) scale = std::max(scale, std::fabs(double(x)));
@@ -200,6 +205,56 @@ TEST_CASE("serve: a request-end state inside the prompt is taken on the chunk gr
     CHECK(ob.resumed_at == 128);
     CHECK(bitwise_equal(ob.logits, cb.logits));
     CHECK(s.audit() == "");
+}
+
+TEST_CASE("serve: the outcome says when a resume must be bitwise, and why not") {
+    Model& m = tiny();
+    const auto doc = random_tokens(70, 91, m.vocab());
+    const ServeRequest a{concat(doc, random_tokens(10, 92, m.vocab())), {}, 2};
+    const ServeRequest b{concat(doc, random_tokens(9, 93, m.vocab())), {}, 2};
+    {  // A lossy codec: the checkpoint at 64 is on the grid but not fp32.
+        auto pool = serve_pool(m, 4, 32);
+        ServerConfig c = config(Reuse::state, PolicyKind::interval, 64);
+        c.codec = StateCodec::bf16;
+        PrefixServer s(m, *pool, c);
+        const ServeOutcome oa = s.serve(a);
+        REQUIRE(oa.error.empty());
+        CHECK(oa.exactness == ResumeExactness::bitwise);  // nothing resumed
+        const ServeOutcome ob = s.serve(b);
+        REQUIRE(ob.error.empty());
+        CHECK(ob.resumed_at == 64);
+        CHECK(ob.exactness == ResumeExactness::lossy_checkpoint);
+    }
+    {  // Interval 32: a's prefill splits at 32, off the grid, so its checkpoint at 64 is not exact.
+        auto pool = serve_pool(m, 4, 32);
+        PrefixServer s(m, *pool, config(Reuse::state, PolicyKind::interval, 32));
+        const ServeOutcome oa = s.serve(a);
+        REQUIRE(oa.error.empty());
+        CHECK(oa.exactness == ResumeExactness::split_off_grid);
+        const ServeOutcome ob = s.serve(b);
+        REQUIRE(ob.error.empty());
+        CHECK(ob.resumed_at == 64);
+        CHECK(ob.exactness == ResumeExactness::inexact_checkpoint);
+    }
+    {  // An exact checkpoint over a page another request filled while decoding.
+        auto pool = serve_pool(m, 4, 32);
+        PrefixServer s(m, *pool, config(Reuse::state, PolicyKind::interval, 64));
+        const auto first = random_tokens(40, 94, m.vocab());
+        const ServeOutcome t1 = s.serve(ServeRequest{first, {}, 12});
+        REQUIRE(t1.error.empty());  // caches 48 tokens: the page [32, 48) holds decoded rows
+        const auto turn = concat(concat(first, t1.outputs), random_tokens(28, 95, m.vocab()));
+        const ServeOutcome t2 = s.serve(ServeRequest{turn, {}, 2});  // no state: computes all, saves 64
+        REQUIRE(t2.error.empty());
+        CHECK(t2.resumed_at == 0);
+        CHECK(t2.exactness == ResumeExactness::bitwise);
+        // The tree kept t1's page [32, 48), not t2's: a resume at 64 reads decoded rows.
+        const ServeOutcome t3 = s.serve(
+            ServeRequest{concat(std::vector<int32_t>(turn.begin(), turn.begin() + 70), {5, 6, 7}), {}, 2});
+        REQUIRE(t3.error.empty());
+        CHECK(t3.resumed_at == 64);
+        CHECK(t3.exactness == ResumeExactness::inexact_pages);
+        CHECK(s.audit() == "");
+    }
 }
 
 TEST_CASE("serve: greedy generation caches its outputs; given outputs reproduce it") {

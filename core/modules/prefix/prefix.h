@@ -1,0 +1,145 @@
+// Module 4 `prefix`: dual-granularity prefix caching on the runnable model. A seeded workload of
+// requests sharing prefixes (system prompt, multi-turn chat, branches) is served five ways through
+// the real-state store (core/cache/prefix_server.h) and every output is compared with the same request
+// run cold.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/cache/prefix_server.h"
+#include "core/cache/tree_view.h"
+#include "core/experiments/module.h"
+#include "core/model/accounting.h"
+
+namespace k3 {
+
+enum class PrefixWorkload : uint8_t { mix, system, chat, branches };
+// The three kinds of request the workload interleaves (mix) or serves alone.
+enum class PrefixScenario : uint8_t { system, chat, branch };
+inline constexpr size_t kPrefixScenarios = 3;
+
+struct PrefixParams {
+    PrefixWorkload workload = PrefixWorkload::mix;
+    int requests = 3;             // per scenario (chat: turns)
+    uint64_t shared_tokens = 64;  // the system prompt, the document of the branches
+    uint64_t user_tokens = 12;    // each request's own part, +-25 %
+    int gen = 3;                  // output tokens per request
+    uint64_t seed = 1;            // of the workload's tokens
+    uint32_t interval = 64;       // "states every N tokens"
+    uint32_t chunk = 64;          // of the chunked KDA prefill kernel
+    uint32_t page_size = 1;       // tokens per KV page
+    uint64_t state_capacity = 0;  // checkpoints the tree may hold, 0 = unbounded
+    serve::KvOnlyStart kv_only_start = serve::KvOnlyStart::zero;
+    StateCodec codec = StateCodec::fp32;
+};
+
+// The methods compared, in table order. The first is the cold run itself.
+enum class PrefixMethod : uint8_t { none, kv_only, end, interval, branch };
+struct PrefixMethodInfo {
+    PrefixMethod method;
+    const char* id;
+    const char* label;
+    serve::Reuse reuse;
+    PolicyKind policy;
+};
+inline constexpr PrefixMethodInfo kPrefixMethods[] = {
+    {PrefixMethod::none, "none", "no cache", serve::Reuse::none, PolicyKind::interval},
+    {PrefixMethod::kv_only, "kv_only", "KV-only reuse (wrong)", serve::Reuse::kv_only, PolicyKind::interval},
+    {PrefixMethod::end, "end", "state at request end only", serve::Reuse::state, PolicyKind::end},
+    {PrefixMethod::interval, "interval", "states every N tokens", serve::Reuse::state, PolicyKind::interval},
+    {PrefixMethod::branch, "branch", "states at branch points", serve::Reuse::state, PolicyKind::branch},
+};
+inline constexpr size_t kPrefixMethodCount = std::size(kPrefixMethods);
+static_assert(
+    [] {
+        for (size_t i = 0; i < kPrefixMethodCount; ++i)
+            if (size_t(kPrefixMethods[i].method) != i) return false;
+        return true;
+    }(),
+    "kPrefixMethods is indexed by PrefixMethod");
+
+// |logit diff| <= kPrefixTolerance x largest |logit| of the cold run: a rounding difference.
+inline constexpr double kPrefixTolerance = 1e-4;
+
+// How a request's outputs compare with its cold run, as measured.
+enum class PrefixExactness : uint8_t { bitwise, within_rounding, wrong };
+const char* prefix_exactness_name(PrefixExactness e);  // "bitwise", "within rounding", "wrong"
+
+// One request of the workload. Chat turns are resolved during the cold pass: a turn's prompt holds
+// the previous turn's prompt and output.
+struct PrefixRequest {
+    PrefixScenario scenario = PrefixScenario::system;
+    int index = 0;                 // within its scenario (chat: the turn)
+    std::vector<int32_t> user;     // this request's own tokens
+    std::vector<int32_t> prompt;   // resolved
+    uint64_t decoded_from = 0;     // first prompt position holding an earlier request's output
+    std::vector<int32_t> outputs;  // the cold run's (greedy)
+    std::vector<float> logits;     // the cold run's
+    double scale = 0;              // largest |cold logit|
+    double cold_ms = 0;
+    uint64_t shared = 0;  // longest common prefix with an earlier request's tokens
+};
+
+// One request served by one method.
+struct PrefixRow {
+    uint64_t kv_hit = 0, state_hit = 0, resumed = 0, recomputed = 0, borrowed = 0, saved = 0;
+    bool state_matches = true, off_grid = false, bitwise = false;
+    bool expected_exact = false;  // the server says its outputs must be the cold run's bits
+    PrefixExactness exactness = PrefixExactness::bitwise;
+    double max_diff = 0;
+    int first_diff = -1;  // first output step whose greedy token differs from the cold run
+    uint64_t held_states = 0, held_state_bytes = 0, held_kv_bytes = 0;
+    double ms = 0;
+};
+
+struct PrefixMethodResult {
+    const PrefixMethodInfo* info = nullptr;
+    std::vector<PrefixRow> rows;  // one per request, in workload order
+    std::string audit, error;     // the first failed audit; why serving stopped
+    bool zero = false;            // the pool is empty once the cache is dropped...
+    std::string zero_detail;      // ...or what it still holds
+    CacheStats end_stats;
+    uint64_t end_state_bytes = 0, end_kv_bytes = 0, peak_bytes = 0;
+    CompressedTree tree;
+    double ms = 0, prefill_ms = 0, decode_ms = 0;
+};
+
+// A resume from a checkpoint at a page boundary off the chunk grid, measured against the cold run.
+struct PrefixOffGridProbe {
+    bool done = false, bitwise = false;
+    uint64_t pos = 0;
+    double diff = 0, scale = 0;
+    std::string note;  // why it was not measured
+};
+
+struct PrefixResult {
+    std::string failed;  // the run could not complete
+    std::vector<PrefixRequest> requests;
+    std::array<PrefixMethodResult, kPrefixMethodCount> methods;
+    PrefixOffGridProbe probe;
+    MemoryAccount account;  // of the tiny model
+
+    PrefixMethodResult& method(PrefixMethod m) { return methods[size_t(m)]; }
+    const PrefixMethodResult& method(PrefixMethod m) const { return methods[size_t(m)]; }
+};
+
+// Rough upper bounds of a run's size, from the parameters alone (validation, pool sizing).
+struct PrefixEstimate {
+    uint64_t prompt_tokens = 0, max_fed = 0, requests = 0, fed_tokens = 0;
+};
+PrefixEstimate estimate_prefix(const PrefixParams& p);
+uint64_t prefix_pool_bytes(const ModelConfig& c, const PrefixEstimate& e, uint64_t states, uint32_t page);
+uint64_t prefix_states(const PrefixEstimate& e, uint64_t interval, uint64_t capacity);
+
+ParamList<PrefixParams> prefix_params();
+void validate_prefix(const PrefixParams& p, Issues& issues);
+std::unique_ptr<Run> start_prefix(const PrefixParams& p, const Params& raw);
+void report_prefix(const PrefixParams& p, const PrefixResult& res, Report& r);
+
+}  // namespace k3
