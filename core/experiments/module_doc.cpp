@@ -20,9 +20,21 @@ std::string file_stem(std::string_view id) {
     return s;
 }
 
+// "## a, b" gives keys a and b the same help (one figure of each design, say). Keys hold no spaces.
 ModuleDoc::Entries help_entries(std::string_view section) {
     ModuleDoc::Entries out;
-    for (auto& [key, body] : markdown_sections(section, 2)) out.push_back({key, markdown_plain(body)});
+    for (auto& [heading, body] : markdown_sections(section, 2)) {
+        const std::string help = markdown_plain(body);
+        std::string key;
+        for (char c : heading + ",") {
+            if (c != ',') {
+                if (c != ' ') key += c;
+            } else if (!key.empty()) {
+                out.push_back({key, help});
+                key.clear();
+            }
+        }
+    }
     return out;
 }
 

@@ -7,6 +7,8 @@
 //                               a seed's standard sentence (ParamSpec::seed) is added to it
 //     # Figures                 "## key" per scalar: its help (tooltip), when the run sets none
 //
+// A heading may name several keys that share one help: "## mean_running_static, mean_running_vllm".
+//
 // Help that fits on a line stays in the code next to its declaration; longer help lives here.
 #pragma once
 

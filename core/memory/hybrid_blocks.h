@@ -34,6 +34,12 @@ struct HybridBlockPlan {
     int attention_padding_layers = 0, linear_padding_layers = 0;
     uint64_t block_bytes = 0;  // group_size x page_bytes_per_layer
 
+    // Blocks one request takes: a block per linear group for each of its states, one per attention
+    // group for its first KV page.
+    uint64_t blocks_per_request(int states) const {
+        return uint64_t(linear_groups) * uint64_t(states) + uint64_t(attention_groups);
+    }
+
     // What vLLM logs: "Padding mamba page size by x%" (per layer, padding layers aside).
     double state_padding_pct(uint64_t state_bytes_per_layer) const {
         return state_bytes_per_layer ? 100.0 * double(state_padding_per_layer) / double(state_bytes_per_layer)

@@ -1,6 +1,6 @@
 // The page pool: KV pages and per-sequence state slots of a hybrid model sharing one byte budget.
 //
-// Three designs sit behind one interface (module 3, reference/serving.md §1):
+// Three designs sit behind one interface (module 3 `pool`, reference/serving.md §1):
 //   static   two fixed pools split by a ratio (SGLang's default MambaPool + KV pool),
 //   vllm     one pool of equal-size blocks, the attention block inflated to hold one layer's state
 //            and the state page padded (vLLM's hybrid allocator),
@@ -280,6 +280,8 @@ struct StaticSplitConfig {
     uint64_t state_slots = 0;  // 0 = from the ratio
 };
 PoolResult make_static_pool(const PoolModel& m, const StaticSplitConfig& c, const PoolOptions& o = {});
+// The bytes the static split gives its state pool (whole slots are cut from them), without making it.
+uint64_t static_state_budget(const PoolModel& m, const StaticSplitConfig& c);
 
 // (b) vLLM hybrid allocator: see hybrid_blocks.h for how the block size is derived.
 struct HybridPagesConfig {

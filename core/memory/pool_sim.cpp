@@ -8,6 +8,11 @@
 
 namespace k3 {
 
+uint32_t prefix_cache_grid(const PoolLayout& l) {
+    if (l.design == PoolDesign::hybrid_pages) return l.page_tokens;
+    return l.page_tokens * ((64 + l.page_tokens - 1) / l.page_tokens);
+}
+
 std::vector<uint32_t> prefix_lengths(const PoolWorkload& w) {
     std::vector<uint32_t> v;
     const double lo = w.prefix_min, hi = std::max(w.prefix_max, w.prefix_min);

@@ -58,6 +58,11 @@ struct PoolSimOptions {
     uint64_t max_steps = 4000000;  // safety stop
 };
 
+// The grid a design's prefix cache works in (PoolSimOptions::cache_grid): vLLM caches whole blocks;
+// SGLang's static and unified pools the smallest multiple of their page of at least 64 tokens
+// (mamba_cache_chunk_size = max(64, page_size) for the page sizes SGLang uses).
+uint32_t prefix_cache_grid(const PoolLayout& l);
+
 // One step's occupancy. Bytes by what they hold; they add up with unusable to the budget.
 struct PoolSample {
     uint64_t step = 0;

@@ -97,6 +97,12 @@ std::string check_pool_model(const PoolModel& m, uint64_t budget, uint32_t page_
     return {};
 }
 
+uint64_t static_state_budget(const PoolModel& m, const StaticSplitConfig& c) {
+    // SGLang: mamba budget = rest * r / (1 + r); slots = budget / per-request state bytes.
+    return c.state_slots ? c.state_slots * m.state_bytes()
+                         : uint64_t(double(c.budget_bytes) * c.state_ratio / (1.0 + c.state_ratio));
+}
+
 PoolResult make_static_pool(const PoolModel& m, const StaticSplitConfig& c, const PoolOptions& o) {
     if (std::string e = check_pool_model(m, c.budget_bytes, c.page_tokens, o); !e.empty())
         return {nullptr, e};
@@ -107,10 +113,7 @@ PoolResult make_static_pool(const PoolModel& m, const StaticSplitConfig& c, cons
     l.page_tokens = c.page_tokens;
     l.kv_page_data_bytes = l.kv_page_bytes = uint64_t(c.page_tokens) * m.kv_bytes_per_token();
     l.state_data_bytes = l.state_slot_bytes = m.state_bytes();
-    // SGLang: mamba budget = rest * r / (1 + r); slots = budget / per-request state bytes.
-    const uint64_t state_budget =
-        c.state_slots ? c.state_slots * l.state_slot_bytes
-                      : uint64_t(double(c.budget_bytes) * c.state_ratio / (1.0 + c.state_ratio));
+    const uint64_t state_budget = static_state_budget(m, c);
     if (state_budget > c.budget_bytes) return {nullptr, "state slots exceed the budget"};
     const uint64_t n_states = state_budget / l.state_slot_bytes;
     const uint64_t kv_budget = c.budget_bytes - state_budget;

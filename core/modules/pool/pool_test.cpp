@@ -2,9 +2,8 @@
 // other presets, and refused parameter combinations.
 #include <doctest/doctest.h>
 
-#include "core/experiments/registry.h"
-#include "core/memory/pool_sim.h"
-#include "test_module_util.h"
+#include "core/modules/pool/pool.h"
+#include "tests/unit/test_module_util.h"
 
 using namespace k3;
 
@@ -25,10 +24,22 @@ double cell(const Table& t, size_t row, const std::string& column) {
 
 }  // namespace
 
-TEST_CASE("pool module: defaults") {
+TEST_CASE("pool: defaults") {
     const Report r = run_pool();
-    for (const auto& c : r.checks) CHECK_MESSAGE(c.passed, c.name << ": " << c.detail);
+    test::all_checks_pass(r);
     CHECK(r.checks.size() >= 15);
+    for (const char* design : {"static", "vllm", "unified"})
+        for (const char* check :
+             {"pool_built_", "no_page_owned_twice_", "freed_at_end_", "bytes_add_up_", "stream_served_"})
+            CHECK(test::check_keyed(r, std::string(check) + design).passed);
+    CHECK(test::check_keyed(r, "vllm_block_minimal").passed);
+    CHECK(r.find_check("vllm_block_qwen3_next_observed") == nullptr);  // Qwen3-Next only
+    // One help in pool.md for a figure of every design ("## utilisation_static, utilisation_vllm, ...").
+    for (const char* key : {"utilisation_static", "utilisation_vllm", "utilisation_unified"}) {
+        const Scalar* s = r.find_scalar(key);
+        REQUIRE(s);
+        CHECK(s->help.rfind("Bytes holding model data", 0) == 0);
+    }
     // Kimi-Linear under vLLM: 1885 tokens of MLA per layer hold one KDA layer's state -> 1888.
     CHECK(scalar(r, "vllm_block_tokens") == 1888);
     CHECK(scalar(r, "min_cacheable_prompt_vllm") == 1889);
@@ -68,17 +79,14 @@ TEST_CASE("pool module: defaults") {
     CHECK(bytes_series == 18);
 }
 
-TEST_CASE("pool module: deterministic for a seed") {
-    auto without_timing = [](Report r) {
-        r.timing = {};
-        return report_json(r);
-    };
+TEST_CASE("pool: deterministic for a seed") {
     const std::vector<std::pair<std::string, std::string>> kv = {{"requests", "120"}, {"seed", "7"}};
-    CHECK(without_timing(run_pool(kv)) == without_timing(run_pool(kv)));
-    CHECK(without_timing(run_pool(kv)) != without_timing(run_pool({{"requests", "120"}, {"seed", "8"}})));
+    CHECK(test::without_timing(run_pool(kv)) == test::without_timing(run_pool(kv)));
+    CHECK(test::without_timing(run_pool(kv)) !=
+          test::without_timing(run_pool({{"requests", "120"}, {"seed", "8"}})));
 }
 
-TEST_CASE("pool module: slicing the run does not change the report") {
+TEST_CASE("pool: slicing the run does not change the report") {
     const Experiment& e = *find_experiment("pool");
     auto pp = parse_params(e.params, {{"requests", "150"}}, RangePolicy::strict);
     REQUIRE(pp.ok());
@@ -93,7 +101,7 @@ TEST_CASE("pool module: slicing the run does not change the report") {
     CHECK(report_json(whole) == report_json(sliced));
 }
 
-TEST_CASE("pool module: a static split wastes memory when the mix shifts") {
+TEST_CASE("pool: a static split wastes memory when the mix shifts") {
     const Report r = run_pool({{"shift_factor", "16"}});
     const Table* t = table(r, "Before and after the mix shift");
     REQUIRE(t);
@@ -110,7 +118,7 @@ TEST_CASE("pool module: a static split wastes memory when the mix shifts") {
     CHECK(table(run_pool({{"shift_factor", "1"}, {"requests", "60"}}), "Before and after") == nullptr);
 }
 
-TEST_CASE("pool module: prefixes shorter than vLLM's block are never reused") {
+TEST_CASE("pool: prefixes shorter than vLLM's block are never reused") {
     // Every shared prefix is 1,500 tokens: 23 grid units of 64 for SGLang, less than one 1,888 block.
     const Report r = run_pool({{"prefix_min", "1500"}, {"prefix_max", "1500"}, {"prefix_share", "0.8"}});
     CHECK(scalar(r, "prefix_hit_tokens_vllm") == 0);
@@ -122,16 +130,17 @@ TEST_CASE("pool module: prefixes shorter than vLLM's block are never reused") {
     CHECK(cell(*t, 0, "hits: vLLM") == 0);
 }
 
-TEST_CASE("pool module: other presets") {
+TEST_CASE("pool: other presets") {
     const Report q = run_pool({{"preset", "qwen3-next-80b"}, {"requests", "100"}});
-    for (const auto& c : q.checks) CHECK_MESSAGE(c.passed, c.name << ": " << c.detail);
+    test::all_checks_pass(q);
+    CHECK(test::check_keyed(q, "vllm_block_qwen3_next_observed").passed);
     CHECK(scalar(q, "vllm_block_tokens") == 1056);
     const Report t = run_pool({{"preset", "tiny"}, {"budget_mib", "64"}, {"requests", "100"}});
-    for (const auto& c : t.checks) CHECK_MESSAGE(c.passed, c.name << ": " << c.detail);
+    test::all_checks_pass(t);
     CHECK(scalar(t, "vllm_block_tokens") == 128);
 }
 
-TEST_CASE("pool module: refused parameter combinations") {
+TEST_CASE("pool: refused parameter combinations") {
     const Experiment& e = *find_experiment("pool");
     auto refused = [&](std::vector<std::pair<std::string, std::string>> kv, const std::string& key) {
         auto pp = parse_params(e.params, kv, RangePolicy::strict);
