@@ -263,6 +263,9 @@ class PagePool {
 inline constexpr uint64_t kMaxPoolHandles = 1ull << 22;
 // Empty when a pool of this model, budget and page size can be made; otherwise why not.
 std::string check_pool_model(const PoolModel& m, uint64_t budget, uint32_t page_tokens, const PoolOptions& o);
+// The layout of a design whose pages and slots hold exactly their data (static split, unified):
+// sizes set, counts left to the design.
+PoolLayout exact_fit_layout(PoolDesign d, const PoolModel& m, uint64_t budget, uint32_t page_tokens);
 
 // A pool or the reason it could not be made (bad sizes, backing storage over the limit).
 struct PoolResult {

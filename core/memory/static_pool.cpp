@@ -97,6 +97,16 @@ std::string check_pool_model(const PoolModel& m, uint64_t budget, uint32_t page_
     return {};
 }
 
+PoolLayout exact_fit_layout(PoolDesign d, const PoolModel& m, uint64_t budget, uint32_t page_tokens) {
+    PoolLayout l;
+    l.design = d;
+    l.budget_bytes = budget;
+    l.page_tokens = page_tokens;
+    l.kv_page_data_bytes = l.kv_page_bytes = uint64_t(page_tokens) * m.kv_bytes_per_token();
+    l.state_data_bytes = l.state_slot_bytes = m.state_bytes();
+    return l;
+}
+
 uint64_t static_state_budget(const PoolModel& m, const StaticSplitConfig& c) {
     // SGLang: mamba budget = rest * r / (1 + r); slots = budget / per-request state bytes.
     return c.state_slots ? c.state_slots * m.state_bytes()
@@ -107,12 +117,7 @@ PoolResult make_static_pool(const PoolModel& m, const StaticSplitConfig& c, cons
     if (std::string e = check_pool_model(m, c.budget_bytes, c.page_tokens, o); !e.empty())
         return {nullptr, e};
     if (!(c.state_ratio > 0) || c.state_ratio > 1000) return {nullptr, "state_ratio must be in (0, 1000]"};
-    PoolLayout l;
-    l.design = PoolDesign::static_split;
-    l.budget_bytes = c.budget_bytes;
-    l.page_tokens = c.page_tokens;
-    l.kv_page_data_bytes = l.kv_page_bytes = uint64_t(c.page_tokens) * m.kv_bytes_per_token();
-    l.state_data_bytes = l.state_slot_bytes = m.state_bytes();
+    PoolLayout l = exact_fit_layout(PoolDesign::static_split, m, c.budget_bytes, c.page_tokens);
     const uint64_t state_budget = static_state_budget(m, c);
     if (state_budget > c.budget_bytes) return {nullptr, "state slots exceed the budget"};
     const uint64_t n_states = state_budget / l.state_slot_bytes;

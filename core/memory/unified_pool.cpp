@@ -232,12 +232,7 @@ class UnifiedPool final : public PagePool {
 PoolResult make_unified_pool(const PoolModel& m, const UnifiedConfig& c, const PoolOptions& o) {
     if (std::string e = check_pool_model(m, c.budget_bytes, c.page_tokens, o); !e.empty())
         return {nullptr, e};
-    PoolLayout l;
-    l.design = PoolDesign::unified;
-    l.budget_bytes = c.budget_bytes;
-    l.page_tokens = c.page_tokens;
-    l.kv_page_data_bytes = l.kv_page_bytes = uint64_t(c.page_tokens) * m.kv_bytes_per_token();
-    l.state_data_bytes = l.state_slot_bytes = m.state_bytes();
+    PoolLayout l = exact_fit_layout(PoolDesign::unified, m, c.budget_bytes, c.page_tokens);
     l.max_kv_pages = c.budget_bytes / l.kv_page_bytes;
     const uint64_t fit = c.budget_bytes / l.state_slot_bytes;
     l.max_states = c.max_state_ids ? c.max_state_ids : fit;

@@ -80,14 +80,19 @@ std::unique_ptr<RollbackLab> RollbackLab::create(model::Model& m, int draft_len,
 
 uint64_t RollbackLab::snapshot_bytes_held() const { return snap_.bytes_held(); }
 
+// From the confirmed state, the verify pass over the draft with `rv` recording its records.
+std::string RollbackLab::verify_recording(model::Sequence& seq, Verifier& rv) {
+    if (std::string e = m_.restore(seq, confirmed_); !e.empty()) return e;
+    if (std::string e = rv.begin(seq); !e.empty()) return e;
+    return rv.extend(seq, tokens_, nullptr);
+}
+
 std::string RollbackLab::compare(RecordVariant v, std::vector<RestoreOutcome>* out,
                                  uint64_t* record_bytes_held) {
     out->clear();
     model::Sequence& seq = *seq_;
-    if (std::string e = m_.restore(seq, confirmed_); !e.empty()) return e;
     Verifier rv(m_, Rollback::replay, v);
-    if (std::string e = rv.begin(seq); !e.empty()) return e;
-    if (std::string e = rv.extend(seq, tokens_, nullptr); !e.empty()) return e;
+    if (std::string e = verify_recording(seq, rv); !e.empty()) return e;
     *record_bytes_held = rv.bytes_held();
     const model::SequenceSnapshot verified_r = m_.save(seq);
     const size_t per = size_t(m_.pool_model().state_bytes_per_layer),
@@ -121,10 +126,8 @@ std::string RollbackLab::time_restore(RecordVariant v, int reps, std::vector<dou
     copy_ms->clear();
     replay_ms->clear();
     model::Sequence& seq = *seq_;
-    if (std::string e = m_.restore(seq, confirmed_); !e.empty()) return e;
     Verifier rv(m_, Rollback::replay, v);
-    if (std::string e = rv.begin(seq); !e.empty()) return e;
-    if (std::string e = rv.extend(seq, tokens_, nullptr); !e.empty()) return e;
+    if (std::string e = verify_recording(seq, rv); !e.empty()) return e;
     const model::SequenceSnapshot verified_r = m_.save(seq);
     for (int n = 0; n <= N_; ++n) {
         std::vector<double> c, r;

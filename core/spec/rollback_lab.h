@@ -47,6 +47,7 @@ class RollbackLab {
                                            std::vector<double>* replay_ms);
 
   private:
+    [[nodiscard]] std::string verify_recording(model::Sequence& seq, Verifier& rv);
     RollbackLab(model::Model& m) : m_(m), snap_(m, Rollback::snapshot) {}
     model::Model& m_;
     int N_ = 0, kept_ = 0;

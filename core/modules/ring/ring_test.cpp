@@ -9,23 +9,13 @@
 
 using namespace k3;
 
-namespace {
-
-bool has_param(const Experiment& e, const char* key) {
-    for (const auto& p : e.params)
-        if (p.key == key) return true;
-    return false;
-}
-
-}  // namespace
-
 TEST_CASE("ring: declared as module 8; a capacity below N is refused with a clear message") {
     const Experiment* e = find_experiment("ring");
     REQUIRE(e);
     CHECK(e->number == 8);
     CHECK(e->component == "speculative decoding");
     for (const char* k : {"draft_len", "ring_capacity", "overflow", "commit_every", "drafter", "accept"})
-        CHECK_MESSAGE(has_param(*e, k), k);
+        CHECK_MESSAGE(e->defaults().spec(k) != nullptr, k);
     CHECK(e->check(e->defaults()).empty());
     auto pp = parse_params(e->params, {{"draft_len", "6"}, {"ring_capacity", "5"}}, RangePolicy::strict);
     REQUIRE(pp.ok());

@@ -10,23 +10,13 @@
 
 using namespace k3;
 
-namespace {
-
-bool has_param(const Experiment& e, const char* key) {
-    for (const auto& p : e.params)
-        if (p.key == key) return true;
-    return false;
-}
-
-}  // namespace
-
 TEST_CASE("spec-storage: declared as module 7 with its parameters, texts and headlines") {
     const Experiment* e = find_experiment("spec-storage");
     REQUIRE(e);
     CHECK(e->number == 7);
     CHECK(e->component == "speculative decoding");
     for (const char* k : {"preset", "draft_len", "variant", "running_requests"})
-        CHECK_MESSAGE(has_param(*e, k), k);
+        CHECK_MESSAGE(e->defaults().spec(k) != nullptr, k);
     CHECK(e->how_it_works.find("Sources") != std::string::npos);
     CHECK(e->where_it_does_not_pay.find("N = 1") != std::string::npos);
     REQUIRE(e->headlines.size() == 2);
