@@ -13,7 +13,6 @@ namespace {
 const std::vector<std::string> kPresets = {"kimi-linear-48b", "qwen3-next-80b"};
 const std::vector<std::string> kPresetLabels = {"Kimi-Linear-48B-A3B", "Qwen3-Next-80B-A3B"};
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-constexpr uint64_t kMaxTreeNodes = 3000000;  // about 300 MB of trees: the page's budget
 
 bool has(const Params& p, const char* key) { return p.spec(key) != nullptr; }
 
@@ -31,7 +30,9 @@ std::vector<ParamSpec> fleet_workload_params() {
                 "trace: 12,031 requests over one hour, 145 M prompt tokens) or a path to a file in the "
                 "Mooncake format."),
         synth(
-            ParamSpec::choice("synthetic", "Synthetic workload", {"mix", "chat", "agentic", "shared"}, "mix", {"mix of all three", "multi-turn chat", "agentic branching", "shared system prompts"})
+            ParamSpec::choice(
+                "synthetic", "Synthetic workload", {"mix", "chat", "agentic", "shared"}, "mix",
+                {"mix of all three", "multi-turn chat", "agentic branching", "shared system prompts"})
                 .describe("Multi-turn chat (each turn extends its conversation), agent trees that fork off a "
                           "common prefix, single-turn requests sharing system prompts, or all three.")),
         synth(
@@ -151,7 +152,9 @@ void set_param_default(std::vector<ParamSpec>& specs, const std::string& key, co
 WorkloadSpec fleet_workload_spec(const Params& p) {
     WorkloadSpec w;
     w.trace = p.str("trace");
-    if (has(p, "synthetic")) for (const SyntheticKindName& k : synthetic_kinds()) if (p.str("synthetic") == k.id) w.synthetic = k.kind;
+    if (has(p, "synthetic"))
+        for (const SyntheticKindName& k : synthetic_kinds())
+            if (p.str("synthetic") == k.id) w.synthetic = k.kind;
     if (has(p, "sessions")) w.sessions = uint32_t(p.i("sessions"));
     if (has(p, "seed")) w.seed = uint64_t(p.integer("seed"));
     return w;
@@ -222,225 +225,12 @@ std::vector<ParamIssue> validate_fleet_params(const Params& p) {
     return out;
 }
 
-std::string check_fleet_size(const Workload& w, const FleetConfig& c) {
-    uint64_t tokens = 0;
-    for (const Request& r : w.requests) tokens += r.cache_len();
-    const uint64_t estimate = tokens / std::max<uint64_t>(c.policy.interval, 1) + w.requests.size() * 2;
-    if (estimate <= kMaxTreeNodes) return {};
-    return "up to " + format_grouped(double(estimate)) + " tree nodes (" + format_grouped(double(tokens)) +
-           " tokens at one checkpoint per " + format_grouped(double(c.policy.interval)) +
-           " tokens) exceed the limit of " + format_grouped(double(kMaxTreeNodes)) + "; raise the interval";
-}
-
-// ---- report parts ----
-
-void report_latency_table(Report& r, const std::string& name,
-                          const std::vector<std::pair<std::string, RequestSummary>>& rows) {
-    Table t{name,
-            {"requests", "metric", "mean", "p50", "p90", "p99", "max", "count"},
-            {},
-            {"", "", "ms", "ms", "ms", "ms", "ms", "requests"}};
-    for (const auto& [label, s] : rows)
-        for (const auto& [metric, pc] : std::vector<std::pair<const char*, const Percentiles*>>{
-                 {"TTFT", &s.ttft_ms}, {"TPOT", &s.tpot_ms}, {"E2E", &s.e2e_ms}})
-            t.rows.push_back(
-                {label, std::string(metric), pc->mean, pc->p50, pc->p90, pc->p99, pc->max, double(pc->n)});
-    r.tables.push_back(std::move(t));
-}
-
-void report_instances(Report& r, const FleetSim& s) {
-    Table t{"Instances",
-            {"instance", "routed", "completed", "busy", "prefill tokens", "decode tokens", "iterations",
-             "preemptions", "peak running", "peak queue", "cache KV tokens", "cache checkpoints",
-             "checkpoints evicted", "down"},
-            {},
-            {"", "requests", "requests", "fraction", "tokens", "tokens", "count", "count", "requests",
-             "requests", "tokens", "count", "count", "s"}};
-    const double span = std::max(s.totals().end_ms, 1e-9);
-    const auto& st = s.instance_stats();
-    for (size_t k = 0; k < st.size(); ++k) {
-        const InstanceStats& x = st[k];
-        t.rows.push_back({"instance " + std::to_string(k), double(x.routed), double(x.completed),
-                          x.busy_ms / span, double(x.prefill_tokens), double(x.decode_tokens),
-                          double(x.iterations), double(x.preemptions), double(x.peak_running),
-                          double(x.peak_queue), double(x.cache_kv_tokens), double(x.cache_states),
-                          double(x.cache_states_evicted), x.down_ms / 1000.0});
-    }
-    r.tables.push_back(std::move(t));
-}
-
-void report_timeline(Report& r, const FleetSim& s, const std::string& name) {
-    Timeline tl;
-    tl.name = name;
-    tl.time_label = "simulated time (s)";
-    tl.categories = FleetSim::timeline_categories();
-    for (uint32_t k = 0; k < s.config().instances; ++k) tl.lanes.push_back("instance " + std::to_string(k));
-    for (const TimelineSpan& x : s.timeline()) {
-        Span sp;
-        sp.lane = int(x.lane);
-        sp.start = x.start_s;
-        sp.end = x.end_s;
-        sp.category = x.category;
-        sp.label = tl.categories[size_t(x.category)] + ", " + format_sig(x.end_s - x.start_s, 3) + " s";
-        tl.spans.push_back(std::move(sp));
-    }
-    r.timelines.push_back(std::move(tl));
-}
-
-void report_load_series(Report& r, const FleetSim& s) {
-    const auto& smp = s.load_samples();
-    if (smp.empty()) return;
-    const uint32_t n = s.config().instances;
-    const std::string plot = "Requests in flight (queued + running)";
-    auto make = [&](std::string name) {
-        Series x;
-        x.name = std::move(name);
-        x.plot = plot;
-        x.x_label = "simulated time (s)";
-        x.y_label = "requests";
-        x.x_unit = "s";
-        x.y_unit = "requests";
-        x.style = SeriesStyle::step;
-        return x;
-    };
-    if (n <= 8) {
-        for (uint32_t k = 0; k < n; ++k) {
-            Series x = make("instance " + std::to_string(k));
-            for (const LoadSample& l : smp)
-                x.x.push_back(l.t_ms / 1000.0), x.y.push_back(double(l.in_flight[k]));
-            r.series.push_back(std::move(x));
-        }
-    } else {
-        Series lo = make("least loaded instance"), mean = make("mean"), hi = make("most loaded instance");
-        for (const LoadSample& l : smp) {
-            const auto [a, b] = std::minmax_element(l.in_flight.begin(), l.in_flight.end());
-            double sum = 0;
-            for (uint32_t v : l.in_flight) sum += v;
-            const double t = l.t_ms / 1000.0;
-            lo.x.push_back(t), lo.y.push_back(*a);
-            mean.x.push_back(t), mean.y.push_back(sum / double(n));
-            hi.x.push_back(t), hi.y.push_back(*b);
-        }
-        r.series.push_back(std::move(lo));
-        r.series.push_back(std::move(mean));
-        r.series.push_back(std::move(hi));
-    }
-    bool any_held = false;
-    for (const LoadSample& l : smp) any_held |= l.held > 0;
-    if (any_held) {
-        Series x = make("held at the gateway or moving");
-        for (const LoadSample& l : smp) x.x.push_back(l.t_ms / 1000.0), x.y.push_back(double(l.held));
-        r.series.push_back(std::move(x));
-    }
-}
-
 void report_fleet_checks(Report& r, const FleetSim& s, const std::string& tag) {
-    const std::string p = tag.empty() ? "" : tag + ": ";
-    const auto& out = s.outcomes();
-    uint64_t completed = 0, failed = 0, stalled = 0, gen = 0, wrong_out = 0, work = 0, over = 0, lost = 0;
-    for (const RequestOutcome& o : out) {
-        completed += o.completed;
-        failed += o.failed != FailReason::none;
-        stalled += o.failed == FailReason::stalled;
-        gen += o.generated;
-        wrong_out += o.completed && o.generated != o.output;
-        work += o.prefill_work;
-        over += o.state_hit > o.kv_hit;
-    }
-    const FleetTotals& t = s.totals();
-    lost = t.lost_tokens;
-    r.check(p + "Every request completed or was counted as failed",
-            completed + failed == out.size() && stalled == 0 && wrong_out == 0,
-            format_grouped(double(completed)) + " completed + " + format_grouped(double(failed)) +
-                " failed = " + format_grouped(double(completed + failed)) + " of " +
-                format_grouped(double(out.size())) + " requests; " + format_grouped(double(stalled)) +
-                " stalled; " + format_grouped(double(wrong_out)) +
-                " completed with a wrong number of output tokens");
-    r.check(
-        p + "No token of work unaccounted: iterations and requests agree",
-        t.iter_prefill_tokens == work && t.iter_decode_tokens + t.iter_first_tokens == gen && lost <= work,
-        "prefill: " + format_grouped(double(t.iter_prefill_tokens)) + " tokens computed by iterations, " +
-            format_grouped(double(work)) + " by requests (" + format_grouped(double(lost)) +
-            " of them thrown away by preemptions and faults); output: " +
-            format_grouped(double(t.iter_decode_tokens)) + " decode steps + " +
-            format_grouped(double(t.iter_first_tokens)) +
-            " first tokens = " + format_grouped(double(t.iter_decode_tokens + t.iter_first_tokens)) +
-            ", requests generated " + format_grouped(double(gen)));
-    r.check(p + "State-usable hit never exceeds the KV-visible hit", over == 0,
-            format_grouped(double(over)) + " requests with state hit > KV hit");
-    const std::string audit = s.audit();
-    const uint64_t leases = s.leases_held(), owners = s.pool_owners();
-    r.check(p + "Caches and pools consistent, everything released",
-            audit.empty() && leases == 0 && owners == 0,
-            audit.empty() ? format_grouped(double(leases)) + " leases and " + format_grouped(double(owners)) +
-                                " page-pool owners left after the run (radix trees and pools audited)"
-                          : audit);
+    report_fleet_checks(r, s, RunTag{tag, ""});
 }
 
-void report_model_notes(Report& r, const FleetSim& s) {
-    const FleetConfig& c = s.config();
-    const CostModel& m = s.cost_model();
-    // The iteration cost against the roofline of core/model/roofline.h it is built from.
-    IterationWork d, pf;
-    for (int i = 0; i < 32; ++i) d.add_decode(4096);
-    pf.add_chunk(0, 8192);
-    const Hardware& hw = m.instance_hardware();
-    const WorkCost rd = decode_step_cost(c.model, hw, 32, 4096, c.efficiency);
-    const WorkCost rp = prefill_cost(c.model, hw, 8192, 0, c.efficiency);
-    const double ed = std::abs(m.seconds(d) - rd.seconds) / rd.seconds,
-                 ep = std::abs(m.seconds(pf) - rp.seconds) / rp.seconds;
-    r.check("Iteration cost equals the roofline of core/model/roofline.h for pure batches",
-            ed < 1e-9 && ep < 1e-9,
-            "decode of 32 at 4,096 tokens: " + format_sig(m.seconds(d) * 1000, 6) + " ms vs " +
-                format_sig(rd.seconds * 1000, 6) + " ms; prefill of 8,192: " +
-                format_sig(m.seconds(pf) * 1000, 6) + " ms vs " + format_sig(rp.seconds * 1000, 6) + " ms");
-    r.notes.push_back(
-        "Times are roofline ESTIMATES, not measurements: " + c.model.name + " on " + hw.name + " (" +
-        format_si(hw.peak_flops, 3) + "FLOP/s dense BF16, " + format_bytes(hw.mem_bytes_per_s) + "/s), at " +
-        format_sig(c.efficiency.compute * 100, 3) + " % of peak compute and " +
-        format_sig(c.efficiency.memory * 100, 3) +
-        " % of peak bandwidth; ideal tensor parallelism, no kernel-launch, scheduling or network overhead. A "
-        "decode step of 32 requests at 4,096 tokens: " +
-        format_sig(m.seconds(d) * 1000, 3) +
-        " ms; a prefill of 8,192 tokens: " + format_sig(m.seconds(pf) * 1000, 3) + " ms.");
-    r.notes.push_back(
-        "One state checkpoint: " + format_bytes(double(m.state_bytes())) +
-        "; KV per token: " + format_bytes(double(m.kv_bytes_per_token())) +
-        ". The prefix cache's capacity and the working "
-        "memory are separate budgets; a running request's working KV covers only what it computed.");
-}
-
-void report_core_scalars(Report& r, const FleetSim& s, const FleetSummary& f, double price) {
-    const RequestSummary& a = f.all;
-    r.scalar("token_hit_kv", "KV-visible token hit", "fraction", a.hit_kv(), true).help =
-        "Prompt tokens whose attention KV the chosen instance's cache held at admission, over all prompt "
-        "tokens: what a router fed by KV events sees.";
-    r.scalar("token_hit_state", "State-usable token hit", "fraction", a.hit_state(), true).help =
-        "Prompt tokens the request could resume from a checkpoint at (KV and state at the same position): "
-        "what is actually skipped.";
-    r.scalar("hit_gap", "KV-visible minus state-usable", "fraction", a.hit_kv() - a.hit_state()).help =
-        "Hit a KV-event router believes in but the engine cannot use (reference/serving.md §5).";
-    r.scalar("ttft_p50_ms", "TTFT p50", "ms", a.ttft_ms.p50, true);
-    r.scalar("ttft_p99_ms", "TTFT p99", "ms", a.ttft_ms.p99, true);
-    r.scalar("tpot_p50_ms", "TPOT p50", "ms", a.tpot_ms.p50);
-    r.scalar("e2e_p99_ms", "E2E p99", "ms", a.e2e_ms.p99);
-    r.scalar("throughput_tokens_per_s", "Output throughput", "tokens/s", f.output_tokens_per_s, true).help =
-        "Generated tokens over the time from the first arrival to the last completion (an estimate).";
-    r.scalar("total_tokens_per_s", "Total throughput (prompt + output)", "tokens/s", f.total_tokens_per_s);
-    r.scalar("load_imbalance", "Load imbalance (max / mean busy)", "ratio", f.load_imbalance);
-    r.scalar("jain_index", "Jain's index over instance busy time", "", f.jain_busy);
-    r.scalar("preemptions", "Preemptions", "count", double(a.preemptions));
-    r.scalar("requests_completed", "Requests completed", "requests", double(a.completed));
-    r.scalar("requests_failed", "Requests failed", "requests", double(a.failed));
-    r.scalar("gpu_hours_busy", "GPU-hours busy (estimate)", "h", f.gpu_hours_busy);
-    r.scalar("gpu_hours_provisioned", "GPU-hours provisioned (estimate)", "h", f.gpu_hours_provisioned);
-    const double tokens = double(a.prompt_tokens + a.output_tokens);
-    r.scalar("cost_per_million_tokens", "Cost per million tokens (busy GPU time, estimate)", "$",
-             cost_per_million_tokens(f.gpu_hours_busy, price, tokens))
-        .help =
-        "Busy GPU-hours x price per GPU-hour / millions of tokens served (prompt + output): what a fleet "
-        "sized to this load would cost. An estimate from the roofline.";
-    (void)s;
+void report_core_scalars(Report& r, const FleetSim&, const FleetSummary& f, double price) {
+    report_core_scalars(r, f, price);
 }
 
 }  // namespace k3

@@ -19,6 +19,7 @@ struct Hardware {
     double mem_bytes_per_s = 0;  // HBM bandwidth
     double mem_bytes = 0;        // device memory
     std::string source;          // where the figures come from
+    bool operator==(const Hardware&) const = default;
 };
 // "h100" (H100 SXM5), "h20", "a100" (A100 SXM 80GB): NVIDIA's published datasheet figures.
 std::vector<Hardware> hardware_presets();
@@ -31,6 +32,7 @@ std::vector<std::string> hardware_preset_names();
 struct Link {
     std::string id, name;
     double bytes_per_s = 0;  // one direction
+    bool operator==(const Link&) const = default;
 };
 // Interconnects for moving state between instances: NVLink 4, InfiniBand NDR 400G, RoCE 200G,
 // PCIe Gen5 x16, 100 GbE (nominal line rates).

@@ -14,4 +14,16 @@ Choices<DType> dtype_choices(std::initializer_list<DType> offered) {
     return out;
 }
 
+Choices<Hardware> hardware_choices() {
+    Choices<Hardware> out;
+    for (const Hardware& h : hardware_presets()) out.push_back({h, h.id, h.name});
+    return out;
+}
+
+Choices<Link> link_choices() {
+    Choices<Link> out;
+    for (const Link& l : link_presets()) out.push_back({l, l.id, l.name});
+    return out;
+}
+
 }  // namespace k3
