@@ -1,5 +1,5 @@
 // Module 11 `fleet`: defaults pass every check, the headline report keys, reproducible reports, the
-// Mooncake figure, bad parameters. (Modules 12 `tenants` and 13 `faults` until they move.)
+// Mooncake figure, bad parameters. (Module 13 `faults` until it moves.)
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -75,25 +75,6 @@ TEST_CASE("fleet: bad parameters are refused with a reason") {
     issues = e.check(pp.params);
     REQUIRE(!issues.empty());
     CHECK(issues[0].key == "trace");
-}
-
-TEST_CASE("tenants module: isolation keeps the well-behaved tenants near their solo run") {
-    const Experiment* e = find_experiment("tenants");
-    REQUIRE(e != nullptr);
-    CHECK(e->number == 12);
-    CHECK(e->component == "fleet scheduling");
-    const Report r = run("tenants", {});
-    all_pass(r);
-    CHECK(check_named(r, "With isolation") != nullptr);
-    CHECK(scalar(r, "isolation_ratio") <= 2.5);
-    CHECK(scalar(r, "no_isolation_ratio") >= 10);
-    CHECK(scalar(r, "jain_tenants") > 0);
-    CHECK(without_timing(r) == without_timing(run("tenants", {})));
-    // Without a mechanism there is nothing to check but the figures still come.
-    const Report f = run("tenants", {{"mechanism", "fcfs"}, {"quotas", "0"}});
-    all_pass(f);
-    CHECK(check_named(f, "With isolation") == nullptr);
-    CHECK(scalar(f, "isolation_ratio") == doctest::Approx(scalar(f, "no_isolation_ratio")));
 }
 
 TEST_CASE("faults module: zero violations with the guard, some without; migration loses nothing") {
