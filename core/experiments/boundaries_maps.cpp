@@ -9,8 +9,8 @@
 #include "core/boundaries/grid.h"
 #include "core/cp/variants.h"
 #include "core/cp/work.h"
-#include "core/experiments/fleet_report.h"
 #include "core/model/accounting.h"
+#include "core/modules/shared/fleet_report.h"
 
 namespace k3 {
 
