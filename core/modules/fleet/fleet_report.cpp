@@ -60,7 +60,7 @@ Series router_bars(std::string name, std::string plot, std::string y_label, std:
     return s;
 }
 
-void routers(const FleetResult& res, double price, Report& r) {
+void routers(const FleetResult& result, double price, Report& r) {
     Table& t = r.add_table(
         make_table("Routers compared (same workload and instances)", {{"router", ""},
                                                                       {"KV-visible hit", "fraction"},
@@ -77,13 +77,14 @@ void routers(const FleetResult& res, double price, Report& r) {
     Series kv = router_bars("KV-visible", "Token hit by router", "token hit", "fraction"),
            state = router_bars("state-usable", "Token hit by router", "token hit", "fraction"),
            p99 = router_bars("TTFT p99", "TTFT p99 by router", "TTFT p99 (ms)", "ms");
-    std::vector<std::pair<RouterKind, const FleetSim*>> all = {{res.config.router.kind, res.main.get()}};
-    for (const FleetVariant& v : res.routers) all.push_back({v.router, v.sim.get()});
+    std::vector<std::pair<RouterKind, const FleetSim*>> all = {
+        {result.config.router.kind, result.main.get()}};
+    for (const FleetVariant& v : result.routers) all.push_back({v.router, v.sim.get()});
     std::sort(all.begin(), all.end());
     for (const auto& [k, sim] : all) {
         const FleetSummary fx = summarize_fleet(*sim);
         const RequestSummary& x = fx.all;
-        t.add({router_labels()[size_t(k)] + (sim == res.main.get() ? " (this run)" : ""), x.hit_kv(),
+        t.add({router_labels()[size_t(k)] + (sim == result.main.get() ? " (this run)" : ""), x.hit_kv(),
                x.hit_state(), x.hit_kv() - x.hit_state(), x.hit_best() - x.hit_state(), x.ttft_ms.p50,
                x.ttft_ms.p99, x.e2e_ms.p99, fx.load_imbalance, fx.jain_busy, double(x.preemptions),
                cost_per_million_tokens(fx.gpu_hours_busy, price, tokens_served(x))});
@@ -95,21 +96,21 @@ void routers(const FleetResult& res, double price, Report& r) {
     r.add_series(std::move(kv));
     r.add_series(std::move(state));
     r.add_series(std::move(p99));
-    for (const FleetVariant& v : res.routers) report_fleet_checks(r, *v.sim, v.tag);
+    for (const FleetVariant& v : result.routers) report_fleet_checks(r, *v.sim, v.tag);
 }
 
 // One instance sees every earlier request, as module 5's sequential replay does: the hits must equal
 // a count from the block ids alone (a request that overlapped an earlier one still prefilling would
 // miss; on this trace none does).
-void one_instance_checks(const FleetResult& res, const FleetSummary& f, Report& r) {
-    const FleetConfig& c = res.config;
+void one_instance_checks(const FleetResult& result, const FleetSummary& f, Report& r) {
+    const FleetConfig& c = result.config;
     const bool unbounded =
         c.cache.state_capacity == 0 && c.cache.kv_capacity_tokens == 0 && c.cache.page_size == 1;
     const bool end = c.policy.kind == PolicyKind::interval_end;
-    if (!res.workload.bundled || !unbounded || c.instances != 1 ||
+    if (!result.workload.bundled || !unbounded || c.instances != 1 ||
         !(c.policy.kind == PolicyKind::interval || end))
         return;
-    const TraceReferenceHits ref = trace_reference_hits(*res.workload.trace, c.policy.interval);
+    const TraceReferenceHits ref = trace_reference_hits(*result.workload.trace, c.policy.interval);
     const uint64_t want_state = end ? ref.state_hit_interval_end : ref.state_hit_interval;
     r.check("one_instance_hits_match_block_ids",
             "One instance: hits equal an independent count over the block ids (module 5's replay)",
@@ -129,44 +130,45 @@ void one_instance_checks(const FleetResult& res, const FleetSummary& f, Report& 
                 " % state-usable");
 }
 
-void notes(const FleetResult& res, Report& r) {
-    const Workload& w = res.main->workload();
+void notes(const FleetResult& result, Report& r) {
+    const Workload& w = result.main->workload();
     r.notes.push_back(w.name + " workload: " + format_grouped(double(w.requests.size())) + " requests, " +
                       format_grouped(double(w.prompt_tokens())) + " prompt tokens, " +
                       format_grouped(double(w.output_tokens())) + " output tokens, arrivals x" +
-                      format_sig(res.config.load, 3) + ".");
-    if (res.workload.trace)
+                      format_sig(result.config.load, 3) + ".");
+    if (result.workload.trace)
         r.notes.push_back(
             "Trace output tokens are not in the trace: prompts are cached, outputs only generated.");
     r.notes.push_back(
-        "Routing: " + std::string(router_labels()[size_t(res.config.router.kind)]) +
+        "Routing: " + std::string(router_labels()[size_t(result.config.router.kind)]) +
         ". Prefix and state-aware affinity read each instance's own radix tree (as a router fed by "
         "engine KV events would), not an approximate tree of their own.");
 }
 
 }  // namespace
 
-void report_fleet(const FleetParams& p, const FleetResult& res, Report& r) {
-    const FleetSim& s = *res.main;
+void report_fleet(const FleetParams& p, const FleetResult& result, Report& r) {
+    const FleetSim& s = *result.main;
     const FleetSummary f = summarize_fleet(s);
     const double price = p.cost.price_per_gpu_hour;
     report_core_scalars(r, f, price);
     r.scalar("routing_miss", "State hit another instance had", "fraction",
              f.all.hit_best() - f.all.hit_state());
-    if (!res.no_reuse.empty()) no_reuse(f, res.no_reuse[0], price, r);
+    if (!result.no_reuse.empty()) no_reuse(f, result.no_reuse[0], price, r);
     latency(s, f, r);
-    if (!res.routers.empty()) routers(res, price, r);
+    if (!result.routers.empty()) routers(result, price, r);
     report_load_series(r, s);
     report_instances(r, s);
     report_timeline(
-        r, s, "Instances over time (" + std::string(router_labels()[size_t(res.config.router.kind)]) + ")");
+        r, s,
+        "Instances over time (" + std::string(router_labels()[size_t(result.config.router.kind)]) + ")");
     report_fleet_checks(r, s);
     report_model_notes(r, s);
-    one_instance_checks(res, f, r);
-    notes(res, r);
-    r.timing_scalar("simulate_ms", "Main simulation (wall clock)", "ms", res.simulate_ms);
+    one_instance_checks(result, f, r);
+    notes(result, r);
+    r.timing_scalar("simulate_ms", "Main simulation (wall clock)", "ms", result.simulate_ms);
     r.timing_scalar("events_per_s", "Events per second (main simulation)", "events/s",
-                    res.simulate_ms > 0 ? double(s.totals().events) / (res.simulate_ms / 1000.0) : 0);
+                    result.simulate_ms > 0 ? double(s.totals().events) / (result.simulate_ms / 1000.0) : 0);
     r.scalar("events", "Simulation events", "events", double(s.totals().events));
 }
 
