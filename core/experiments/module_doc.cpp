@@ -109,6 +109,12 @@ std::string doc_param_help(std::string_view doc, std::string_view key) {
     return h ? *h : std::string();
 }
 
+std::string doc_figure_help(std::string_view doc, std::string_view key) {
+    const ModuleDoc d = module_doc(doc);
+    const std::string* h = find_entry(d.figure_help, std::string(key));
+    return h ? *h : std::string();
+}
+
 void apply_module_doc(Experiment& e) {
     ModuleDoc d = module_doc(e.id);
     e.how_it_works = std::move(d.how_it_works);

@@ -35,5 +35,8 @@ std::vector<std::string> module_doc_names();
 // The help of parameter `key` in doc `doc`'s "# Parameters" ("" if none): for parameter groups
 // several modules share, documented once in core/modules/shared/<doc>.md.
 std::string doc_param_help(std::string_view doc, std::string_view key);
+// The help of scalar `key` in doc `doc`'s "# Figures" ("" if none): for report parts several modules
+// share (core/modules/shared/<doc>.md).
+std::string doc_figure_help(std::string_view doc, std::string_view key);
 
 }  // namespace k3

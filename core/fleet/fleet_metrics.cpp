@@ -34,6 +34,33 @@ double jain_index(const std::vector<double>& x) {
     return s2 > 0 ? s * s / (double(x.size()) * s2) : 1.0;
 }
 
+std::vector<double> max_min_fair_shares(double total, const std::vector<double>& demand,
+                                        const std::vector<double>& w) {
+    std::vector<double> fair(demand.size(), 0);
+    std::vector<bool> fixed(demand.size(), false);
+    double left = total;
+    for (;;) {
+        double wsum = 0;
+        for (size_t i = 0; i < demand.size(); ++i)
+            if (!fixed[i]) wsum += w[i];
+        if (wsum <= 0) break;
+        bool changed = false;
+        for (size_t i = 0; i < demand.size(); ++i)
+            if (!fixed[i] && demand[i] <= left * w[i] / wsum) {
+                fair[i] = demand[i];
+                fixed[i] = true;
+                left -= demand[i];
+                changed = true;
+            }
+        if (!changed) {
+            for (size_t i = 0; i < demand.size(); ++i)
+                if (!fixed[i]) fair[i] = left * w[i] / wsum;
+            break;
+        }
+    }
+    return fair;
+}
+
 RequestSummary summarize_requests(const std::vector<RequestOutcome>& v, const RequestFilter& keep) {
     RequestSummary s;
     std::vector<double> ttft, tpot, e2e;

@@ -22,6 +22,10 @@ Percentiles percentiles(std::vector<double> v);
 double percentile_sorted(const std::vector<double>& sorted, double q);
 // Jain's fairness index (sum x)^2 / (n sum x^2): 1 when all equal, 1/n when one takes all.
 double jain_index(const std::vector<double>& x);
+// Max-min fair shares of `total` among demands with weights (weighted water-filling): no one gets
+// more than it asked for, and what it leaves is split among the others by weight.
+std::vector<double> max_min_fair_shares(double total, const std::vector<double>& demand,
+                                        const std::vector<double>& weight);
 
 // Requests of a run seen together (all of them, one tenant, arrivals in a window).
 struct RequestSummary {

@@ -1,7 +1,6 @@
-// Module 14 `boundaries` and core/boundaries: the currency, each method's costs against the core code
-// they are built from, sign changes and their agreement checks, the reuse-mix workload, and the module:
-// defaults pass, six maps with contours, break-evens that agree with direct evaluation, monotone where
-// physics says so, reproducible reports.
+// core/boundaries (module 14's economics): the currency, each method's costs against the core code
+// they are built from, sign changes and their agreement checks, the reuse-mix workload. The module's
+// own tests are core/modules/boundaries/boundaries_test.cpp.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -12,7 +11,6 @@
 #include "core/experiments/registry.h"
 #include "core/fleet/workload.h"
 #include "core/model/accounting.h"
-#include "test_module_util.h"
 
 using namespace k3;
 using namespace k3::boundaries;
@@ -28,18 +26,6 @@ const Hardware& h100() {
     static const Hardware h = *hardware_preset("h100");
     return h;
 }
-
-Report run(const std::vector<std::pair<std::string, std::string>>& kv) {
-    return test::run_module("boundaries", kv);
-}
-double scalar(const Report& r, const char* k) { return test::scalar_of(r, k); }
-const HeatMap& map_named(const Report& r, const std::string& prefix) {
-    for (const HeatMap& h : r.heatmaps)
-        if (h.name.rfind(prefix, 0) == 0) return h;
-    FAIL("no heat map " << prefix);
-    return r.heatmaps.front();
-}
-double z(const HeatMap& h, size_t ix, size_t iy) { return h.z[iy * h.x.size() + ix]; }
 
 }  // namespace
 
@@ -221,85 +207,4 @@ TEST_CASE("reuse-mix workload: the chosen share starts with a shared prefix, the
     CHECK(again.requests.back().tokens->to_vector() == w.requests.back().tokens->to_vector());
     c.reuse_share = 0;
     CHECK(reuse_mix_workload(c).requests.size() == 200);
-}
-
-TEST_CASE("boundaries module: module 14, every check passes, six maps with contours, a verdict per method") {
-    const Experiment* e = find_experiment("boundaries");
-    REQUIRE(e != nullptr);
-    CHECK(e->number == 14);
-    CHECK(e->component == "opposition");
-    CHECK(experiments().back().id == "boundaries");
-    CHECK(e->how_it_works.find("Sources") != std::string::npos);
-    CHECK(e->where_it_does_not_pay.find("roofline estimate") != std::string::npos);
-    const Report r = run({});
-    CHECK(r.checks.size() >= 10);
-    test::all_checks_pass(r);
-    REQUIRE(r.heatmaps.size() == 6);
-    for (const HeatMap& h : r.heatmaps) {
-        CAPTURE(h.name);
-        CHECK(h.contour.has_value());
-        CHECK(h.z.size() == h.x.size() * h.y.size());
-    }
-    // The computed maps cross their break-even, except map 3: at 64 running requests replay pays everywhere.
-    for (const char* m : {"1.", "2.", "4.", "5."})
-        CHECK_MESSAGE(has_both_signs(map_named(r, m).z, *map_named(r, m).contour), m);
-    CHECK_FALSE(has_both_signs(map_named(r, "3.").z, 0));
-    // The verdict: one row per method, each naming a module that exists.
-    REQUIRE(!r.tables.empty());
-    const Table& v = r.tables.front();
-    CHECK(v.name.rfind("Verdict", 0) == 0);
-    REQUIRE(v.rows.size() == 6);
-    for (const auto& row : v.rows) CHECK(find_experiment(std::get<std::string>(row.back())) != nullptr);
-    // Break-evens where the arithmetic puts them for Kimi Linear on an H100.
-    const double shortest = scalar(r, "prefix_min_tokens");
-    CHECK(prefix_cache_value(kimi(), h100(), shortest, 30).net(1) >= 0);
-    CHECK(prefix_cache_value(kimi(), h100(), shortest - 1, 30).net(1) < 0);
-    const double n8 = scalar(r, "cp_min_tokens_per_rank");
-    CHECK(cp_prefill(kimi(), h100(), *link_preset("nvlink4"), int(n8), 8).speedup() >= 1);
-    CHECK(cp_prefill(kimi(), h100(), *link_preset("nvlink4"), int(n8) - 1, 8).speedup() < 1);
-    const double bw = scalar(r, "migration_min_bandwidth") * 1e9;
-    CHECK(move_vs_recompute(kimi(), h100(), bw * 1.001, 32768, -1).advantage() > 1);
-    CHECK(move_vs_recompute(kimi(), h100(), bw * 0.999, 32768, -1).advantage() < 1);
-    CHECK(scalar(r, "replay_min_draft") >= 1);
-    CHECK(scalar(r, "best_interval") >= 64);
-    // Shapes: the CP map's R = 1 row is 1; moving never gets worse with bandwidth.
-    const HeatMap& cp = map_named(r, "4.");
-    for (size_t ix = 0; ix < cp.x.size(); ++ix) CHECK(z(cp, ix, 0) == 1);
-    const HeatMap& mig = map_named(r, "5.");
-    for (size_t ix = 0; ix < mig.x.size(); ++ix)
-        for (size_t iy = 1; iy < mig.y.size(); ++iy) CHECK(z(mig, ix, iy) >= z(mig, ix, iy - 1));
-    // The affinity map's reuse-0 column is exactly 1: both routers route alike.
-    const HeatMap& aff = map_named(r, "6.");
-    for (size_t iy = 0; iy < aff.y.size(); ++iy) CHECK(z(aff, 0, iy) == 1);
-    // Reproducible: the same report again, timing aside.
-    CHECK(test::without_timing(r) == test::without_timing(run({})));
-}
-
-TEST_CASE("boundaries module: other presets and settings, refusals") {
-    const Report q = run({{"preset", "qwen3-next-80b"},
-                          {"hardware", "a100"},
-                          {"resolution", "8"},
-                          {"fleet_grid", "2"},
-                          {"fleet_requests", "60"},
-                          {"dest_checkpoint", "1"},
-                          {"affinity", "state_aware"},
-                          {"residence_s", "600"}});
-    test::all_checks_pass(q);
-    CHECK(map_named(q, "1.").x.size() == 8);
-    CHECK(map_named(q, "6.").x.size() == 2);
-    // A longer residence makes caching a prefix need more reuse.
-    const Report shorter = run({{"preset", "qwen3-next-80b"},
-                                {"hardware", "a100"},
-                                {"resolution", "8"},
-                                {"fleet_grid", "2"},
-                                {"fleet_requests", "60"},
-                                {"residence_s", "6"}});
-    CHECK(scalar(shorter, "prefix_reuse_needed") < scalar(q, "prefix_reuse_needed"));
-    const Experiment& e = *find_experiment("boundaries");
-    CHECK_FALSE(parse_params(e.params, {{"affinity", "session"}}, RangePolicy::strict).ok());
-    auto big = parse_params(e.params, {{"fleet_grid", "8"}, {"fleet_requests", "2000"}}, RangePolicy::strict);
-    REQUIRE(big.ok());
-    bool refused = false;
-    for (const ParamIssue& i : e.check(big.params)) refused |= i.level == ParamIssue::error;
-    CHECK(refused);
 }

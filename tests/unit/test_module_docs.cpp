@@ -38,8 +38,30 @@ TEST_CASE("markdown: sections by heading level") {
     CHECK(sub[0].second == "help x");
 }
 
-// Modules still written in the old shape (issue 12 migration): their texts live in the code.
-static const std::set<std::string> kNotMigrated = {"boundaries", "faults", "fleet", "tenants"};
+// A module's doc (named for its id), not a shared group's (core/modules/shared/<group>.md).
+static bool is_module_doc(const std::string& name) {
+    for (const Experiment& e : experiments()) {
+        std::string stem = e.id;
+        for (char& c : stem)
+            if (c == '-') c = '_';
+        if (stem == name) return true;
+    }
+    return false;
+}
+
+// The help of `key` in a shared group's doc when it is `help` (groups may name keys alike), or null.
+static const std::string* shared_doc_help(const std::string& key, const std::string& help) {
+    static const std::vector<ModuleDoc> shared = [] {
+        std::vector<ModuleDoc> v;
+        for (const std::string& name : module_doc_names())
+            if (!is_module_doc(name)) v.push_back(module_doc(name));
+        return v;
+    }();
+    for (const ModuleDoc& d : shared)
+        for (const auto& [k, text] : d.param_help)
+            if (k == key && (text == help || text + ParamSpec::kSeedHelpSuffix == help)) return &text;
+    return nullptr;
+}
 
 TEST_CASE("module docs: every module has both texts, and its doc names only what it declares") {
     for (const Experiment& e : experiments()) {
@@ -50,7 +72,6 @@ TEST_CASE("module docs: every module has both texts, and its doc names only what
             CAPTURE(s.key);
             CHECK(!s.help.empty());
         }
-        if (kNotMigrated.count(e.id)) continue;
         const ModuleDoc d = module_doc(e.id);
         CHECK(d.unknown_sections.empty());
         for (const auto& [key, text] : d.param_help) {
@@ -66,47 +87,22 @@ TEST_CASE("module docs: every module has both texts, and its doc names only what
 TEST_CASE("module docs: every doc belongs to a module or is a shared group's") {
     for (const std::string& name : module_doc_names()) {
         CAPTURE(name);
-        bool module = false;
-        for (const Experiment& e : experiments()) {
-            std::string stem = e.id;
-            for (char& c : stem)
-                if (c == '-') c = '_';
-            module |= stem == name;
-        }
         const ModuleDoc d = module_doc(name);
         CHECK(d.unknown_sections.empty());
-        if (!module) CHECK((d.how_it_works.empty() && !d.param_help.empty()));  // a shared parameter group
+        // A shared parameter group or report part: help only.
+        if (!is_module_doc(name))
+            CHECK((d.how_it_works.empty() && (!d.param_help.empty() || !d.figure_help.empty())));
     }
-}
-
-// The help of `key` in a shared group's doc (core/modules/shared/<group>.md), or null.
-static const std::string* shared_doc_help(const std::vector<ModuleDoc>& shared, const std::string& key) {
-    for (const ModuleDoc& d : shared)
-        for (const auto& entry : d.param_help)
-            if (entry.first == key) return &entry.second;
-    return nullptr;
 }
 
 TEST_CASE("module docs: help that fits on a line stays in the code, longer help is in the doc") {
-    std::vector<ModuleDoc> shared;  // the docs of shared parameter groups: named for no module
-    for (const std::string& name : module_doc_names()) {
-        bool module = false;
-        for (const Experiment& e : experiments()) {
-            std::string stem = e.id;
-            for (char& c : stem)
-                if (c == '-') c = '_';
-            module |= stem == name;
-        }
-        if (!module) shared.push_back(module_doc(name));
-    }
     for (const Experiment& e : experiments()) {
-        if (kNotMigrated.count(e.id)) continue;
         const ModuleDoc d = module_doc(e.id);
         for (const ParamSpec& s : e.params) {
             const std::string* doc_help = nullptr;
             for (const auto& entry : d.param_help)
                 if (entry.first == s.key) doc_help = &entry.second;
-            if (!doc_help) doc_help = shared_doc_help(shared, s.key);
+            if (!doc_help) doc_help = shared_doc_help(s.key, s.help);
             CAPTURE(e.id);
             CAPTURE(s.key);
             // The seed's standard sentence (ParamSpec::seed) does not count.

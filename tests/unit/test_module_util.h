@@ -48,6 +48,14 @@ inline const Check& check_keyed(const Report& r, const std::string& key) {
     return *c;
 }
 
+// Every check has a key, and no two share one.
+inline void check_keys_unique(const Report& r) {
+    for (size_t i = 0; i < r.checks.size(); ++i) {
+        CHECK_MESSAGE(!r.checks[i].key.empty(), r.checks[i].name);
+        for (size_t j = 0; j < i; ++j) CHECK_MESSAGE(r.checks[i].key != r.checks[j].key, r.checks[i].key);
+    }
+}
+
 inline void all_checks_pass(const Report& r) {
     CHECK(!r.checks.empty());
     for (const Check& c : r.checks) CHECK_MESSAGE(c.passed, c.name << ": " << c.detail);

@@ -1,0 +1,324 @@
+#include "core/modules/boundaries/boundaries_maps.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/base/fmath.h"
+#include "core/boundaries/economics.h"
+#include "core/boundaries/grid.h"
+#include "core/cp/variants.h"
+#include "core/cp/work.h"
+#include "core/model/accounting.h"
+#include "core/modules/shared/fleet_report.h"
+#include "core/spec/storage.h"
+
+namespace k3 {
+
+using namespace k3::boundaries;
+using lifecycle::MigrationStrategy;
+
+namespace {
+
+constexpr double kMaxPrompt = 1048576;  // the longest prompt on the CP map (Kimi Linear's context)
+constexpr int kMaxDraft = 16;
+
+HeatMap heat(std::string name, std::string xl, std::string yl, std::string zl, std::vector<double> x,
+             std::vector<double> y, bool log_x, bool log_y, double contour) {
+    HeatMap h;
+    h.name = std::move(name);
+    h.x_label = std::move(xl);
+    h.y_label = std::move(yl);
+    h.z_label = std::move(zl);
+    h.x = std::move(x);
+    h.y = std::move(y);
+    h.z.assign(h.x.size() * h.y.size(), NAN);  // NaN: no cell (drawn empty, null in JSON)
+    h.log_x = log_x;
+    h.log_y = log_y;
+    h.contour = contour;
+    return h;
+}
+double& at(HeatMap& h, size_t ix, size_t iy) { return h.z[iy * h.x.size() + ix]; }
+double at(const HeatMap& h, size_t ix, size_t iy) { return h.z[iy * h.x.size() + ix]; }
+std::vector<double> row(const HeatMap& h, size_t iy) {
+    return {h.z.begin() + ptrdiff_t(iy * h.x.size()), h.z.begin() + ptrdiff_t((iy + 1) * h.x.size())};
+}
+std::vector<double> column(const HeatMap& h, size_t ix) {
+    std::vector<double> v;
+    for (size_t iy = 0; iy < h.y.size(); ++iy) v.push_back(at(h, ix, iy));
+    return v;
+}
+double log10_of(double x) { return log_f64(x) / log_f64(10.0); }
+// The boundary of a sign change that pays above it, if there is one.
+std::optional<double> pays_above(const std::optional<SignChange>& c) {
+    return c && c->pays_above ? std::optional<double>(c->x) : std::nullopt;
+}
+
+}  // namespace
+
+// ---- 1. prefix caching with a checkpoint ----
+
+PrefixMap prefix_map(const BoundaryInputs& in) {
+    const ModelConfig& c = in.model;
+    const Hardware& hw = in.hardware;
+    PrefixMap m;
+    HeatMap& h = m.heat =
+        heat("1. Prefix caching with a checkpoint: net saving per cached token", "prefix length (tokens)",
+             "reuse probability", "GPU-us saved per prefix token (estimate)",
+             integer_log_axis(64, 262144, in.resolution), linear_axis(0, 1, in.resolution), true, false, 0);
+    for (size_t ix = 0; ix < h.x.size(); ++ix) {
+        const PrefixCacheValue v = prefix_cache_value(c, hw, h.x[ix], in.residence_s, in.eff);
+        for (size_t iy = 0; iy < h.y.size(); ++iy) at(h, ix, iy) = v.net(h.y[iy]) / h.x[ix] * 1e6;
+        const double p = v.break_even_reuse();  // the closed form, against the cells of this column
+        m.mismatched += line_agrees(
+                            column(h, ix), h.y, 0, [&](double y) { return y - p; }, false)
+                            .mismatches;
+    }
+    m.checkpoint_s = checkpoint_cost(c, hw, in.residence_s, in.eff);
+    m.checkpoint_tokens = std::floor(m.checkpoint_s / recompute_seconds_per_token(c, hw, 0, in.eff));
+    m.shortest = pays_above(first_sign_change_int(
+        [&](double P) { return prefix_cache_value(c, hw, P, in.residence_s, in.eff).net(1.0); }, 1, 1 << 24));
+    m.reuse_needed = prefix_cache_value(c, hw, in.context, in.residence_s, in.eff).break_even_reuse();
+    return m;
+}
+
+// ---- 2. checkpoint interval ----
+
+IntervalMap interval_map(const BoundaryInputs& in, const Workload& w, const std::vector<ReplayResult>& runs) {
+    const ModelConfig& c = in.model;
+    const Hardware& hw = in.hardware;
+    IntervalMap m;
+    const double n = double(std::max<size_t>(w.requests.size(), 1)), ctx = double(w.prompt_tokens()) / n;
+    m.workload = w.name;
+    m.requests = n;
+    m.state_bytes = double(account_memory(c).state_bytes);
+    std::vector<double> xs;
+    for (size_t i = 0; i + 1 < runs.size(); ++i) xs.push_back(runs[i].x);
+    HeatMap& h = m.heat = heat("2. Checkpoint interval: does halving it (from 2 I to I) pay?",
+                               "checkpoint interval I (tokens)", "residence of a checkpoint (s)",
+                               "log10(recompute avoided / cost of the extra checkpoints) (estimate)", xs,
+                               log_axis(0.1, 1000, in.resolution), true, true, 0);
+    const double ck = checkpoint_cost(c, hw, in.residence_s, in.eff);
+    const double tok = recompute_seconds_per_token(c, hw, ctx, in.eff);
+    auto total = [&](size_t i) {
+        return (double(runs[i].t.recomputed_tokens) * tok + double(runs[i].t.states_added) * ck) / n;
+    };
+    m.nested = !runs.empty();
+    size_t best = 0;
+    for (size_t i = 0; i < runs.size(); ++i) {
+        const ReplayTotals& a = runs[i].t;
+        m.rows.push_back({runs[i].x, double(a.recomputed_tokens) / n, double(a.states_added) / n,
+                          a.token_hit_state(), total(i)});
+        if (i + 1 < runs.size())
+            m.nested = m.nested && a.recomputed_tokens <= runs[i + 1].t.recomputed_tokens &&
+                       a.states_added >= runs[i + 1].t.states_added;
+        if (total(i) < total(best)) best = i;
+    }
+    for (size_t ix = 0; ix < xs.size(); ++ix) {
+        const ReplayTotals &fine = runs[ix].t, &coarse = runs[ix + 1].t;
+        for (size_t iy = 0; iy < h.y.size(); ++iy) {
+            const Densify x =
+                densify(c, hw, double(coarse.recomputed_tokens - fine.recomputed_tokens) / n,
+                        double(fine.states_added - coarse.states_added) / n, ctx, h.y[iy], in.eff);
+            // No difference at all between the two intervals: no cell.
+            at(h, ix, iy) = x.saved > 0 || x.cost > 0 ? log10_of(x.saved / x.cost) : NAN;
+        }
+    }
+    m.best_interval = runs.empty() ? NAN : runs[best].x;
+    m.best_cost_s = runs.empty() ? NAN : total(best);
+    return m;
+}
+
+// ---- 3. projection replay vs snapshots ----
+
+ReplayMap replay_map(const BoundaryInputs& in) {
+    const ModelConfig& c = in.model;
+    const Hardware& hw = in.hardware;
+    ReplayMap m;
+    m.step_s = decode_step_cost(c, hw, in.batch, in.context, in.eff).seconds;
+    const double step = m.step_s;
+    std::vector<double> ns;
+    for (int N = 1; N <= kMaxDraft; ++N) ns.push_back(N);
+    HeatMap& h = m.heat = heat("3. Projection replay vs per-token snapshots: saving per kept token",
+                               "tokens per verification N", "draft acceptance probability",
+                               "GPU-us saved per kept token by replay (estimate)", ns,
+                               linear_axis(0, 1, in.resolution), false, false, 0);
+    for (size_t iy = 0; iy < h.y.size(); ++iy) {
+        for (size_t ix = 0; ix < ns.size(); ++ix) {
+            const ReplayVsSnapshots x = replay_vs_snapshots(c, hw, int(ns[ix]), h.y[iy], step, in.eff);
+            at(h, ix, iy) = x.net() / x.kept * 1e6;
+        }
+        auto net = [&](double N) { return replay_vs_snapshots(c, hw, int(N), h.y[iy], step, in.eff).net(); };
+        m.mismatched += line_agrees(row(h, iy), ns, 0, net, false, true).mismatches;
+    }
+    // Module 7's storage figures (Kimi-Linear, minimal exact records, N = 4) from the map's own accounting.
+    const ModelConfig kimi = *model_preset("kimi-linear-48b");
+    const spec::SpecStorage ks = spec::spec_storage(kimi, spec::RecordVariant::minimal_exact, 4, 1);
+    const ReplayVsSnapshots k = replay_vs_snapshots(kimi, hw, 4, 0.5, step, in.eff);
+    m.snapshot_bytes = k.snapshot_bytes;
+    m.replay_bytes = k.replay_bytes;
+    m.ratio_counting_confirmed = ks.ratio_counting_confirmed;
+    m.ratio_n_snapshots = ks.ratio_n_snapshots;
+    // Read-offs: the smallest N from which replay pays at every acceptance; the batch below which a
+    // snapshot beats replay at N = 1 (a short step: holding a second state costs less than re-reading it).
+    int from = kMaxDraft + 1;
+    for (int N = kMaxDraft; N >= 1; --N) {
+        bool all = true;
+        for (size_t iy = 0; iy < h.y.size(); ++iy) all = all && at(h, size_t(N - 1), iy) >= 0;
+        if (!all) break;
+        from = N;
+    }
+    if (from <= kMaxDraft) m.pays_from = from;
+    m.snapshot_below_batch = pays_above(first_sign_change_int(
+        [&](double b) {
+            return replay_vs_snapshots(c, hw, 1, 0, decode_step_cost(c, hw, b, in.context, in.eff).seconds,
+                                       in.eff)
+                .net();
+        },
+        1, 4096));
+    return m;
+}
+
+// ---- 4. context parallelism ----
+
+CpMap cp_map(const BoundaryInputs& in) {
+    const ModelConfig& c = in.model;
+    const Hardware& hw = in.hardware;
+    CpMap m;
+    std::vector<double> ranks;
+    for (int R = 1; R <= 64; R *= 2) ranks.push_back(R);
+    HeatMap& h = m.heat =
+        heat("4. Context parallelism: speed-up of a prefill over one rank", "tokens per rank", "ranks R",
+             "speed-up (estimate)", integer_log_axis(256, 262144, in.resolution), ranks, true, true, 1);
+    m.tokens_per_rank_at_8 = NAN;
+    for (size_t iy = 0; iy < ranks.size(); ++iy) {
+        const int R = int(ranks[iy]);
+        for (size_t ix = 0; ix < h.x.size(); ++ix) {
+            if (h.x[ix] * R > kMaxPrompt) continue;  // longer than any prompt on the map
+            const CpPrefill x = cp_prefill(c, hw, in.cp_link, int(h.x[ix]), R, in.eff);
+            at(h, ix, iy) = x.speedup();
+            if (R == 1)
+                m.one_rank_exact = m.one_rank_exact && x.speedup() == 1 &&
+                                   x.cp_s() == prefill_cost(c, hw, h.x[ix], 0, in.eff).seconds;
+        }
+        if (R == 1) continue;
+        auto gain = [&](double n) { return cp_prefill(c, hw, in.cp_link, int(n), R, in.eff).speedup() - 1; };
+        m.mismatched += line_agrees(row(h, iy), h.x, 1, gain, true, true).mismatches;
+        // The read-off looks below and beyond the map's columns too.
+        const auto be = first_sign_change_int(gain, 1, kMaxPrompt / R);
+        const double from = be ? (be->pays_above ? be->x : NAN) : (gain(1) >= 0 ? 1.0 : NAN);
+        if (R == 8) m.tokens_per_rank_at_8 = from;
+        m.rows.push_back({double(R), from, from * R,
+                          cp_prefill(c, hw, in.cp_link, int(kMaxPrompt / R), R, in.eff).speedup()});
+    }
+    const kda::Shape s{c.lin_heads, c.lin_v_heads, c.head_k, c.head_v};
+    m.map_bytes_per_round = cp::map_bytes(cp::Variant::kda, s) * c.n_linear();
+    return m;
+}
+
+// ---- 5. migration vs recompute ----
+
+MigrationMap migration_map(const BoundaryInputs& in) {
+    const ModelConfig& c = in.model;
+    const Hardware& hw = in.hardware;
+    MigrationMap m;
+    const double d = in.dest_checkpoint ? in.checkpoint_distance : -1;
+    HeatMap& h = m.heat = heat(
+        "5. Moving a request vs recomputing it: log10(recompute time / best move time)", "context (tokens)",
+        "link bandwidth (B/s)", "log10 of the time ratio (estimate)",
+        integer_log_axis(256, 1048576, in.resolution), log_axis(1e8, 1e12, in.resolution), true, true, 0);
+    for (size_t iy = 0; iy < h.y.size(); ++iy) {
+        for (size_t ix = 0; ix < h.x.size(); ++ix) {
+            at(h, ix, iy) = log10_of(move_vs_recompute(c, hw, h.y[iy], h.x[ix], d, in.eff).advantage());
+            if (iy > 0) m.monotone = m.monotone && at(h, ix, iy) >= at(h, ix, iy - 1);
+        }
+        // Directly from core/lifecycle: recompute time over the faster move, minus 1.
+        const Link l{"", "", h.y[iy]};
+        auto direct = [&](double P) {
+            const bool ck = d >= 0 && d < std::floor(P);
+            const lifecycle::MigrationCosts mc = lifecycle::migration_costs(
+                c, {P, ck ? d : P}, l, hw, in.eff, lifecycle::RecomputeRegime::in_batch);
+            double move = mc[MigrationStrategy::move_all].total_s;
+            if (ck) move = std::min(move, mc[MigrationStrategy::move_kv].total_s);
+            return mc[MigrationStrategy::recompute].total_s / move - 1;
+        };
+        m.mismatched += line_agrees(row(h, iy), h.x, 0, direct, true, true).mismatches;
+    }
+    // move_kv's own break-even distance against the strategies compared at the chosen context and link.
+    m.distance = std::min(in.checkpoint_distance, in.context);
+    m.break_even_distance = lifecycle::move_kv_break_even_distance(c, in.context, in.link, hw, in.eff,
+                                                                   lifecycle::RecomputeRegime::in_batch);
+    const lifecycle::MigrationCosts mc = lifecycle::migration_costs(
+        c, {in.context, m.distance}, in.link, hw, in.eff, lifecycle::RecomputeRegime::in_batch);
+    m.kv_wins = mc[MigrationStrategy::move_kv].total_s <= mc[MigrationStrategy::move_all].total_s;
+    auto advantage = [&](double bw, double P) {
+        return move_vs_recompute(c, hw, bw, P, d, in.eff).advantage() - 1;
+    };
+    m.min_bandwidth =
+        pays_above(first_sign_change([&](double b) { return advantage(b, in.context); }, 1e6, 1e13, true));
+    m.min_context = pays_above(
+        first_sign_change_int([&](double P) { return advantage(in.link.bytes_per_s, P); }, 1, 1 << 24));
+    m.state_bytes = double(account_memory(c).state_bytes);
+    return m;
+}
+
+// ---- 6. affinity vs least loaded ----
+
+namespace {
+
+// Every run must account for every request and release its caches and pools (module 11's checks).
+void audit_runs(const AffinitySweep& s, AffinityMap& m) {
+    m.runs = s.runs();
+    for (size_t i = 0; i < s.runs(); ++i) {
+        Report scratch;
+        report_fleet_checks(scratch, s.run(i));
+        for (const Check& k : scratch.checks)
+            if (!k.passed && m.failed_checks++ == 0) m.first_failure = k.name + ": " + k.detail;
+        for (const RequestOutcome& o : s.run(i).outcomes()) m.incomplete += !o.completed;
+    }
+}
+
+}  // namespace
+
+AffinityMap affinity_map(const AffinitySweep& s) {
+    const AffinitySweepConfig& c = s.config();
+    AffinityMap m;
+    m.instances = c.fleet.instances;
+    m.requests = c.workload.requests;
+    m.capacity_per_s = s.capacity_per_s();
+    HeatMap& h = m.heat =
+        heat("6. Affinity vs least loaded: mean TTFT of least loaded / mean TTFT of affinity",
+             "share of requests with a shared prefix", "load (arrivals / prefill capacity without reuse)",
+             "TTFT ratio (simulated, estimate)", c.reuse, c.load, false, false, 1);
+    for (size_t ix = 0; ix < c.reuse.size(); ++ix)
+        for (size_t iy = 0; iy < c.load.size(); ++iy) {
+            const RequestSummary a = s.summary(ix, iy, false), b = s.summary(ix, iy, true);
+            at(h, ix, iy) = a.ttft_ms.mean / b.ttft_ms.mean;
+            m.rows.push_back({c.reuse[ix], c.load[iy], a.ttft_ms.mean, b.ttft_ms.mean, at(h, ix, iy),
+                              a.hit_state(), b.hit_state()});
+            if (c.reuse[ix] == 0) {
+                const auto &oa = s.run(ix, iy, false).outcomes(), &ob = s.run(ix, iy, true).outcomes();
+                for (size_t i = 0; i < oa.size() && i < ob.size(); ++i)
+                    m.same_without_reuse = m.same_without_reuse && oa[i].instance == ob[i].instance &&
+                                           oa[i].first_token_ms == ob[i].first_token_ms;
+            }
+        }
+    audit_runs(s, m);
+    m.has_no_reuse_column = !c.reuse.empty() && c.reuse[0] == 0;
+    // Read-offs: how often and by how much affinity wins; the smallest reuse share where it wins at every
+    // load.
+    for (size_t i = 0; i < h.z.size(); ++i) {
+        m.wins += h.z[i] > 1;
+        if (h.z[i] < h.z[m.worst]) m.worst = i;
+        if (h.z[i] > h.z[m.best]) m.best = i;
+    }
+    m.wins_everywhere_from = NAN;
+    for (size_t ix = c.reuse.size(); ix-- > 0;) {
+        bool all = true;
+        for (size_t iy = 0; iy < c.load.size(); ++iy) all = all && at(h, ix, iy) > 1;
+        if (!all) break;
+        m.wins_everywhere_from = c.reuse[ix];
+    }
+    return m;
+}
+
+}  // namespace k3

@@ -1,0 +1,117 @@
+// The six maps of module 14 `boundaries`, computed: each heat map with its break-even contour, the
+// figures its checks judge and the read-offs its verdict quotes. The costs come from core/boundaries;
+// the simulations (maps 2 and 6) are run by the module and passed in. boundaries_report.cpp turns
+// them into the report.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/boundaries/affinity_sweep.h"
+#include "core/experiments/report.h"
+#include "core/fleet/workload_replay.h"
+#include "core/model/roofline.h"
+
+namespace k3 {
+
+struct BoundaryInputs {
+    ModelConfig model;
+    Hardware hardware;
+    Efficiency eff;           // roofline efficiencies (the defaults of core/model/roofline.h)
+    double residence_s = 30;  // maps 1 and 2: how long a cached entry is held
+    double context = 32768;   // read-offs of maps 1, 3 and 5
+    double batch = 64;        // map 3: requests in a decode step
+    Link link;                // map 5 read-off: between instances
+    Link cp_link;             // map 4: between ranks
+    bool dest_checkpoint = false;
+    double checkpoint_distance = 512;  // map 5: when the destination holds a checkpoint
+    int resolution = 20;
+};
+
+// 1. Prefix caching with a checkpoint: net saving per cached token over prefix length and reuse.
+struct PrefixMap {
+    HeatMap heat;
+    int mismatched = 0;              // cells on the wrong side of the closed-form break-even reuse
+    double checkpoint_s = 0;         // one checkpoint written and held for the residence (GPU-s)
+    double checkpoint_tokens = 0;    // ... in tokens of prefill
+    std::optional<double> shortest;  // the shortest prefix that pays at reuse 1, if any does
+    double reuse_needed = 0;         // by a prefix of the chosen context
+};
+PrefixMap prefix_map(const BoundaryInputs& in);
+
+// 2. Checkpoint interval: does halving it pay, over interval and residence (from replays).
+struct IntervalMap {
+    struct Row {
+        double interval, recomputed, checkpoints, hit_state, cost_s;  // per request
+    };
+    HeatMap heat;
+    std::string workload;
+    double requests = 0;
+    std::vector<Row> rows;  // one per replayed interval
+    bool nested = false;    // a finer interval never recomputes more nor writes fewer checkpoints
+    double best_interval = 0, best_cost_s = 0;  // NaN without replays
+    double state_bytes = 0;
+};
+// From replays of `w` at intervals 64, 128, ..., each twice the previous (ReplayResult::x).
+IntervalMap interval_map(const BoundaryInputs& in, const Workload& w, const std::vector<ReplayResult>& runs);
+
+// 3. Projection replay against per-token snapshots: saving per kept token over N and acceptance.
+struct ReplayMap {
+    HeatMap heat;
+    int mismatched = 0;
+    // Module 7's storage at Kimi-Linear dimensions, N = 4, from the map's own accounting and module 7's.
+    double snapshot_bytes = 0, replay_bytes = 0, ratio_counting_confirmed = 0, ratio_n_snapshots = 0;
+    std::optional<int> pays_from;                // the smallest N from which replay pays at every acceptance
+    std::optional<double> snapshot_below_batch;  // N = 1: snapshots win below this many running requests
+    double step_s = 0;                           // the decode step the rollback storage is held for
+};
+ReplayMap replay_map(const BoundaryInputs& in);
+
+// 4. Context parallelism: speed-up of a prefill over one rank, over tokens per rank and ranks.
+struct CpMap {
+    struct Row {
+        double ranks, tokens_per_rank, prompt, speedup_at_1m;
+    };
+    HeatMap heat;
+    std::vector<Row> rows;  // R >= 2: the shortest slice at which R ranks beat one
+    bool one_rank_exact = true;
+    int mismatched = 0;
+    double tokens_per_rank_at_8 = 0;  // NaN if none pays
+    double map_bytes_per_round = 0;   // the affine scan's maps, all linear layers
+};
+CpMap cp_map(const BoundaryInputs& in);
+
+// 5. Moving a request against recomputing it, over context and link bandwidth.
+struct MigrationMap {
+    HeatMap heat;
+    int mismatched = 0;
+    bool monotone = true;  // more bandwidth never makes moving worse
+    double distance = 0, break_even_distance = 0;
+    bool kv_wins = false;  // moving only the KV beats moving everything at the chosen context and link
+    std::optional<double> min_bandwidth;  // moving the chosen context pays above (B/s)
+    std::optional<double> min_context;    // over the instance link, moving pays from (tokens)
+    double state_bytes = 0;
+};
+MigrationMap migration_map(const BoundaryInputs& in);
+
+// 6. Affinity against least loaded: mean TTFT ratio over reuse share and load (from fleet runs).
+struct AffinityMap {
+    struct Row {
+        double reuse, load, ttft_least_loaded, ttft_affinity, ratio, hit_least_loaded, hit_affinity;
+    };
+    HeatMap heat;
+    std::vector<Row> rows;
+    uint32_t instances = 0, requests = 0;
+    size_t runs = 0, failed_checks = 0;
+    uint64_t incomplete = 0;    // requests not completed, over all runs
+    std::string first_failure;  // "name: detail" of the first failed check
+    bool has_no_reuse_column = false, same_without_reuse = true;
+    size_t wins = 0, worst = 0, best = 0;  // cells where affinity wins; indices of the extremes
+    double wins_everywhere_from = 0;       // the smallest reuse share where it wins at every load (NaN)
+    double capacity_per_s = 0;
+};
+AffinityMap affinity_map(const boundaries::AffinitySweep& s);
+
+}  // namespace k3

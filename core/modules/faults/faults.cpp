@@ -1,0 +1,84 @@
+// Module 13 `faults`: its parameters, validation and declaration.
+#include "core/modules/faults/faults.h"
+
+#include "core/experiments/registry.h"
+
+namespace k3 {
+
+namespace {
+
+void fault_params(ParamList<FaultsParams>& l) {
+    using P = FaultsParams;
+    auto f = [](ParamSpec& s) -> ParamSpec& { return s.in_group("Fault"); };
+    f(l.choice(&P::fault, "fault", "Fault",
+               Choices<FaultKind>{{FaultKind::crash, "crash", "crash (everything on the instance is lost)"},
+                                  {FaultKind::drain, "drain", "drain (planned maintenance)"}}));
+    f(l.integer(&P::fault_instance, "fault_instance", "Instance", "", 0, 63))
+        .describe("Which instance (0-based) crashes or drains; must be below the instance count.");
+    f(l.real(&P::fault_at, "fault_at", "When", "fraction", 0, 1))
+        .describe("Fault time as a fraction of the time the requests arrive over.");
+    f(l.real(&P::down_s, "down_s", "Down for", "s", 0, 3600))
+        .describe("The instance comes back empty after this long; 0 = never.");
+    f(l.choice(&P::recovery, "recovery", "Recovery",
+               choices_from<Recovery>(recovery_ids(), recovery_labels(), parse_recovery)));
+    f(l.choice(&P::migration_move, "migration_move", "Migration moves",
+               Choices<MigrationMove>{
+                   {MigrationMove::everything, "everything", "KV and the current state"},
+                   {MigrationMove::kv_and_checkpoint, "kv_and_checkpoint", "KV and the last checkpoint"}}))
+        .active_when("recovery", "migrate");
+    f(l.flag(&P::guard, "guard", "Consistency guard"));
+    f(l.real(&P::detect_ms, "detect_ms", "Crash detection", "ms", 0, 60000))
+        .describe("Requests of a crashed instance are re-routed this long after the crash.");
+    f(l.real(&P::host_tier_gib, "host_tier_gib", "Host tier capacity", "GiB", 0, 65536))
+        .describe("Host memory for replicated KV and checkpoints, half each; 0 = unbounded.");
+    l.flag(&P::compare, "compare", "Compare recoveries")
+        .in_group("Run")
+        .describe(
+            "Runs the same fault under every recovery, with and without the guard, and once without a "
+            "fault.");
+}
+
+}  // namespace
+
+ParamList<FaultsParams> faults_params() {
+    ParamList<FaultsParams> l;
+    fault_params(l);
+    l.group(&FaultsParams::workload,
+            [](ParamList<WorkloadSpec>& w) { workload_params(w, fleet_workload_seed()); });
+    fleet_load_param(l, &FaultsParams::load);
+    l.group(&FaultsParams::router, fleet_router_params);
+    l.group(&FaultsParams::cache, fleet_cache_params);
+    l.group(&FaultsParams::instances, fleet_instance_params);
+    l.group(&FaultsParams::cost, fleet_cost_params);
+    return l;
+}
+
+void validate_faults(const FaultsParams& p, Issues& issues) {
+    validate_workload(p.workload, issues);
+    validate_fleet_groups(p.router, p.cache, p.instances, p.cost, issues);
+    if (p.fault_instance >= p.instances.instances)
+        issues.error(p.fault_instance, "instance " + std::to_string(p.fault_instance) + " does not exist (" +
+                                           std::to_string(p.instances.instances) + " instances)");
+    if (p.instances.instances < 2)
+        issues.error(p.instances.instances, "a fault needs a second instance to recover on");
+}
+
+Experiment make_faults_experiment() {
+    return make_experiment(Module<FaultsParams>{
+        .number = 13,
+        .id = "faults",
+        .title = "Faults, recovery and consistency",
+        .component = "fleet scheduling",
+        .purpose = "An instance crashes or drains mid-run: lost work, recompute, latency spike and time to "
+                   "recover under three recoveries, and how many requests would resume on a state that does "
+                   "not match their KV without a consistency guard.",
+        .params = faults_params(),
+        .validate = validate_faults,
+        .start = start_faults,
+        .data_files = [](const FaultsParams& p) { return workload_data_files(p.workload); },
+        .live = false});
+}
+
+K3_REGISTER_EXPERIMENT(make_faults_experiment);
+
+}  // namespace k3

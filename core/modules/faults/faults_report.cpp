@@ -1,0 +1,155 @@
+// Module 13 `faults`: what the fault cost against the run without it, the recoveries compared, TTFT
+// over time, the checks (every run's, the guard's, live migration's), notes.
+#include <algorithm>
+
+#include "core/base/numfmt.h"
+#include "core/modules/faults/faults.h"
+
+namespace k3 {
+
+namespace {
+
+uint64_t violations(const FleetSim& s) { return s.totals().violations + s.totals().tainted_resumes; }
+
+double recovery_s(const FaultOutcome& o) {
+    return o.recovered_ms >= 0 ? (o.recovered_ms - o.spec.at_ms) / 1000.0 : 0.0;
+}
+
+// The requests arriving after the fault, in run `s`.
+RequestSummary hit_by_fault(const FaultsResult& f, const FleetSim& s) {
+    return summarize_requests(s.outcomes(), [&f](const RequestOutcome& o) { return f.after_fault(o); });
+}
+
+void scalars(const FaultsResult& f, Report& r) {
+    const FleetSim &s = *f.runs[0].sim, &calm = *f.runs[1].sim;
+    const FaultOutcome& fo = s.faults()[0];
+    const RequestSummary hit = hit_by_fault(f, s), calm_hit = hit_by_fault(f, calm);
+    r.scalar("requests_moved", "Requests moved off the instance", "requests", double(fo.requests_moved),
+             true);
+    r.scalar("lost_tokens", "Computed tokens lost", "tokens", double(fo.lost_tokens), true).help =
+        "Context the moved requests had computed on the failed instance and could not take along.";
+    r.scalar("recompute_tokens", "Extra prefill vs the run without a fault", "tokens",
+             double(summarize_fleet(s).all.prefill_work) - double(summarize_fleet(calm).all.prefill_work),
+             true);
+    r.scalar("cached_tokens_lost", "KV tokens the instance's cache held", "tokens",
+             double(fo.cached_tokens_lost));
+    r.scalar("ttft_p99_after_ms", "TTFT p99 after the fault", "ms", hit.ttft_ms.p99, true).help =
+        "Requests arriving between the fault and the instance's return (or the end).";
+    r.scalar("ttft_p99_after_no_fault_ms", "... same requests without the fault", "ms", calm_hit.ttft_ms.p99);
+    r.scalar("latency_spike", "TTFT p99 spike", "x",
+             calm_hit.ttft_ms.p99 > 0 ? hit.ttft_ms.p99 / calm_hit.ttft_ms.p99 : 0, true);
+    r.scalar("time_to_recover_s", "Time to recover", "s", recovery_s(fo), true).help =
+        "From the fault until the last moved request was running again.";
+    if (fo.drained_ms >= 0)
+        r.scalar("time_to_drain_s", "Time to drain", "s", (fo.drained_ms - fo.spec.at_ms) / 1000.0);
+    r.scalar("consistency_violations", "Consistency violations", "resumes", double(violations(s)), true);
+    r.scalar("guard_recomputed_tokens", "Tokens the guard recomputed", "tokens",
+             double(s.totals().guard_held_back))
+        .help = "KV-visible tokens beyond the state-usable position that the guard refused to skip.";
+    r.scalar("host_restores", "Resumes from the host tier", "requests", double(s.totals().host_restores));
+    r.scalar("migrated_bytes", "Bytes migrated", "B", double(fo.migrated_bytes));
+}
+
+// Extra prefill is against the run without a fault under the same guard (the guard itself costs work).
+void recoveries(const FaultsResult& f, Report& r) {
+    Table& t = r.add_table(
+        make_table("Recoveries compared (same fault, same workload)", {{"run", ""},
+                                                                       {"requests moved", "requests"},
+                                                                       {"lost tokens", "tokens"},
+                                                                       {"extra prefill", "tokens"},
+                                                                       {"TTFT p99 after", "ms"},
+                                                                       {"spike", "x"},
+                                                                       {"time to recover", "s"},
+                                                                       {"violations", "resumes"},
+                                                                       {"of which moved requests", "resumes"},
+                                                                       {"host restores", "requests"},
+                                                                       {"migrated", "requests"},
+                                                                       {"bytes moved", "B"},
+                                                                       {"failed", "requests"}}));
+    const double calm_p99 = hit_by_fault(f, *f.runs[1].sim).ttft_ms.p99;
+    for (const FaultRun& x : f.runs) {
+        const FleetSummary fx = summarize_fleet(*x.sim);
+        const double p99 = hit_by_fault(f, *x.sim).ttft_ms.p99;
+        const double extra =
+            double(fx.all.prefill_work) - double(summarize_fleet(f.calm_for(x.guard)).all.prefill_work);
+        if (!x.has_fault) {
+            t.add({x.label + (x.guard ? ", guard" : ", no guard"), 0.0, 0.0, 0.0, p99,
+                   p99 / std::max(calm_p99, 1e-9), 0.0, double(violations(*x.sim)), 0.0, 0.0, 0.0, 0.0,
+                   double(fx.all.failed)});
+            continue;
+        }
+        const FaultOutcome& o = x.sim->faults()[0];
+        t.add({x.main ? "this run" : x.label, double(o.requests_moved), double(o.lost_tokens), extra, p99,
+               calm_p99 > 0 ? p99 / calm_p99 : 0.0, recovery_s(o), double(violations(*x.sim)),
+               double(x.sim->totals().violations_moved), double(o.host_restores), double(o.migrated),
+               double(o.host_bytes + o.migrated_bytes), double(fx.all.failed)});
+    }
+}
+
+void plots_and_tables(const FaultsResult& f, Report& r) {
+    const FleetSim &s = *f.runs[0].sim, &calm = *f.runs[1].sim;
+    double end = 0;
+    for (const RequestOutcome& o : s.outcomes()) end = std::max(end, o.arrival_ms);
+    for (const FleetSim* x : {&calm, &s})
+        r.add_series(ttft_by_arrival(x == &s ? "with the fault" : "without",
+                                     "TTFT by arrival time (p90 per bin)", x->outcomes(), end, 80,
+                                     [](const RequestOutcome& o) { return o.completed; }));
+    report_latency_table(r, "Latency (simulated, roofline estimate)",
+                         {{"all, with the fault", summarize_fleet(s).all},
+                          {"all, without", summarize_fleet(calm).all},
+                          {"arriving after the fault", hit_by_fault(f, s)},
+                          {"same, without the fault", hit_by_fault(f, calm)}});
+    report_load_series(r, s);
+    report_instances(r, s);
+    report_timeline(r, s, "Instances over time (the fault's instance goes down)");
+}
+
+void checks(const FaultsResult& f, Report& r) {
+    for (const FaultRun& x : f.runs) report_fleet_checks(r, *x.sim, x.tag);
+    const FleetSim& s = *f.runs[0].sim;
+    report_model_notes(r, s);
+    for (const FaultRun& x : f.runs)
+        if (x.guard)
+            r.check(x.tag.key.empty() ? "guard_no_violations" : "guard_no_violations_" + x.tag.key,
+                    (x.main ? std::string() : x.label + ": ") +
+                        "With the guard, no request resumed on a mismatched state",
+                    violations(*x.sim) == 0, format_grouped(double(violations(*x.sim))) + " violations");
+    const FaultRun& main = f.runs[0];
+    const FaultOutcome& fo = s.faults()[0];
+    if (main.has_fault && fo.spec.kind == FaultKind::drain && main.recovery == Recovery::migrate &&
+        main.move == MigrationMove::everything)
+        r.check("migration_lost_nothing", "Live migration of KV and state lost no computed work",
+                fo.lost_tokens == 0,
+                format_grouped(double(fo.lost_tokens)) + " tokens lost, " +
+                    format_grouped(double(fo.migrated)) + " requests migrated");
+}
+
+void notes(const FaultsResult& f, Report& r) {
+    const FaultOutcome& fo = f.runs[0].sim->faults()[0];
+    r.notes.push_back(
+        "Fault: " + std::string(fo.spec.kind == FaultKind::crash ? "crash" : "drain") + " of instance " +
+        std::to_string(fo.spec.instance) + " at " + format_sig(fo.spec.at_ms / 1000.0, 4) + " s" +
+        (fo.spec.down_ms > 0 ? ", back empty after " + format_sig(fo.spec.down_ms / 1000.0, 4) + " s"
+                             : ", never back") +
+        ". Transfers over " + f.config.link.name + " at line rate, one after the other per instance.");
+    if (!f.runs[0].guard)
+        r.notes.push_back(
+            "Without the guard a request resumes at its KV-visible position on the deepest state it has: a "
+            "real "
+            "engine would produce wrong tokens from there on, silently (vLLM #43090, LMCache #2863: ~40 % "
+            "garbled "
+            "outputs).");
+}
+
+}  // namespace
+
+void report_faults(const FaultsParams& p, const FaultsResult& f, Report& r) {
+    report_core_scalars(r, summarize_fleet(*f.runs[0].sim), p.cost.price_per_gpu_hour);
+    scalars(f, r);
+    recoveries(f, r);
+    plots_and_tables(f, r);
+    checks(f, r);
+    notes(f, r);
+}
+
+}  // namespace k3

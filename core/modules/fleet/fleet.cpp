@@ -1,0 +1,54 @@
+// Module 11 `fleet`: its parameters, validation and declaration.
+#include "core/modules/fleet/fleet.h"
+
+#include "core/experiments/registry.h"
+
+namespace k3 {
+
+ParamList<FleetParams> fleet_params() {
+    ParamList<FleetParams> l;
+    l.group(&FleetParams::workload,
+            [](ParamList<WorkloadSpec>& w) { workload_params(w, fleet_workload_seed()); });
+    fleet_load_param(l, &FleetParams::load);
+    l.group(&FleetParams::router, fleet_router_params);
+    l.group(&FleetParams::cache, fleet_cache_params);
+    l.group(&FleetParams::instances, fleet_instance_params);
+    l.group(&FleetParams::cost, fleet_cost_params);
+    l.flag(&FleetParams::compare_routers, "compare_routers", "Compare all routers").in_group("Run");
+    l.flag(&FleetParams::compare_no_reuse, "compare_no_reuse", "Run without prefix reuse too")
+        .in_group("Run")
+        .describe("Runs the same workload with the prefix cache off: the cost of serving it without reuse.");
+    return l;
+}
+
+void validate_fleet(const FleetParams& p, Issues& issues) {
+    validate_workload(p.workload, issues);
+    validate_fleet_groups(p.router, p.cache, p.instances, p.cost, issues);
+}
+
+Experiment make_fleet_experiment() {
+    return make_experiment(Module<FleetParams>{
+        .number = 11,
+        .id = "fleet",
+        .title = "Fleet routing and instance affinity",
+        .component = "fleet scheduling",
+        .purpose =
+            "Route requests across instances that each cache prefixes with state checkpoints: hit rates "
+            "as the router sees them and as the engine can use them, latency, throughput and cost "
+            "(roofline estimates).",
+        .params = fleet_params(),
+        .validate = validate_fleet,
+        .start = start_fleet,
+        .data_files = [](const FleetParams& p) { return workload_data_files(p.workload); },
+        .live = false,
+        .headlines = {
+            {"Token hit the prefix-affinity router sees (KV-visible) above what the engines can use "
+             "(state-usable): 4 instances, synthetic mix",
+             {},
+             "hit_gap"},
+        }});
+}
+
+K3_REGISTER_EXPERIMENT(make_fleet_experiment);
+
+}  // namespace k3

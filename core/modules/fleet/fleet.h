@@ -1,0 +1,54 @@
+// Module 11 `fleet`: fleet routing and instance affinity. A discrete-event simulation of N
+// instances, each with a radix prefix cache with state checkpoints and a continuous-batching
+// scheduler, under six routers; roofline-estimated times and costs.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "core/experiments/module.h"
+#include "core/fleet/fleet_sim.h"
+#include "core/fleet/workload_source.h"
+#include "core/modules/shared/fleet_module_run.h"
+#include "core/modules/shared/fleet_params.h"
+#include "core/modules/shared/fleet_report.h"
+
+namespace k3 {
+
+struct FleetParams {
+    WorkloadSpec workload;
+    double load = 4;
+    FleetRouterParams router;
+    FleetCacheParams cache{.state_capacity = 64};
+    FleetInstanceParams instances;
+    FleetCostParams cost;
+    bool compare_routers = true, compare_no_reuse = true;
+};
+
+// The same workload simulated once more: under another router, or with the prefix cache off.
+struct FleetVariant {
+    RunTag tag;  // of its checks
+    RouterKind router = RouterKind::prefix;
+    std::unique_ptr<FleetSim> sim;
+};
+
+struct FleetResult {
+    FleetConfig config;
+    LoadedWorkload workload;
+    std::optional<Refusal> refusal;
+    std::unique_ptr<FleetSim> main;
+    std::vector<FleetVariant> no_reuse;  // the prefix cache off (compare_no_reuse)
+    std::vector<FleetVariant> routers;   // every other router (compare_routers)
+    double simulate_ms = 0;              // wall clock of the main simulation
+};
+
+ParamList<FleetParams> fleet_params();
+void validate_fleet(const FleetParams& p, Issues& issues);
+FleetConfig fleet_module_config(const FleetParams& p);
+// Loads the workload and sets up the simulations (or the refusal).
+FleetResult setup_fleet(const FleetParams& p);
+std::unique_ptr<Run> start_fleet(const FleetParams& p, const Params& raw);
+void report_fleet(const FleetParams& p, const FleetResult& f, Report& r);
+
+}  // namespace k3

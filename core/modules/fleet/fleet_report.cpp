@@ -1,0 +1,175 @@
+// Module 11 `fleet`: the main run's figures, the run without reuse, the routers compared, the checks
+// (every run's, and the Mooncake reference on one instance), notes.
+#include <algorithm>
+#include <cmath>
+
+#include "core/base/numfmt.h"
+#include "core/fleet/trace_reference.h"
+#include "core/modules/fleet/fleet.h"
+
+namespace k3 {
+
+namespace {
+
+double tokens_served(const RequestSummary& a) { return double(a.prompt_tokens + a.output_tokens); }
+
+void no_reuse(const FleetSummary& f, const FleetVariant& v, double price, Report& r) {
+    const FleetSummary b = summarize_fleet(*v.sim);
+    r.scalar("cost_per_million_tokens_no_reuse", "Cost per million tokens without prefix reuse (estimate)",
+             "$", cost_per_million_tokens(b.gpu_hours_busy, price, tokens_served(b.all)));
+    r.scalar("gpu_hours_busy_no_reuse", "GPU-hours busy without prefix reuse (estimate)", "h",
+             b.gpu_hours_busy);
+    r.scalar("ttft_p99_ms_no_reuse", "TTFT p99 without prefix reuse", "ms", b.all.ttft_ms.p99);
+    Table& t = r.add_table(make_table("Cost (roofline estimate)", {{"run", ""},
+                                                                   {"GPU-hours busy", "h"},
+                                                                   {"GPU-hours provisioned", "h"},
+                                                                   {"busy share", "fraction"},
+                                                                   {"cost per million tokens", "$"},
+                                                                   {"TTFT p50", "ms"},
+                                                                   {"TTFT p99", "ms"},
+                                                                   {"prefill tokens computed", "tokens"}}));
+    for (const auto* x : {&f, &b})
+        t.add({std::string(x == &f ? "with prefix reuse" : "without prefix reuse"), x->gpu_hours_busy,
+               x->gpu_hours_provisioned,
+               x->gpu_hours_provisioned > 0 ? x->gpu_hours_busy / x->gpu_hours_provisioned : 0.0,
+               cost_per_million_tokens(x->gpu_hours_busy, price, tokens_served(x->all)), x->all.ttft_ms.p50,
+               x->all.ttft_ms.p99, double(x->all.prefill_work)});
+    report_fleet_checks(r, *v.sim, v.tag);
+}
+
+void latency(const FleetSim& s, const FleetSummary& f, Report& r) {
+    report_latency_table(r, "Latency (simulated, roofline estimate)", {{"all", f.all}});
+    std::vector<double> t;
+    for (const RequestOutcome& o : s.outcomes())
+        if (o.completed) t.push_back(o.ttft_ms());
+    std::sort(t.begin(), t.end());
+    Series& cdf = r.add_series(
+        make_series("TTFT", "TTFT distribution", "TTFT (ms)", "share of requests", "ms", "fraction"));
+    cdf.log_x = true;
+    const size_t points = std::min<size_t>(t.size(), 200);
+    for (size_t i = 0; i < points; ++i) {
+        const double q = points > 1 ? double(i) / double(points - 1) : 1.0;
+        cdf.add(std::max(percentile_sorted(t, q), 1e-3), q);
+    }
+}
+
+Series router_bars(std::string name, std::string plot, std::string y_label, std::string y_unit) {
+    Series s =
+        make_series(std::move(name), std::move(plot), "router", std::move(y_label), "", std::move(y_unit));
+    s.style = SeriesStyle::bars;
+    return s;
+}
+
+void routers(const FleetResult& result, double price, Report& r) {
+    Table& t = r.add_table(
+        make_table("Routers compared (same workload and instances)", {{"router", ""},
+                                                                      {"KV-visible hit", "fraction"},
+                                                                      {"state-usable hit", "fraction"},
+                                                                      {"gap", "fraction"},
+                                                                      {"routing miss", "fraction"},
+                                                                      {"TTFT p50", "ms"},
+                                                                      {"TTFT p99", "ms"},
+                                                                      {"E2E p99", "ms"},
+                                                                      {"load imbalance", "ratio"},
+                                                                      {"Jain's index", ""},
+                                                                      {"preemptions", "count"},
+                                                                      {"cost per million tokens", "$"}}));
+    Series kv = router_bars("KV-visible", "Token hit by router", "token hit", "fraction"),
+           state = router_bars("state-usable", "Token hit by router", "token hit", "fraction"),
+           p99 = router_bars("TTFT p99", "TTFT p99 by router", "TTFT p99 (ms)", "ms");
+    std::vector<std::pair<RouterKind, const FleetSim*>> all = {
+        {result.config.router.kind, result.main.get()}};
+    for (const FleetVariant& v : result.routers) all.push_back({v.router, v.sim.get()});
+    std::sort(all.begin(), all.end());
+    for (const auto& [k, sim] : all) {
+        const FleetSummary fx = summarize_fleet(*sim);
+        const RequestSummary& x = fx.all;
+        t.add({router_labels()[size_t(k)] + (sim == result.main.get() ? " (this run)" : ""), x.hit_kv(),
+               x.hit_state(), x.hit_kv() - x.hit_state(), x.hit_best() - x.hit_state(), x.ttft_ms.p50,
+               x.ttft_ms.p99, x.e2e_ms.p99, fx.load_imbalance, fx.jain_busy, double(x.preemptions),
+               cost_per_million_tokens(fx.gpu_hours_busy, price, tokens_served(x))});
+        for (Series* y : {&kv, &state, &p99}) y->x_names.push_back(router_ids()[size_t(k)]);
+        kv.add(double(k), x.hit_kv());
+        state.add(double(k), x.hit_state());
+        p99.add(double(k), x.ttft_ms.p99);
+    }
+    r.add_series(std::move(kv));
+    r.add_series(std::move(state));
+    r.add_series(std::move(p99));
+    for (const FleetVariant& v : result.routers) report_fleet_checks(r, *v.sim, v.tag);
+}
+
+// One instance sees every earlier request, as module 5's sequential replay does: the hits must equal
+// a count from the block ids alone (a request that overlapped an earlier one still prefilling would
+// miss; on this trace none does).
+void one_instance_checks(const FleetResult& result, const FleetSummary& f, Report& r) {
+    const FleetConfig& c = result.config;
+    const bool unbounded =
+        c.cache.state_capacity == 0 && c.cache.kv_capacity_tokens == 0 && c.cache.page_size == 1;
+    const bool end = c.policy.kind == PolicyKind::interval_end;
+    if (!result.workload.bundled || !unbounded || c.instances != 1 ||
+        !(c.policy.kind == PolicyKind::interval || end))
+        return;
+    const TraceReferenceHits ref = trace_reference_hits(*result.workload.trace, c.policy.interval);
+    const uint64_t want_state = end ? ref.state_hit_interval_end : ref.state_hit_interval;
+    r.check("one_instance_hits_match_block_ids",
+            "One instance: hits equal an independent count over the block ids (module 5's replay)",
+            ref.kv_hit_tokens == f.all.kv_hit_tokens && want_state == f.all.state_hit_tokens,
+            format_grouped(double(f.all.kv_hit_tokens)) + " KV-visible and " +
+                format_grouped(double(f.all.state_hit_tokens)) + " state-usable tokens vs " +
+                format_grouped(double(ref.kv_hit_tokens)) + " and " + format_grouped(double(want_state)) +
+                " from the block ids");
+    if (c.policy.interval != 512) return;
+    const double kv = std::round(f.all.hit_kv() * 10000) / 100,
+                 st = std::round(f.all.hit_state() * 10000) / 100;
+    r.check("mooncake_one_instance_hits",
+            "Mooncake conversation trace, one instance: 37.36 % KV-visible, " +
+                std::string(end ? "37.36" : "37.34") + " % state-usable (traces/README.md)",
+            kv == 37.36 && st == (end ? 37.36 : 37.34),
+            format_sig(f.all.hit_kv() * 100, 6) + " % KV-visible, " + format_sig(f.all.hit_state() * 100, 6) +
+                " % state-usable");
+}
+
+void notes(const FleetResult& result, Report& r) {
+    const Workload& w = result.main->workload();
+    r.notes.push_back(w.name + " workload: " + format_grouped(double(w.requests.size())) + " requests, " +
+                      format_grouped(double(w.prompt_tokens())) + " prompt tokens, " +
+                      format_grouped(double(w.output_tokens())) + " output tokens, arrivals x" +
+                      format_sig(result.config.load, 3) + ".");
+    if (result.workload.trace)
+        r.notes.push_back(
+            "Trace output tokens are not in the trace: prompts are cached, outputs only generated.");
+    r.notes.push_back(
+        "Routing: " + std::string(router_labels()[size_t(result.config.router.kind)]) +
+        ". Prefix and state-aware affinity read each instance's own radix tree (as a router fed by "
+        "engine KV events would), not an approximate tree of their own.");
+}
+
+}  // namespace
+
+void report_fleet(const FleetParams& p, const FleetResult& result, Report& r) {
+    const FleetSim& s = *result.main;
+    const FleetSummary f = summarize_fleet(s);
+    const double price = p.cost.price_per_gpu_hour;
+    report_core_scalars(r, f, price);
+    r.scalar("routing_miss", "State hit another instance had", "fraction",
+             f.all.hit_best() - f.all.hit_state());
+    if (!result.no_reuse.empty()) no_reuse(f, result.no_reuse[0], price, r);
+    latency(s, f, r);
+    if (!result.routers.empty()) routers(result, price, r);
+    report_load_series(r, s);
+    report_instances(r, s);
+    report_timeline(
+        r, s,
+        "Instances over time (" + std::string(router_labels()[size_t(result.config.router.kind)]) + ")");
+    report_fleet_checks(r, s);
+    report_model_notes(r, s);
+    one_instance_checks(result, f, r);
+    notes(result, r);
+    r.timing_scalar("simulate_ms", "Main simulation (wall clock)", "ms", result.simulate_ms);
+    r.timing_scalar("events_per_s", "Events per second (main simulation)", "events/s",
+                    result.simulate_ms > 0 ? double(s.totals().events) / (result.simulate_ms / 1000.0) : 0);
+    r.scalar("events", "Simulation events", "events", double(s.totals().events));
+}
+
+}  // namespace k3

@@ -1,0 +1,81 @@
+// Module 11 `fleet`: defaults pass every check, the headline report keys, reproducible reports, the
+// Mooncake figure, bad parameters.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "core/modules/fleet/fleet.h"
+#include "tests/unit/test_module_util.h"
+
+using namespace k3;
+
+TEST_CASE("fleet: defaults, report keys, same report twice, a timeline") {
+    const Experiment* e = find_experiment("fleet");
+    REQUIRE(e != nullptr);
+    CHECK(e->number == 11);
+    CHECK(e->component == "fleet scheduling");
+    for (const char* k :
+         {"trace", "instances", "router", "interval", "state_capacity", "kv_capacity_tokens", "seed"})
+        CHECK_MESSAGE(e->defaults().spec(k) != nullptr, k);
+    const Report a = test::run_module("fleet", {});
+    test::all_checks_pass(a);
+    test::check_keys_unique(a);  // the checks of every router's run and of the run without reuse
+    for (const char* k :
+         {"token_hit_kv", "token_hit_state", "ttft_p50_ms", "ttft_p99_ms", "throughput_tokens_per_s"})
+        CHECK_MESSAGE(a.find_scalar(k) != nullptr, k);
+    CHECK(test::scalar_of(a, "token_hit_state") <= test::scalar_of(a, "token_hit_kv"));
+    CHECK(test::scalar_of(a, "token_hit_state") > 0);
+    CHECK(test::scalar_of(a, "ttft_p99_ms") >= test::scalar_of(a, "ttft_p50_ms"));
+    CHECK(test::scalar_of(a, "cost_per_million_tokens") <
+          test::scalar_of(a, "cost_per_million_tokens_no_reuse"));
+    REQUIRE(a.timelines.size() == 1);
+    CHECK(a.timelines[0].lanes.size() == 4);
+    CHECK(!a.timelines[0].spans.empty());
+    CHECK(a.timelines[0].spans.size() <= 3000);
+    CHECK(test::without_timing(a) == test::without_timing(test::run_module("fleet", {})));
+    // A different seed changes the workload and the report.
+    CHECK(test::without_timing(a) != test::without_timing(test::run_module("fleet", {{"seed", "2"}})));
+}
+
+TEST_CASE("fleet: one instance on the Mooncake trace gives module 5's 37.36 %") {
+    const Report r = test::run_module("fleet", {{"trace", "mooncake"},
+                                                {"instances", "1"},
+                                                {"state_capacity", "0"},
+                                                {"compare_routers", "0"},
+                                                {"compare_no_reuse", "0"}});
+    test::all_checks_pass(r);
+    test::check_keys_unique(r);
+    CHECK(std::round(test::scalar_of(r, "token_hit_kv") * 10000) == 3736);
+    CHECK(std::round(test::scalar_of(r, "token_hit_state") * 10000) == 3734);
+    CHECK(test::check_keyed(r, "mooncake_one_instance_hits").passed);
+    CHECK(test::check_keyed(r, "one_instance_hits_match_block_ids").passed);
+}
+
+TEST_CASE("fleet: bad parameters are refused with a reason") {
+    const Experiment& e = *find_experiment("fleet");
+    auto pp = parse_params(e.params, {{"interval", "500"}}, RangePolicy::strict);
+    REQUIRE(pp.ok());
+    auto issues = e.check(pp.params);
+    REQUIRE(!issues.empty());
+    CHECK(issues[0].key == "interval");
+    pp = parse_params(e.params, {{"working_gib", "1"}, {"max_running", "256"}}, RangePolicy::strict);
+    issues = e.check(pp.params);
+    REQUIRE(!issues.empty());
+    CHECK(issues[0].key == "working_gib");
+    pp = parse_params(e.params, {{"trace", "/nonexistent/trace.jsonl"}}, RangePolicy::strict);
+    issues = e.check(pp.params);
+    REQUIRE(!issues.empty());
+    CHECK(issues[0].key == "trace");
+}
+
+TEST_CASE("fleet: the module's own defaults reach the fleet configuration") {
+    const FleetConfig c = fleet_module_config(FleetParams{});
+    CHECK(c.load == 4);
+    CHECK(c.cache.state_capacity == 64);
+    CHECK(c.router.kind == RouterKind::prefix);
+    CHECK(c.instances == 4);
+    CHECK(c.hardware.id == "h100");
+    CHECK(c.link.id == "ib-ndr");
+    CHECK(c.working_bytes == 32ull << 30);
+    CHECK(c.policy.chunk == 64);
+}

@@ -1,0 +1,156 @@
+#include "core/modules/shared/fleet_params.h"
+
+#include "core/base/numfmt.h"
+#include "core/experiments/module_doc.h"
+#include "core/model/accounting.h"
+#include "core/modules/shared/choices.h"
+
+namespace k3 {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+ParamSpec& documented(ParamSpec& s) { return s.describe(doc_param_help("fleet_params", s.key)); }
+
+}  // namespace
+
+void fleet_router_params(ParamList<FleetRouterParams>& l) {
+    using P = FleetRouterParams;
+    auto router = [](ParamSpec& s) -> ParamSpec& { return s.in_group("Router"); };
+    router(l.choice(&P::router, "router", "Router",
+                    choices_from<RouterKind>(router_ids(), router_labels(), parse_router)))
+        .describe("Which instance a request goes to (How it works).");
+    documented(router(l.real(&P::cache_threshold, "cache_threshold", "Cache threshold", "fraction", 0, 1)));
+    router(l.real(&P::balance_abs, "balance_abs", "Balance threshold (absolute)", "requests", 0, 4096))
+        .describe("Loads count as imbalanced when max - min exceeds this ... (SGLang default 64)");
+    documented(router(l.real(&P::balance_rel, "balance_rel", "Balance threshold (relative)", "x", 1, 100)));
+    documented(router(l.real(&P::load_factor, "load_factor", "Bounded-load factor", "x", 1, 4))
+                   .active_when("router", "session"));
+}
+
+void fleet_cache_params(ParamList<FleetCacheParams>& l) {
+    using P = FleetCacheParams;
+    auto cache = [](ParamSpec& s) -> ParamSpec& { return s.in_group("Prefix cache"); };
+    cache(l.choice(&P::policy, "policy", "Checkpoint policy",
+                   choices_from<PolicyKind>(policy_ids(), policy_labels(), parse_policy)))
+        .describe("Where requests leave state checkpoints and which ones the tree keeps (module 5).");
+    documented(cache(l.integer(&P::interval, "interval", "Checkpoint interval", "tokens", 64, 65536).log()));
+    documented(cache(
+        l.integer(&P::state_capacity, "state_capacity", "State capacity per instance", "states", 0, 1e7)));
+    cache(l.integer(&P::kv_capacity_tokens, "kv_capacity_tokens", "KV capacity per instance", "tokens", 0,
+                    1e10))
+        .describe("Tokens of attention KV each instance's prefix cache may hold; 0 = unbounded.");
+    cache(l.integer(&P::page_size, "page_size", "KV page size (cache)", "tokens", 1, 64).log())
+        .describe("The cache keeps whole pages only.");
+    cache(l.choice(&P::lru_refresh, "lru_refresh", "LRU refresh on a hit",
+                   Choices<LruRefresh>{{LruRefresh::node, "node", "matched node only"},
+                                       {LruRefresh::path, "path", "whole path"}}))
+        .describe("SGLang #31643: refreshing only the consumed node keeps hot sessions' deep states.");
+}
+
+void fleet_instance_params(ParamList<FleetInstanceParams>& l) {
+    using P = FleetInstanceParams;
+    auto inst = [](ParamSpec& s) -> ParamSpec& { return s.in_group("Instances"); };
+    inst(l.integer(&P::instances, "instances", "Instances", "", 1, 64))
+        .describe("Serving instances in the fleet.");
+    inst(l.choice(&P::preset, "preset", "Model",
+                  preset_choices({ModelPreset::kimi_linear_48b, ModelPreset::qwen3_next_80b})))
+        .describe(
+            "Published configuration: state and KV bytes (module 2) and parameter counts for the roofline.");
+    inst(l.choice(&P::hardware, "hardware", "GPU", hardware_choices()))
+        .describe("Datasheet peak dense BF16 FLOP/s and HBM bandwidth: times are roofline estimates.");
+    documented(inst(l.integer(&P::gpus, "gpus", "GPUs per instance", "GPUs", 1, 16)));
+    documented(
+        inst(l.real(&P::working_gib, "working_gib", "Working memory per instance", "GiB", 1, 1024).log()));
+    inst(l.integer(&P::max_running, "max_running", "Max running requests", "requests", 1, 1024).log())
+        .describe("State slots of the working pool: the batch size limit.");
+    inst(
+        l.integer(&P::max_batch_tokens, "max_batch_tokens", "Token budget per iteration", "tokens", 64, 65536)
+            .log())
+        .describe(
+            "Chunked prefill: decode tokens plus prefill chunks per iteration (vLLM "
+            "max_num_batched_tokens).");
+    inst(l.integer(&P::max_prefills, "max_prefills", "Concurrent prefills", "requests", 1, 64))
+        .describe(
+            "Requests prefilling at once (vLLM max_num_partial_prefills; SGLang runs one chunked request).");
+    inst(l.real(&P::compute_efficiency, "compute_efficiency", "Compute efficiency", "fraction", 0.05, 1))
+        .describe("Share of the peak FLOP/s an engine reaches (an assumption).");
+    inst(l.real(&P::memory_efficiency, "memory_efficiency", "Memory efficiency", "fraction", 0.05, 1))
+        .describe("Share of the peak bandwidth an engine reaches (an assumption).");
+}
+
+void fleet_cost_params(ParamList<FleetCostParams>& l) {
+    using P = FleetCostParams;
+    l.real(&P::price_per_gpu_hour, "price_per_gpu_hour", "Price per GPU-hour", "$", 0.01, 100)
+        .in_group("Cost")
+        .describe("Your price: money per million tokens = GPU-hours x price / millions of tokens.");
+    l.choice(&P::link, "link", "Link", link_choices())
+        .in_group("Cost")
+        .describe("Instance to host tier and instance to instance: replication, restores and migration.");
+}
+
+WorkloadSeed fleet_workload_seed() {
+    return {"Seeds the synthetic workload and the randomised routers (power of two choices, the hash ring).",
+            false};
+}
+
+FleetConfig fleet_config(const FleetRouterParams& router, const FleetCacheParams& cache,
+                         const FleetInstanceParams& instances, const FleetCostParams& cost) {
+    FleetConfig c;
+    c.model = *model_preset(instances.preset);
+    c.hardware = instances.hardware;
+    c.gpus = instances.gpus;
+    c.efficiency = {instances.compute_efficiency, instances.memory_efficiency};
+    c.instances = instances.instances;
+    c.working_bytes = uint64_t(instances.working_gib * kGiB);
+    c.max_running = instances.max_running;
+    c.max_batch_tokens = instances.max_batch_tokens;
+    c.max_prefills = instances.max_prefills;
+    c.router.kind = router.router;
+    c.router.cache_threshold = router.cache_threshold;
+    c.router.balance_abs = router.balance_abs;
+    c.router.balance_rel = router.balance_rel;
+    c.router.load_factor = router.load_factor;
+    c.policy.kind = cache.policy;
+    c.policy.interval = cache.interval;
+    c.policy.chunk = 64;
+    c.cache.state_capacity = cache.state_capacity;
+    c.cache.kv_capacity_tokens = cache.kv_capacity_tokens;
+    c.cache.page_size = cache.page_size;
+    c.cache.refresh = cache.lru_refresh;
+    c.link = cost.link;
+    return c;
+}
+
+void validate_fleet_groups(const FleetRouterParams& router, const FleetCacheParams& cache,
+                           const FleetInstanceParams& instances, const FleetCostParams& cost,
+                           Issues& issues) {
+    const FleetConfig c = fleet_config(router, cache, instances, cost);
+    if (c.policy.interval % 64 != 0)
+        issues.error(cache.interval,
+                     "interval " + std::to_string(c.policy.interval) +
+                         " is not a multiple of the 64-token kernel chunk: a resume from such "
+                         "a checkpoint is not bitwise exact");
+    if (c.policy.interval % c.cache.page_size != 0)
+        issues.error(cache.interval, "interval " + std::to_string(c.policy.interval) +
+                                         " is not a multiple of the page size " +
+                                         std::to_string(c.cache.page_size));
+    const MemoryAccount a = account_memory(c.model);
+    const double states = double(c.max_running) * double(a.state_bytes);
+    if (states + 256.0 * double(a.kv_bytes_per_token) * 16 > double(c.working_bytes))
+        issues.error(instances.working_gib, "working memory of " + format_bytes(double(c.working_bytes)) +
+                                                " cannot hold " + std::to_string(c.max_running) +
+                                                " state slots of " + format_bytes(double(a.state_bytes)) +
+                                                " and KV pages besides: raise it or lower max_running");
+    const MemoryPlan m = memory_plan(c);
+    if (m.total() > m.device)
+        issues.warning(instances.working_gib, "weights (" + format_bytes(m.weights) + ") + working memory (" +
+                                                  format_bytes(m.working) + ") + prefix cache at capacity (" +
+                                                  format_bytes(m.cache_kv + m.cache_states) +
+                                                  ") exceed the " + format_bytes(m.device) + " of " +
+                                                  std::to_string(c.gpus) + " x " + c.hardware.name +
+                                                  (m.cache_bounded ? "" : " (and the cache is unbounded)"));
+}
+
+}  // namespace k3

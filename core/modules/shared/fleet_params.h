@@ -1,0 +1,77 @@
+// The parameter groups modules 11 fleet, 12 tenants and 13 faults share: the router, each instance's
+// prefix cache, the instances, their cost. Each group is a sub-struct declared once and included with
+// ParamList::group; a module picks its own defaults in its initialisers
+// (`FleetCacheParams cache{.state_capacity = 64};`). The long help is in fleet_params.md.
+#pragma once
+
+#include <cstdint>
+
+#include "core/experiments/param_list.h"
+#include "core/fleet/fleet_config.h"
+#include "core/modules/shared/workload_params.h"
+
+namespace k3 {
+
+struct FleetRouterParams {
+    RouterKind router = RouterKind::prefix;
+    double cache_threshold = 0.3;  // fraction of the prompt
+    double balance_abs = 64;       // requests
+    double balance_rel = 1.5;
+    double load_factor = 1.25;
+};
+
+struct FleetCacheParams {
+    PolicyKind policy = PolicyKind::interval;
+    uint32_t interval = 512;                              // tokens
+    uint64_t state_capacity = 0, kv_capacity_tokens = 0;  // 0 = unbounded
+    uint32_t page_size = 1;
+    LruRefresh lru_refresh = LruRefresh::node;
+};
+
+struct FleetInstanceParams {
+    uint32_t instances = 4;
+    ModelPreset preset = ModelPreset::kimi_linear_48b;
+    Hardware hardware = *hardware_preset("h100");
+    int gpus = 2;
+    double working_gib = 32;
+    uint32_t max_running = 64, max_batch_tokens = 8192, max_prefills = 2;
+    double compute_efficiency = 0.5, memory_efficiency = 0.8;
+};
+
+struct FleetCostParams {
+    double price_per_gpu_hour = 2.5;
+    Link link = *link_preset("ib-ndr");
+};
+
+// router, cache_threshold, balance_abs, balance_rel, load_factor (UI group "Router").
+void fleet_router_params(ParamList<FleetRouterParams>& l);
+// policy, interval, state_capacity, kv_capacity_tokens, page_size, lru_refresh ("Prefix cache").
+void fleet_cache_params(ParamList<FleetCacheParams>& l);
+// instances, preset, hardware, gpus, working_gib, max_running, max_batch_tokens, max_prefills,
+// compute_efficiency, memory_efficiency ("Instances").
+void fleet_instance_params(ParamList<FleetInstanceParams>& l);
+// price_per_gpu_hour, link ("Cost").
+void fleet_cost_params(ParamList<FleetCostParams>& l);
+
+// The `load` multiplier of the workload modules 11 and 13 replay (UI group "Workload").
+template <class P>
+ParamSpec& fleet_load_param(ParamList<P>& l, double P::*load) {
+    return l.real(load, "load", "Load multiplier", "x", 0.05, 64)
+        .log()
+        .in_group("Workload")
+        .describe("Arrival times are divided by this: 2 replays the same requests twice as fast.");
+}
+
+// What the workload group's seed also seeds in a fleet module.
+WorkloadSeed fleet_workload_seed();
+
+// The fleet the groups describe (load 1 and seed 1 unless the module sets them).
+FleetConfig fleet_config(const FleetRouterParams& router, const FleetCacheParams& cache,
+                         const FleetInstanceParams& instances, const FleetCostParams& cost);
+
+// Errors (interval off the kernel chunk or the page grid, working memory too small for the state
+// slots) and warnings (the device cannot hold weights, working memory and the cache at capacity).
+void validate_fleet_groups(const FleetRouterParams& router, const FleetCacheParams& cache,
+                           const FleetInstanceParams& instances, const FleetCostParams& cost, Issues& issues);
+
+}  // namespace k3

@@ -1,0 +1,241 @@
+#include "core/modules/shared/fleet_report.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/base/numfmt.h"
+#include "core/experiments/module_doc.h"
+
+namespace k3 {
+
+namespace {
+
+std::string grouped(uint64_t n) { return format_grouped(double(n)); }
+
+std::string help(const char* key) { return doc_figure_help("fleet_report", key); }
+
+Series in_flight_series(std::string name) {
+    Series s = make_series(std::move(name), "Requests in flight (queued + running)", "simulated time (s)",
+                           "requests", "s", "requests");
+    s.style = SeriesStyle::step;
+    return s;
+}
+
+// Tallies of a run's requests, for its checks.
+struct OutcomeTally {
+    uint64_t completed = 0, failed = 0, stalled = 0, generated = 0, wrong_output = 0, work = 0;
+    uint64_t state_over_kv = 0;
+};
+OutcomeTally tally(const std::vector<RequestOutcome>& out) {
+    OutcomeTally t;
+    for (const RequestOutcome& o : out) {
+        t.completed += o.completed;
+        t.failed += o.failed != FailReason::none;
+        t.stalled += o.failed == FailReason::stalled;
+        t.generated += o.generated;
+        t.wrong_output += o.completed && o.generated != o.output;
+        t.work += o.prefill_work;
+        t.state_over_kv += o.state_hit > o.kv_hit;
+    }
+    return t;
+}
+
+}  // namespace
+
+void report_core_scalars(Report& r, const FleetSummary& f, double price) {
+    const RequestSummary& a = f.all;
+    r.scalar("token_hit_kv", "KV-visible token hit", "fraction", a.hit_kv(), true).help =
+        help("token_hit_kv");
+    r.scalar("token_hit_state", "State-usable token hit", "fraction", a.hit_state(), true).help =
+        help("token_hit_state");
+    r.scalar("hit_gap", "KV-visible minus state-usable", "fraction", a.hit_kv() - a.hit_state()).help =
+        "Hit a KV-event router believes in but the engine cannot use (reference/serving.md §5).";
+    r.scalar("ttft_p50_ms", "TTFT p50", "ms", a.ttft_ms.p50, true);
+    r.scalar("ttft_p99_ms", "TTFT p99", "ms", a.ttft_ms.p99, true);
+    r.scalar("tpot_p50_ms", "TPOT p50", "ms", a.tpot_ms.p50);
+    r.scalar("e2e_p99_ms", "E2E p99", "ms", a.e2e_ms.p99);
+    r.scalar("throughput_tokens_per_s", "Output throughput", "tokens/s", f.output_tokens_per_s, true).help =
+        "Generated tokens over the time from the first arrival to the last completion (an estimate).";
+    r.scalar("total_tokens_per_s", "Total throughput (prompt + output)", "tokens/s", f.total_tokens_per_s);
+    r.scalar("load_imbalance", "Load imbalance (max / mean busy)", "ratio", f.load_imbalance);
+    r.scalar("jain_index", "Jain's index over instance busy time", "", f.jain_busy);
+    r.scalar("preemptions", "Preemptions", "count", double(a.preemptions));
+    r.scalar("requests_completed", "Requests completed", "requests", double(a.completed));
+    r.scalar("requests_failed", "Requests failed", "requests", double(a.failed));
+    r.scalar("gpu_hours_busy", "GPU-hours busy (estimate)", "h", f.gpu_hours_busy);
+    r.scalar("gpu_hours_provisioned", "GPU-hours provisioned (estimate)", "h", f.gpu_hours_provisioned);
+    const double tokens = double(a.prompt_tokens + a.output_tokens);
+    r.scalar("cost_per_million_tokens", "Cost per million tokens (busy GPU time, estimate)", "$",
+             cost_per_million_tokens(f.gpu_hours_busy, price, tokens))
+        .help = help("cost_per_million_tokens");
+}
+
+void report_latency_table(Report& r, const std::string& name,
+                          const std::vector<std::pair<std::string, RequestSummary>>& rows) {
+    Table& t = r.add_table(make_table(name, {{"requests", ""},
+                                             {"metric", ""},
+                                             {"mean", "ms"},
+                                             {"p50", "ms"},
+                                             {"p90", "ms"},
+                                             {"p99", "ms"},
+                                             {"max", "ms"},
+                                             {"count", "requests"}}));
+    for (const auto& [label, s] : rows)
+        for (const auto& [metric, pc] : std::vector<std::pair<const char*, const Percentiles*>>{
+                 {"TTFT", &s.ttft_ms}, {"TPOT", &s.tpot_ms}, {"E2E", &s.e2e_ms}})
+            t.add({label, std::string(metric), pc->mean, pc->p50, pc->p90, pc->p99, pc->max, double(pc->n)});
+}
+
+void report_instances(Report& r, const FleetSim& s) {
+    Table& t = r.add_table(make_table("Instances", {{"instance", ""},
+                                                    {"routed", "requests"},
+                                                    {"completed", "requests"},
+                                                    {"busy", "fraction"},
+                                                    {"prefill tokens", "tokens"},
+                                                    {"decode tokens", "tokens"},
+                                                    {"iterations", "count"},
+                                                    {"preemptions", "count"},
+                                                    {"peak running", "requests"},
+                                                    {"peak queue", "requests"},
+                                                    {"cache KV tokens", "tokens"},
+                                                    {"cache checkpoints", "count"},
+                                                    {"checkpoints evicted", "count"},
+                                                    {"down", "s"}}));
+    const double span = std::max(s.totals().end_ms, 1e-9);
+    const auto& stats = s.instance_stats();
+    for (size_t k = 0; k < stats.size(); ++k) {
+        const InstanceStats& x = stats[k];
+        t.add({"instance " + std::to_string(k), double(x.routed), double(x.completed), x.busy_ms / span,
+               double(x.prefill_tokens), double(x.decode_tokens), double(x.iterations), double(x.preemptions),
+               double(x.peak_running), double(x.peak_queue), double(x.cache_kv_tokens),
+               double(x.cache_states), double(x.cache_states_evicted), x.down_ms / 1000.0});
+    }
+}
+
+void report_timeline(Report& r, const FleetSim& s, const std::string& name) {
+    Timeline tl;
+    tl.name = name;
+    tl.time_label = "simulated time (s)";
+    tl.categories = FleetSim::timeline_categories();
+    for (uint32_t k = 0; k < s.config().instances; ++k) tl.lanes.push_back("instance " + std::to_string(k));
+    for (const TimelineSpan& x : s.timeline())
+        tl.spans.push_back(
+            {int(x.lane), x.start_s, x.end_s, x.category,
+             tl.categories[size_t(x.category)] + ", " + format_sig(x.end_s - x.start_s, 3) + " s"});
+    r.timelines.push_back(std::move(tl));
+}
+
+void report_load_series(Report& r, const FleetSim& s) {
+    const auto& samples = s.load_samples();
+    if (samples.empty()) return;
+    const uint32_t n = s.config().instances;
+    if (n <= 8) {
+        for (uint32_t k = 0; k < n; ++k) {
+            Series& x = r.add_series(in_flight_series("instance " + std::to_string(k)));
+            for (const LoadSample& l : samples) x.add(l.t_ms / 1000.0, double(l.in_flight[k]));
+        }
+    } else {
+        Series lo = in_flight_series("least loaded instance"), mean = in_flight_series("mean"),
+               hi = in_flight_series("most loaded instance");
+        for (const LoadSample& l : samples) {
+            const auto [least, most] = std::minmax_element(l.in_flight.begin(), l.in_flight.end());
+            double sum = 0;
+            for (uint32_t v : l.in_flight) sum += v;
+            const double t = l.t_ms / 1000.0;
+            lo.add(t, *least);
+            mean.add(t, sum / double(n));
+            hi.add(t, *most);
+        }
+        r.add_series(std::move(lo));
+        r.add_series(std::move(mean));
+        r.add_series(std::move(hi));
+    }
+    bool any_held = false;
+    for (const LoadSample& l : samples) any_held |= l.held > 0;
+    if (!any_held) return;
+    Series& held = r.add_series(in_flight_series("held at the gateway or moving"));
+    for (const LoadSample& l : samples) held.add(l.t_ms / 1000.0, double(l.held));
+}
+
+Series ttft_by_arrival(std::string name, std::string plot, const std::vector<RequestOutcome>& v,
+                       double end_ms, int bins, const RequestFilter& keep) {
+    std::vector<std::vector<double>> b(static_cast<size_t>(bins));
+    for (const RequestOutcome& o : v)
+        if (end_ms > 0 && keep(o))
+            b[size_t(std::min(bins - 1, int(o.arrival_ms / end_ms * bins)))].push_back(o.ttft_ms());
+    Series s = make_series(std::move(name), std::move(plot), "arrival time (s)", "TTFT p90 (ms)", "s", "ms");
+    s.log_y = true;
+    for (int i = 0; i < bins; ++i) {
+        std::vector<double>& bin = b[size_t(i)];
+        if (bin.empty()) continue;
+        std::sort(bin.begin(), bin.end());
+        s.add((double(i) + 0.5) * end_ms / bins / 1000.0, std::max(percentile_sorted(bin, 0.9), 1e-3));
+    }
+    return s;
+}
+
+void report_fleet_checks(Report& r, const FleetSim& s, const RunTag& tag) {
+    const std::string name = tag.name.empty() ? "" : tag.name + ": ";
+    auto key = [&](const char* k) { return tag.key.empty() ? std::string(k) : k + ("_" + tag.key); };
+    const auto& out = s.outcomes();
+    const OutcomeTally n = tally(out);
+    const FleetTotals& t = s.totals();
+    r.check(key("requests_accounted"), name + "Every request completed or was counted as failed",
+            n.completed + n.failed == out.size() && n.stalled == 0 && n.wrong_output == 0,
+            grouped(n.completed) + " completed + " + grouped(n.failed) +
+                " failed = " + grouped(n.completed + n.failed) + " of " + grouped(out.size()) +
+                " requests; " + grouped(n.stalled) + " stalled; " + grouped(n.wrong_output) +
+                " completed with a wrong number of output tokens");
+    const uint64_t output = t.iter_decode_tokens + t.iter_first_tokens;
+    r.check(key("work_ledgers_agree"), name + "No token of work unaccounted: iterations and requests agree",
+            t.iter_prefill_tokens == n.work && output == n.generated && t.lost_tokens <= n.work,
+            "prefill: " + grouped(t.iter_prefill_tokens) + " tokens computed by iterations, " +
+                grouped(n.work) + " by requests (" + grouped(t.lost_tokens) +
+                " of them thrown away by preemptions and faults); output: " + grouped(t.iter_decode_tokens) +
+                " decode steps + " + grouped(t.iter_first_tokens) + " first tokens = " + grouped(output) +
+                ", requests generated " + grouped(n.generated));
+    r.check(key("state_hit_le_kv_hit"), name + "State-usable hit never exceeds the KV-visible hit",
+            n.state_over_kv == 0, grouped(n.state_over_kv) + " requests with state hit > KV hit");
+    const std::string audit = s.audit();
+    const uint64_t leases = s.leases_held(), owners = s.pool_owners();
+    r.check(key("caches_released"), name + "Caches and pools consistent, everything released",
+            audit.empty() && leases == 0 && owners == 0,
+            audit.empty() ? grouped(leases) + " leases and " + grouped(owners) +
+                                " page-pool owners left after the run (radix trees and pools audited)"
+                          : audit);
+}
+
+void report_model_notes(Report& r, const FleetSim& s) {
+    const FleetConfig& c = s.config();
+    const CostModel& m = s.cost_model();
+    // The iteration cost against the roofline of core/model/roofline.h it is built from.
+    IterationWork d, pf;
+    for (int i = 0; i < 32; ++i) d.add_decode(4096);
+    pf.add_chunk(0, 8192);
+    const Hardware& hw = m.instance_hardware();
+    const WorkCost rd = decode_step_cost(c.model, hw, 32, 4096, c.efficiency);
+    const WorkCost rp = prefill_cost(c.model, hw, 8192, 0, c.efficiency);
+    const double ed = std::abs(m.seconds(d) - rd.seconds) / rd.seconds,
+                 ep = std::abs(m.seconds(pf) - rp.seconds) / rp.seconds;
+    r.check("iteration_cost_is_roofline",
+            "Iteration cost equals the roofline of core/model/roofline.h for pure batches",
+            ed < 1e-9 && ep < 1e-9,
+            "decode of 32 at 4,096 tokens: " + format_sig(m.seconds(d) * 1000, 6) + " ms vs " +
+                format_sig(rd.seconds * 1000, 6) + " ms; prefill of 8,192: " +
+                format_sig(m.seconds(pf) * 1000, 6) + " ms vs " + format_sig(rp.seconds * 1000, 6) + " ms");
+    r.notes.push_back(
+        "Times are roofline ESTIMATES, not measurements: " + c.model.name + " on " + hw.name + " (" +
+        format_si(hw.peak_flops, 3) + "FLOP/s dense BF16, " + format_bytes(hw.mem_bytes_per_s) + "/s), at " +
+        format_sig(c.efficiency.compute * 100, 3) + " % of peak compute and " +
+        format_sig(c.efficiency.memory * 100, 3) +
+        " % of peak bandwidth; ideal tensor parallelism, no kernel-launch, scheduling or network overhead. A "
+        "decode step of 32 requests at 4,096 tokens: " +
+        format_sig(m.seconds(d) * 1000, 3) +
+        " ms; a prefill of 8,192 tokens: " + format_sig(m.seconds(pf) * 1000, 3) + " ms.");
+    r.notes.push_back("One state checkpoint: " + format_bytes(double(m.state_bytes())) +
+                      "; KV per token: " + format_bytes(double(m.kv_bytes_per_token())) +
+                      ". The prefix cache's capacity and the working memory are separate budgets; a running "
+                      "request's working KV covers only what it computed.");
+}
+
+}  // namespace k3

@@ -1,0 +1,40 @@
+// The report parts modules 11 fleet, 12 tenants and 13 faults share: headline scalars, latency
+// table, per-instance table, timeline, load over time, TTFT by arrival time, the checks every fleet
+// run must pass, and the cost model's notes. The long help of the scalars is in fleet_report.md.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/experiments/report.h"
+#include "core/fleet/fleet_metrics.h"
+#include "core/fleet/fleet_sim.h"
+
+namespace k3 {
+
+// Which run a check is about, when a module reports several: `name` prefixes the check's name
+// ("name: ..."), `key` (snake_case) suffixes its key ("..._key"). Empty for the module's own run.
+struct RunTag {
+    std::string name, key;
+};
+
+// The headline scalars every fleet module shows: hits, latency, throughput, balance, cost.
+void report_core_scalars(Report& r, const FleetSummary& f, double price_per_gpu_hour);
+// One row per (label, summary) and metric: TTFT, TPOT and E2E mean / p50 / p90 / p99 / max.
+void report_latency_table(Report& r, const std::string& name,
+                          const std::vector<std::pair<std::string, RequestSummary>>& rows);
+void report_instances(Report& r, const FleetSim& s);
+void report_timeline(Report& r, const FleetSim& s, const std::string& name);
+void report_load_series(Report& r, const FleetSim& s);
+// TTFT p90 per bin of arrival time over [0, end_ms) of the requests `keep` accepts (empty bins left
+// out; the last bin takes arrivals at end_ms).
+Series ttft_by_arrival(std::string name, std::string plot, const std::vector<RequestOutcome>& v,
+                       double end_ms, int bins, const RequestFilter& keep);
+// Checks every fleet run must pass: every request completed or failed, the work ledgers agree,
+// state-usable <= KV-visible, caches and pools audit clean and are released.
+void report_fleet_checks(Report& r, const FleetSim& s, const RunTag& tag = {});
+// The cost model against the roofline it is built from (a check), hardware and simplifications (notes).
+void report_model_notes(Report& r, const FleetSim& s);
+
+}  // namespace k3

@@ -1,0 +1,76 @@
+// Module 12 `tenants`: budget isolation between tenants. One tenant bursts; the others should not
+// notice. Mechanisms: none (FCFS), token buckets, deficit round robin on uncached tokens, per-tenant
+// cache quotas. Each run is compared with the well-behaved tenants' solo run.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/experiments/module.h"
+#include "core/fleet/fleet_sim.h"
+#include "core/modules/shared/fleet_module_run.h"
+#include "core/modules/shared/fleet_params.h"
+#include "core/modules/shared/fleet_report.h"
+
+namespace k3 {
+
+struct TenantsParams {
+    uint32_t tenants = 3;
+    QueuePolicy mechanism = QueuePolicy::drr;
+    bool quotas = true;
+    double sessions_per_s = 0.4;  // of every tenant outside the burst
+    double duration_s = 120;
+    double burst_factor = 12, burst_start_s = 30, burst_s = 40;  // tenant 0's burst
+    double noisy_user_len = 6000, output_len = 250;              // tokens
+    double bucket_share = 0.8;                                   // of the fleet's prefill capacity
+    double drr_quantum = 8192;                                   // uncached tokens per round
+    double tolerance = 2.5;
+    uint64_t seed = 1;
+    FleetRouterParams router{.router = RouterKind::least_loaded};
+    FleetCacheParams cache{.state_capacity = 48, .kv_capacity_tokens = 600000};
+    FleetInstanceParams instances{.instances = 2, .max_batch_tokens = 2048};
+    FleetCostParams cost;
+};
+
+// One simulation: this run, the well-behaved tenants alone, or another mechanism on the same workload.
+struct TenantRun {
+    std::string label;  // in the mechanisms table
+    RunTag tag;         // of its checks
+    QueuePolicy queue = QueuePolicy::fcfs;
+    bool quota = false, solo = false, main = false;
+    std::unique_ptr<FleetSim> sim;
+};
+
+struct TenantsResult {
+    FleetConfig config;  // every run's, but for the queue policy and the quotas
+    std::shared_ptr<const Workload> all, solo;
+    double burst_from_ms = 0, burst_to_ms = 0;
+    std::optional<Refusal> refusal;
+    // This run, the solo run, no isolation (FCFS, shared cache), then every other mechanism with quotas.
+    std::vector<TenantRun> runs;
+
+    bool in_burst(const RequestOutcome& o) const {
+        return o.arrival_ms >= burst_from_ms && o.arrival_ms < burst_to_ms;
+    }
+    // The well-behaved tenants' requests that arrived during the burst.
+    RequestSummary well_behaved(const FleetSim& s) const;
+    // The bursting tenant's requests that arrived during the burst.
+    RequestSummary bursting(const FleetSim& s) const;
+};
+
+// Each tenant's tokens completed during the burst against its max-min fair share (this run).
+struct TenantShare {
+    double served = 0, fair = 0;
+    double served_over_fair() const { return fair > 0 ? served / fair : 1.0; }
+};
+std::vector<TenantShare> tenant_shares(const TenantsResult& t);
+
+ParamList<TenantsParams> tenants_params();
+void validate_tenants(const TenantsParams& p, Issues& issues);
+TenantsResult setup_tenants(const TenantsParams& p);
+std::unique_ptr<Run> start_tenants(const TenantsParams& p, const Params& raw);
+void report_tenants(const TenantsParams& p, const TenantsResult& t, Report& r);
+
+}  // namespace k3

@@ -1,0 +1,171 @@
+// Module 12 `tenants`: the burst's figures against the solo run, per tenant, the mechanisms compared,
+// TTFT over time, the checks.
+#include <algorithm>
+
+#include "core/base/numfmt.h"
+#include "core/modules/tenants/tenants.h"
+
+namespace k3 {
+
+namespace {
+
+// The figures of the burst every part of the report uses.
+struct Burst {
+    const FleetSim& main;
+    const FleetSim& solo;
+    const FleetSim& none;  // no isolation
+    RequestSummary well_behaved, well_behaved_solo, well_behaved_none;
+    double solo_p99 = 0;  // the well-behaved tenants' TTFT p99 in their solo run (> 0)
+};
+
+Burst burst_of(const TenantsResult& t) {
+    Burst b{*t.runs[0].sim, *t.runs[1].sim, *t.runs[2].sim, {}, {}, {}};
+    b.well_behaved = t.well_behaved(b.main);
+    b.well_behaved_solo = t.well_behaved(b.solo);
+    b.well_behaved_none = t.well_behaved(b.none);
+    b.solo_p99 = std::max(b.well_behaved_solo.ttft_ms.p99, 1e-9);
+    return b;
+}
+
+void scalars(const TenantsResult& t, const Burst& b, Report& r) {
+    r.scalar("well_behaved_ttft_p99_ms", "Well-behaved tenants' TTFT p99 during the burst", "ms",
+             b.well_behaved.ttft_ms.p99, true);
+    r.scalar("solo_ttft_p99_ms", "... in their solo run", "ms", b.well_behaved_solo.ttft_ms.p99, true);
+    r.scalar("isolation_ratio", "... ratio, this mechanism", "x", b.well_behaved.ttft_ms.p99 / b.solo_p99,
+             true);
+    r.scalar("no_isolation_ratio", "... ratio without isolation (FCFS, shared cache)", "x",
+             b.well_behaved_none.ttft_ms.p99 / b.solo_p99, true);
+    r.scalar("noisy_ttft_p99_ms", "Bursting tenant's TTFT p99 during the burst", "ms",
+             t.bursting(b.main).ttft_ms.p99);
+}
+
+RequestSummary of_tenant(const FleetSim& s, uint32_t tenant) {
+    return summarize_requests(s.outcomes(), [tenant](const RequestOutcome& o) { return o.tenant == tenant; });
+}
+
+void per_tenant(const TenantsResult& t, const Burst& b, Report& r) {
+    const std::vector<TenantShare> shares = tenant_shares(t);
+    double total_served = 0;
+    for (const TenantShare& x : shares) total_served += x.served;
+    Table& table =
+        r.add_table(make_table("Tenants during the burst (this run)", {{"tenant", ""},
+                                                                       {"role", ""},
+                                                                       {"requests", "requests"},
+                                                                       {"TTFT p50", "ms"},
+                                                                       {"TTFT p99", "ms"},
+                                                                       {"solo TTFT p99", "ms"},
+                                                                       {"KV-visible hit", "fraction"},
+                                                                       {"state-usable hit", "fraction"},
+                                                                       {"share of tokens served", "fraction"},
+                                                                       {"entitlement", "fraction"},
+                                                                       {"served / fair share", "ratio"}}));
+    const uint32_t n = uint32_t(shares.size());
+    std::vector<double> ratio;
+    for (uint32_t i = 0; i < n; ++i) {
+        auto in_burst = [&](const RequestOutcome& o) { return o.tenant == i && t.in_burst(o); };
+        const RequestSummary x = summarize_requests(b.main.outcomes(), in_burst);
+        const RequestSummary whole = of_tenant(b.main, i);
+        const double solo_p99 = i == 0 ? 0.0 : summarize_requests(b.solo.outcomes(), in_burst).ttft_ms.p99;
+        ratio.push_back(shares[i].served_over_fair());
+        table.add({"tenant " + std::to_string(i), std::string(i == 0 ? "bursting" : "well-behaved"),
+                   double(x.requests), x.ttft_ms.p50, x.ttft_ms.p99, solo_p99, whole.hit_kv(),
+                   whole.hit_state(), total_served > 0 ? shares[i].served / total_served : 0.0,
+                   1.0 / double(n), ratio.back()});
+    }
+    r.scalar("jain_tenants", "Jain's index over tenants (served / max-min fair share)", "",
+             jain_index(ratio));
+}
+
+void mechanisms(const TenantsResult& t, const Burst& b, Report& r) {
+    Table& table = r.add_table(
+        make_table("Mechanisms compared (same workload)", {{"run", ""},
+                                                           {"well-behaved TTFT p99", "ms"},
+                                                           {"vs solo", "x"},
+                                                           {"bursting TTFT p99", "ms"},
+                                                           {"well-behaved state-usable hit", "fraction"},
+                                                           {"TTFT p99 (all)", "ms"},
+                                                           {"preemptions", "count"}}));
+    for (const TenantRun& x : t.runs) {
+        if (x.solo) continue;
+        const RequestSummary a = t.well_behaved(*x.sim);
+        const RequestSummary hits =
+            summarize_requests(x.sim->outcomes(), [](const RequestOutcome& o) { return o.tenant != 0; });
+        const FleetSummary all = summarize_fleet(*x.sim);
+        table.add({x.main ? "this run: " + std::string(queue_policy_labels()[size_t(x.queue)]) +
+                                (x.quota ? ", cache quotas" : ", shared cache")
+                          : x.label,
+                   a.ttft_ms.p99, a.ttft_ms.p99 / b.solo_p99, t.bursting(*x.sim).ttft_ms.p99,
+                   hits.hit_state(), all.all.ttft_ms.p99, double(all.all.preemptions)});
+    }
+}
+
+void plots_and_tables(const TenantsParams& p, const TenantsResult& t, const Burst& b, Report& r) {
+    const double end = p.duration_s * 1000.0;
+    auto well_behaved = [end](const RequestOutcome& o) {
+        return o.tenant != 0 && o.completed && o.arrival_ms < end;
+    };
+    for (const TenantRun* x : {&t.runs[1], &t.runs[0], &t.runs[2]})
+        r.add_series(ttft_by_arrival(x->solo   ? "alone"
+                                     : x->main ? "this run"
+                                               : "no isolation",
+                                     "Well-behaved tenants' TTFT by arrival time (p90 per bin)",
+                                     x->sim->outcomes(), end, 60, well_behaved));
+    std::vector<std::pair<std::string, RequestSummary>> latency;
+    for (uint32_t i = 0; i < p.tenants; ++i)
+        latency.push_back(
+            {"tenant " + std::to_string(i) + (i == 0 ? " (bursting)" : ""), of_tenant(b.main, i)});
+    report_latency_table(r, "Latency per tenant, whole run (simulated, roofline estimate)", latency);
+    report_load_series(r, b.main);
+    report_instances(r, b.main);
+    report_timeline(r, b.main, "Instances over time (this run)");
+}
+
+void checks(const TenantsParams& p, const TenantsResult& t, const Burst& b, Report& r) {
+    for (const TenantRun& x : t.runs) report_fleet_checks(r, *x.sim, x.tag);
+    report_model_notes(r, b.main);
+    const double wb = b.well_behaved.ttft_ms.p99, none = b.well_behaved_none.ttft_ms.p99;
+    if (t.runs[0].queue != QueuePolicy::fcfs)
+        r.check("isolation_within_tolerance",
+                "With isolation, the well-behaved tenants' p99 TTFT stays within " +
+                    format_sig(p.tolerance, 3) + " x their solo run while tenant 0 bursts",
+                wb <= p.tolerance * b.well_behaved_solo.ttft_ms.p99,
+                format_sig(wb, 4) + " ms vs " + format_sig(b.well_behaved_solo.ttft_ms.p99, 4) +
+                    " ms alone (" + format_sig(wb / b.solo_p99, 3) + " x); without isolation " +
+                    format_sig(none, 4) + " ms (" + format_sig(none / b.solo_p99, 3) + " x), over " +
+                    format_grouped(double(b.well_behaved.requests)) + " requests arriving during the burst");
+    else
+        r.notes.push_back(
+            "No isolation mechanism is selected: the well-behaved tenants' p99 TTFT during the burst is " +
+            format_sig(wb / b.solo_p99, 3) + " x their solo run.");
+    r.check("solo_same_requests", "The solo run has the same well-behaved requests",
+            b.well_behaved_solo.requests == b.well_behaved.requests,
+            format_grouped(double(b.well_behaved_solo.requests)) + " vs " +
+                format_grouped(double(b.well_behaved.requests)) +
+                " well-behaved requests arriving during the burst");
+}
+
+void notes(const TenantsParams& p, const TenantsResult& t, Report& r) {
+    r.notes.push_back(std::to_string(p.tenants) + " tenants, " +
+                      format_grouped(double(t.all->requests.size())) + " requests; tenant 0 bursts x" +
+                      format_sig(p.burst_factor, 3) + " from " + format_sig(t.burst_from_ms / 1000, 3) +
+                      " s for " + format_sig(p.burst_s, 3) + " s with " + format_sig(p.noisy_user_len, 3) +
+                      "-token messages. Latency figures of the burst count requests that arrived during it.");
+    if (t.runs[0].queue == QueuePolicy::token_bucket)
+        r.notes.push_back("Token buckets refill at " + format_si(t.config.bucket_rate_tokens_per_s, 3) +
+                          " uncached tokens/s for the whole fleet, split by weight.");
+}
+
+}  // namespace
+
+void report_tenants(const TenantsParams& p, const TenantsResult& t, Report& r) {
+    const Burst b = burst_of(t);
+    report_core_scalars(r, summarize_fleet(b.main), p.cost.price_per_gpu_hour);
+    scalars(t, b, r);
+    per_tenant(t, b, r);
+    mechanisms(t, b, r);
+    plots_and_tables(p, t, b, r);
+    checks(p, t, b, r);
+    notes(p, t, r);
+}
+
+}  // namespace k3

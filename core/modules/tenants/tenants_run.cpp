@@ -1,0 +1,116 @@
+// Module 12 `tenants`: the tenants' workload with and without the bursting tenant, simulated under
+// the chosen mechanism, without isolation and under every other mechanism with quotas.
+#include "core/fleet/cost_model.h"
+#include "core/fleet/workload_tenants.h"
+#include "core/modules/tenants/tenants.h"
+
+namespace k3 {
+
+namespace {
+
+std::vector<TenantSpec> tenant_specs(const TenantsParams& p) {
+    std::vector<TenantSpec> v(p.tenants);
+    for (size_t i = 0; i < v.size(); ++i) {
+        v[i].sessions_per_s = p.sessions_per_s;
+        v[i].output_len_mean = p.output_len;
+        v[i].system_len = 1024 + 512 * uint32_t(i % 4);
+    }
+    v[0].user_len_mean = p.noisy_user_len;
+    v[0].burst_factor = p.burst_factor;
+    v[0].burst_start_s = p.burst_start_s;
+    v[0].burst_s = p.burst_s;
+    return v;
+}
+
+FleetConfig tenants_config(const TenantsParams& p) {
+    FleetConfig c = fleet_config(p.router, p.cache, p.instances, p.cost);
+    c.seed = p.seed;
+    c.tenants.assign(p.tenants, TenantConfig{});
+    c.drr_quantum_tokens = p.drr_quantum;
+    const CostModel cm(c.model, c.hardware, c.gpus, c.efficiency);
+    c.bucket_rate_tokens_per_s =
+        p.bucket_share * double(c.instances) * cm.prefill_tokens_per_s(c.max_batch_tokens, 4096);
+    return c;
+}
+
+class TenantsRun final : public FleetModuleRun<TenantsResult> {
+  public:
+    TenantsRun(const TenantsParams& p, const Params& raw) : FleetModuleRun("tenants", raw) {
+        add_step("generating tenants", 1, [this, p] { result_ = setup_tenants(p); });
+        add_simulations("simulating", 10, &TenantsResult::runs);
+        add_report([p](const TenantsResult& t, Report& r) { report_tenants(p, t, r); });
+    }
+};
+
+}  // namespace
+
+RequestSummary TenantsResult::well_behaved(const FleetSim& s) const {
+    return summarize_requests(s.outcomes(),
+                              [this](const RequestOutcome& o) { return o.tenant != 0 && in_burst(o); });
+}
+
+RequestSummary TenantsResult::bursting(const FleetSim& s) const {
+    return summarize_requests(s.outcomes(),
+                              [this](const RequestOutcome& o) { return o.tenant == 0 && in_burst(o); });
+}
+
+TenantsResult setup_tenants(const TenantsParams& p) {
+    TenantsResult t;
+    const std::vector<TenantSpec> specs = tenant_specs(p);
+    t.all = std::make_shared<const Workload>(tenant_workload(specs, p.duration_s, p.seed));
+    std::vector<bool> well_behaved(specs.size(), true);
+    well_behaved[0] = false;
+    t.solo = std::make_shared<const Workload>(tenant_workload(specs, p.duration_s, p.seed, well_behaved));
+    t.burst_from_ms = p.burst_start_s * 1000.0;
+    t.burst_to_ms = t.burst_from_ms + p.burst_s * 1000.0;
+    t.config = tenants_config(p);
+    if (std::string e = check_fleet_size(*t.all, t.config); !e.empty()) {
+        t.refusal = Refusal{"within_memory_budget", "Run within the memory budget", "refused: " + e};
+        return t;
+    }
+    auto add = [&](std::string label, RunTag tag, QueuePolicy q, bool quota, bool solo, bool main) {
+        FleetConfig c = t.config;
+        c.queue = q;
+        c.quotas = quota;
+        t.runs.push_back({std::move(label), std::move(tag), q, quota, solo, main,
+                          std::make_unique<FleetSim>(solo ? t.solo : t.all, c)});
+    };
+    add("this run", {}, p.mechanism, p.quotas, false, true);
+    add("well-behaved tenants alone", {"well-behaved tenants alone", "solo"}, p.mechanism, p.quotas, true,
+        false);
+    add("no isolation (FCFS, shared cache)", {"no isolation (FCFS, shared cache)", "no_isolation"},
+        QueuePolicy::fcfs, false, false, false);
+    for (size_t k = 0; k < queue_policy_ids().size(); ++k) {
+        const QueuePolicy q = QueuePolicy(k);
+        if ((q == p.mechanism && p.quotas) || (q == QueuePolicy::fcfs && !p.quotas)) continue;
+        const std::string label = std::string(queue_policy_labels()[k]) + ", cache quotas";
+        add(label, {label, queue_policy_ids()[k] + "_quotas"}, q, true, false, false);
+    }
+    if (const std::string& e = t.runs[0].sim->error(); !e.empty())
+        t.refusal = Refusal{"within_memory_budget", "Run within the memory budget", "refused: " + e};
+    return t;
+}
+
+std::vector<TenantShare> tenant_shares(const TenantsResult& t) {
+    const FleetSim& s = *t.runs[0].sim;
+    const size_t n = t.config.tenants.size();
+    std::vector<double> demand(n, 0), served(n, 0), weight(n, 1);
+    for (const RequestOutcome& o : s.outcomes()) {
+        const double tokens = double(o.prompt) + double(o.output);
+        if (t.in_burst(o)) demand[o.tenant] += tokens;
+        if (o.completed && o.finish_ms >= t.burst_from_ms && o.finish_ms < t.burst_to_ms)
+            served[o.tenant] += tokens;
+    }
+    double total_served = 0;
+    for (double x : served) total_served += x;
+    const std::vector<double> fair = max_min_fair_shares(total_served, demand, weight);
+    std::vector<TenantShare> out(n);
+    for (size_t i = 0; i < n; ++i) out[i] = {served[i], fair[i]};
+    return out;
+}
+
+std::unique_ptr<Run> start_tenants(const TenantsParams& p, const Params& raw) {
+    return std::make_unique<TenantsRun>(p, raw);
+}
+
+}  // namespace k3
