@@ -161,10 +161,6 @@ struct Report {
     Scalar& timing_scalar(std::string key, std::string label, std::string unit, double value);
     void timing_text(std::string key, std::string label, std::string text);
     Check& check(std::string key, std::string name, bool passed, std::string detail);
-    // MIGRATION ONLY (issue 12): a check without a key, until every module gives one.
-    Check& check(std::string name, bool passed, std::string detail) {
-        return check("", std::move(name), passed, std::move(detail));
-    }
     Table& add_table(Table t);
     Series& add_series(Series s);
     const Scalar* find_scalar(const std::string& key) const;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs every registered module with its defaults through the CLI; fails if any check fails or the
-# JSON report is malformed. Usage: run_modules.sh "K3CLI COMMAND"
+# Runs every registered module with its defaults through the CLI; fails if any check fails, a check
+# lacks a unique snake_case key, or the JSON report is malformed. Usage: run_modules.sh "K3CLI COMMAND"
 set -euo pipefail
 K3CLI=$1
 out=$(mktemp -d)
@@ -18,6 +18,12 @@ for m in $mods; do
       if (!(k in r)) throw new Error("report lacks " + k);
     if (r.module !== process.argv[2]) throw new Error("module id " + r.module);
     if (r.checks.length === 0) throw new Error("module has no checks");
+    const keys = new Set();
+    for (const c of r.checks) {
+      if (!/^[a-z][a-z0-9_]*$/.test(c.key || "")) throw new Error("check without a snake_case key: " + JSON.stringify(c));
+      if (keys.has(c.key)) throw new Error("two checks with the key " + c.key);
+      keys.add(c.key);
+    }
     const bad = r.checks.filter(c => !c.passed);
     if (bad.length) throw new Error("failed checks: " + JSON.stringify(bad));
   ' "$out/$m.json" "$m" || { echo "FAIL $m (report)"; fail=1; continue; }

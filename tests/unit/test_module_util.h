@@ -29,12 +29,7 @@ inline double scalar_of(const Report& r, const char* key) {
     return s->value;
 }
 
-// The first check (table) whose name starts with `prefix`, or null.
-inline const Check* check_named(const Report& r, const std::string& prefix) {
-    for (const Check& c : r.checks)
-        if (c.name.rfind(prefix, 0) == 0) return &c;
-    return nullptr;
-}
+// The first table whose name starts with `prefix`, or null.
 inline const Table* table_named(const Report& r, const std::string& prefix) {
     for (const Table& t : r.tables)
         if (t.name.rfind(prefix, 0) == 0) return &t;
