@@ -6,6 +6,7 @@ import fs from "node:fs";
 import path from "node:path";
 
 const MAX_FUNCTION_LINES = 80;
+const COLUMN_LIMIT = 110;  // .clang-format's ColumnLimit
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../..");
 process.chdir(root);
 const tracked = execFileSync("git", ["ls-files", "--cached", "--others", "--exclude-standard"], { encoding: "utf8" })
@@ -24,6 +25,15 @@ function formatting() {
       for (const f of files) problems.push(`${f}: not formatted (clang-format -i ${f})`);
     }
   }
+}
+
+// Lines clang-format cannot break (long raw strings, say) are over the limit all the same.
+function lineLengths() {
+  for (const f of cpp)
+    fs.readFileSync(f, "utf8").split("\n").forEach((line, k) => {
+      const n = [...line].length;
+      if (n > COLUMN_LIMIT) problems.push(`${f}:${k + 1}: ${n} columns (at most ${COLUMN_LIMIT})`);
+    });
 }
 
 // ---- source text without comments and literals --------------------------------------------------
@@ -146,9 +156,10 @@ function citations() {
 }
 
 formatting();
+lineLengths();
 functionLengths(process.argv.includes("--list-long"));
 layers();
 citations();
 for (const p of problems) console.log(p);
-console.log(problems.length ? `${problems.length} problems` : "style: formatted, functions at most 80 lines, layers kept, citations exist");
+console.log(problems.length ? `${problems.length} problems` : "style: formatted, lines at most 110 columns, functions at most 80 lines, layers kept, citations exist");
 process.exit(problems.length ? 1 : 0);
