@@ -83,13 +83,12 @@ TEST_CASE("cp layer: without the halo the first W-1 tokens of each later rank ar
     const size_t qk = d.s.qk_row();
     for (int t = 0; t < T; ++t) {
         const bool in_halo = (t >= 40 && t < 40 + W1) || (t >= 90 && t < 90 + W1);
-        const bool same =
-            std::memcmp(no.k.data() + size_t(t) * qk, one.k.data() + size_t(t) * qk, qk * 4) == 0;
+        const bool same = bitwise_equal(no.k.data() + size_t(t) * qk, one.k.data() + size_t(t) * qk, qk);
         CAPTURE(t);
         CHECK(same != in_halo);
     }
     // Rank 0 is untouched; everything after the first boundary drifts through the state.
-    CHECK(std::memcmp(no.out.data(), one.out.data(), size_t(40) * D * 4) == 0);
+    CHECK(bitwise_equal(no.out.data(), one.out.data(), size_t(40) * D));
     CHECK(rel(no.out.data() + size_t(40) * D, one.out.data() + size_t(40) * D, size_t(T - 40) * D) > 1e-3);
     CHECK(rel(no.state.data(), one.state.data(), d.state_floats()) > 1e-4);
 }

@@ -116,8 +116,8 @@ TEST_CASE("model: prefill(A) then prefill(B) equals prefill(A + B) bitwise when 
         const SequenceSnapshot ss = m.save(*split.seq);
         CHECK(ss.state == sw.state);  // S and conv windows of every KDA layer
         CHECK(ss.kv == sw.kv);        // latent KV of every MLA layer
-        CHECK(std::memcmp(la.data(), lw.data(), la.size() * 4) == 0);
-        CHECK(std::memcmp(lb.data(), lw.data() + la.size(), lb.size() * 4) == 0);
+        CHECK(bitwise_equal(la.data(), lw.data(), la.size()));
+        CHECK(bitwise_equal(lb.data(), lw.data() + la.size(), lb.size()));
     }
 }
 
@@ -426,7 +426,7 @@ TEST_CASE("model: the observer's per-token records replay the KDA state exactly"
                    kda::Tokens{zeros.data(), rec.k[li].data(), rec.v[li].data(), rec.g[li].data(),
                                rec.beta[li].data(), 5},
                    d.scale, nullptr);
-    CHECK(std::memcmp(S.data(), st.S, S.size() * 4) == 0);
+    CHECK(bitwise_equal(S.data(), st.S, S.size()));
 }
 
 // Speculative decoding with a projection cache (reference/kda.md §6, invariant 21), end to end:

@@ -70,7 +70,7 @@ TEST_CASE("model kernels: matmul scalar and simd give the same bits, row by row"
         for (int r = 0; r < c.rows; ++r) {
             std::vector<float> one(size_t(c.out));
             matmul(x.data() + size_t(r) * ldx, 1, ldx, W.view(), one.data(), c.out, Impl::simd);
-            CHECK(std::memcmp(one.data(), yv.data() + size_t(r) * ldy, size_t(c.out) * 4) == 0);
+            CHECK(bitwise_equal(one.data(), yv.data() + size_t(r) * ldy, size_t(c.out)));
         }
         // The padding between rows is not written.
         for (int r = 0; r < c.rows; ++r)

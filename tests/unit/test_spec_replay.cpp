@@ -171,12 +171,12 @@ TEST_CASE("spec delta: delta_record leaves the recurrent kernel's bits and delta
         std::vector<float> Sk = S0, Sd = S0, Sr = S0, delta(size_t(T) * s.v_row());
         kda::recurrent(s, Sk.data(), x, 0.25f, nullptr, impl);
         delta_record(s, Sd.data(), k.data(), v.data(), g.data(), beta.data(), T, delta.data());
-        CHECK(std::memcmp(Sk.data(), Sd.data(), Sk.size() * 4) == 0);
+        CHECK(bitwise_equal(Sk, Sd));
         // Replay reads interleaved records; here each field is its own array with its own stride,
         // so replay token by token.
         for (int t = 0; t < T; ++t)
             delta_replay(s, Sr.data(), k.data() + size_t(t) * s.qk_row(),
                          delta.data() + size_t(t) * s.v_row(), g.data() + size_t(t) * s.g_row(), 1, 0);
-        CHECK(std::memcmp(Sk.data(), Sr.data(), Sk.size() * 4) == 0);
+        CHECK(bitwise_equal(Sk, Sr));
     }
 }
