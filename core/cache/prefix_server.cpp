@@ -20,6 +20,38 @@ void set_flag(std::vector<uint8_t>& flags, uint64_t i, bool on) {
     flags[size_t(i)] = on;
 }
 
+// Output tokens a request asks for: its given outputs, else `gen` generated ones.
+uint64_t outputs_asked(const ServeRequest& r) {
+    return !r.outputs.empty() ? r.outputs.size() : uint64_t(std::max(r.gen, 0));
+}
+
+// A prefill has a state only at chunk boundaries without changing the bits, so an end checkpoint
+// inside the prompt off the grid is taken at the grid below (vLLM align mode does the same).
+// Returns how many were moved.
+uint32_t align_prompt_ends(std::vector<PlannedCheckpoint>& plan, uint64_t prompt_len, uint64_t grid) {
+    uint32_t moved = 0;
+    for (PlannedCheckpoint& pc : plan)
+        if (pc.kind == CheckpointKind::end && pc.pos < prompt_len && pc.pos % grid != 0) {
+            pc.pos = pc.pos / grid * grid;
+            ++moved;
+        }
+    return moved;
+}
+
+// Moving ends may put a checkpoint at or below the resume point (the request holds that state
+// already) or beside another one: restore plan_checkpoints' order, ascending and one per position,
+// keeping the kind it would keep (junction > end > interval).
+void restore_plan_order(std::vector<PlannedCheckpoint>& plan, uint64_t resumed_at) {
+    std::erase_if(plan, [&](const PlannedCheckpoint& pc) { return pc.pos <= resumed_at; });
+    std::stable_sort(plan.begin(), plan.end(), [](const PlannedCheckpoint& x, const PlannedCheckpoint& y) {
+        return x.pos != y.pos ? x.pos < y.pos : int(x.kind) > int(y.kind);
+    });
+    plan.erase(
+        std::unique(plan.begin(), plan.end(),
+                    [](const PlannedCheckpoint& x, const PlannedCheckpoint& y) { return x.pos == y.pos; }),
+        plan.end());
+}
+
 }  // namespace
 
 PrefixServer::PrefixServer(model::Model& m, PagePool& pool, const ServerConfig& c)
@@ -100,195 +132,253 @@ std::string PrefixServer::audit() const {
     return {};
 }
 
-ServeOutcome PrefixServer::serve(const ServeRequest& r) {
+// One request on its way through serve(): what it holds (so that abandon() can give it all back) and
+// what it has produced so far.
+struct PrefixServer::InFlight {
+    InFlight(const ServeRequest& req, uint64_t page_size)
+        : r(req),
+          given(!req.outputs.empty()),
+          gen(outputs_asked(req)),
+          toks(req.prompt.begin(), req.prompt.end()) {
+        o.prompt_len = r.prompt.size();
+        o.fed_len = o.prompt_len + gen - 1;
+        o.cache_len = o.fed_len / page_size * page_size;
+        if (given) toks.insert(toks.end(), r.outputs.begin(), r.outputs.end());
+        q = TokenSeq::literal(toks);
+    }
+
+    const ServeRequest& r;
+    const bool given;    // outputs given (teacher forcing), else generated greedily
+    const uint64_t gen;  // output tokens asked for
     ServeOutcome o;
-    const uint64_t P = cfg_.cache.page_size;
+    std::vector<Token> toks;  // prompt + given outputs; generated outputs join them before the insert
+    TokenSeqPtr q;            // toks as the tree sees them
+    bool cached = false;      // the tree is used: matched before, inserted into after
+    Admission a;              // the match, its lease and the planned checkpoints
+    uint64_t handle = 0;      // the state the request resumes from (0: none, a zero state)
+    OwnerId owner = 0;
+    std::unique_ptr<model::Sequence> seq;  // the working sequence
+    std::vector<PageRef> table;            // the request's pages in position order
+    std::vector<CheckpointRef> saved;      // states it saved, the request's until the tree takes them
+    std::vector<PlannedCheckpoint> kept;   // the planned checkpoints those states are
+    bool mounted = false;                  // table is mounted for the model's calls
+    size_t next = 0;                       // first planned checkpoint the request has not reached
+    std::vector<float> row;                // the latest logits row
+};
+
+ServeOutcome PrefixServer::serve(const ServeRequest& r) {
+    if (std::string e = check_request(r); !e.empty()) {
+        ServeOutcome refused;  // before anything is taken: nothing to give back, no owner id used
+        refused.error = std::move(e);
+        return refused;
+    }
+    // The steps of prefix_server.h; a failed step gives back everything the request holds.
+    InFlight w(r, cfg_.cache.page_size);
+    match_prompt(w);  // 1. match and plan
+    w.owner = next_owner_++;
+    const Stopwatch sw;  // prefill_ms includes the resume
+    if (std::string e = resume(w); !e.empty()) return abandon(w, std::move(e));        // 2. resume
+    if (std::string e = prefill_rest(w); !e.empty()) return abandon(w, std::move(e));  // 3. prefill
+    w.o.prefill_ms = sw.ms();
+    const Stopwatch sd;
+    if (std::string e = decode_outputs(w); !e.empty()) return abandon(w, std::move(e));  // 4. decode
+    w.o.decode_ms = sd.ms();
+    if (std::string e = pages_.unmount(w.owner, &w.table); !e.empty()) return abandon(w, "unmount: " + e);
+    w.mounted = false;
+    if (w.cached)
+        if (std::string e = insert_into_tree(w); !e.empty()) return abandon(w, std::move(e));  // 5. insert
+    return finish(w);
+}
+
+std::string PrefixServer::check_request(const ServeRequest& r) const {
     const int V = model_.vocab();
-    auto refuse = [&o](std::string why) {
-        o.error = std::move(why);
-        return o;
-    };
     const bool given = !r.outputs.empty();
-    const uint64_t gen = given ? r.outputs.size() : uint64_t(std::max(r.gen, 0));
-    if (r.prompt.empty()) return refuse("the prompt is empty");
-    if (gen == 0) return refuse("no output tokens asked for");
+    if (r.prompt.empty()) return "the prompt is empty";
+    if (outputs_asked(r) == 0) return "no output tokens asked for";
     for (size_t i = 0; i < r.prompt.size() + (given ? r.outputs.size() : 0); ++i) {
         const int32_t t = i < r.prompt.size() ? r.prompt[i] : r.outputs[i - r.prompt.size()];
         if (t < 0 || t >= V)
-            return refuse("token " + std::to_string(i) + " (id " + std::to_string(t) +
-                          ") is outside the vocabulary [0, " + std::to_string(V) + ")");
+            return "token " + std::to_string(i) + " (id " + std::to_string(t) +
+                   ") is outside the vocabulary [0, " + std::to_string(V) + ")";
     }
-    o.prompt_len = r.prompt.size();
-    o.fed_len = o.prompt_len + gen - 1;
-    o.cache_len = o.fed_len / P * P;
+    return {};
+}
 
-    std::vector<Token> toks(r.prompt.begin(), r.prompt.end());
-    if (given) toks.insert(toks.end(), r.outputs.begin(), r.outputs.end());
-    TokenSeqPtr q = TokenSeq::literal(toks);
-
-    // ---- match and resume ----
-    const bool cached = cfg_.reuse != Reuse::none;
-    Admission a;
-    uint64_t handle = 0;
-    if (cached) {
-        a = admit_request(*cache_, cfg_.policy, *q, o.prompt_len - 1, o.fed_len);
-        a.cache_len = o.cache_len;  // admit_request caps it by q, which lacks generated outputs
-        o.kv_hit = a.kv_hit;
-        o.state_hit = a.state_hit;
+void PrefixServer::match_prompt(InFlight& w) {
+    ServeOutcome& o = w.o;
+    w.cached = cfg_.reuse != Reuse::none;
+    if (w.cached) {
+        w.a = admit_request(*cache_, cfg_.policy, *w.q, o.prompt_len - 1, o.fed_len);
+        w.a.cache_len = o.cache_len;  // admit_request caps it by q, which lacks generated outputs
+        o.kv_hit = w.a.kv_hit;
+        o.state_hit = w.a.state_hit;
         if (cfg_.reuse == Reuse::state) {
-            o.resumed_at = a.state_hit;
-            if (a.state_hit > 0) handle = a.lease.state.handle;
-            a.plan = plan_checkpoints(cfg_.policy, uint32_t(P), o.cache_len, a.state_hit, a.kv_hit);
-            // An end state inside the prompt, off the chunk grid: take it at the grid below instead.
-            const uint64_t grid = std::lcm<uint64_t>(uint64_t(model_.options().chunk), P);
-            for (PlannedCheckpoint& pc : a.plan)
-                if (pc.kind == CheckpointKind::end && pc.pos < o.prompt_len && pc.pos % grid != 0) {
-                    pc.pos = pc.pos / grid * grid;
-                    ++o.ends_aligned;
-                }
-            std::erase_if(a.plan, [&](const PlannedCheckpoint& pc) { return pc.pos <= a.state_hit; });
-            std::stable_sort(a.plan.begin(), a.plan.end(),
-                             [](const PlannedCheckpoint& x, const PlannedCheckpoint& y) {
-                                 return x.pos != y.pos ? x.pos < y.pos : int(x.kind) > int(y.kind);
-                             });
-            a.plan.erase(std::unique(a.plan.begin(), a.plan.end(),
-                                     [](const PlannedCheckpoint& x, const PlannedCheckpoint& y) {
-                                         return x.pos == y.pos;
-                                     }),
-                         a.plan.end());
+            plan_state_resume(w);
         } else {
             // The bug under study: the KV-visible prefix is skipped, the state is not where it should be.
-            o.resumed_at = a.kv_hit;
-            if (o.resumed_at > 0 && cfg_.kv_only_start == KvOnlyStart::stale) handle = stale_;
+            o.resumed_at = w.a.kv_hit;
+            if (o.resumed_at > 0 && cfg_.kv_only_start == KvOnlyStart::stale) w.handle = stale_;
             o.state_matches = o.resumed_at == 0;
-            a.plan.clear();
+            w.a.plan.clear();
         }
     }
     o.recomputed = o.prompt_len - o.resumed_at;
+}
 
-    const OwnerId owner = next_owner_++;
-    std::unique_ptr<model::Sequence> seq;
-    std::vector<PageRef> table;
-    std::vector<CheckpointRef> saved;
-    std::vector<PlannedCheckpoint> kept;
-    bool mounted = false;
-    auto fail = [&](std::string why) {
-        if (mounted) (void)pages_.unmount(owner, &table);
-        for (const CheckpointRef& c : saved) states_.free(c.handle);
-        if (cached && a.lease.active) cache_->release(a.lease);
-        pages_.release_all(table);
-        seq.reset();
-        o.error = std::move(why);
-        o.logits.clear();
-        return o;
-    };
+void PrefixServer::plan_state_resume(InFlight& w) {
+    const uint64_t P = cfg_.cache.page_size;
+    ServeOutcome& o = w.o;
+    Admission& a = w.a;
+    o.resumed_at = a.state_hit;
+    if (a.state_hit > 0) w.handle = a.lease.state.handle;
+    a.plan = plan_checkpoints(cfg_.policy, uint32_t(P), o.cache_len, a.state_hit, a.kv_hit);
+    const uint64_t grid = std::lcm<uint64_t>(uint64_t(model_.options().chunk), P);
+    o.ends_aligned += align_prompt_ends(a.plan, o.prompt_len, grid);
+    restore_plan_order(a.plan, a.state_hit);
+}
 
-    const Stopwatch sw;
-    model::SequenceResult sr = model_.new_sequence(pool_, owner);
-    if (!sr.seq) return fail("working sequence: " + sr.error);
-    seq = std::move(sr.seq);
-    if (o.resumed_at > 0) {
-        const std::vector<uint32_t> tp = cache_->kv_pages(a.lease);
-        const size_t n = size_t(o.resumed_at / P);
-        if (tp.size() < n) return fail("the tree lent fewer pages than its match");
-        table.assign(tp.begin(), tp.begin() + ptrdiff_t(n));
-        pages_.retain_all(table);
-        o.pages_borrowed = n;
-    }
-    if (std::string e = pages_.mount(owner, table); !e.empty()) return fail("mount: " + e);
-    mounted = true;
-    if (std::string e = model_.adopt_kv(*seq); !e.empty()) return fail("adopt: " + e);
-    if (handle)
-        if (std::string e = states_.load(handle, *seq); !e.empty()) return fail("resume: " + e);
-    o.resumed_from = handle;
+std::string PrefixServer::resume(InFlight& w) {
+    model::SequenceResult sr = model_.new_sequence(pool_, w.owner);
+    if (!sr.seq) return "working sequence: " + sr.error;
+    w.seq = std::move(sr.seq);
+    if (w.o.resumed_at > 0)
+        if (std::string e = borrow_tree_pages(w); !e.empty()) return e;
+    if (std::string e = pages_.mount(w.owner, w.table); !e.empty()) return "mount: " + e;
+    w.mounted = true;
+    if (std::string e = model_.adopt_kv(*w.seq); !e.empty()) return "adopt: " + e;
+    // Copy-on-write: the checkpoint's state is copied into the working slot, never written.
+    if (w.handle)
+        if (std::string e = states_.load(w.handle, *w.seq); !e.empty()) return "resume: " + e;
+    w.o.resumed_from = w.handle;
+    return {};
+}
 
-    // ---- prefill the rest, split at planned checkpoints ----
+std::string PrefixServer::borrow_tree_pages(InFlight& w) {
+    const std::vector<uint32_t> tp = cache_->kv_pages(w.a.lease);
+    const size_t n = size_t(w.o.resumed_at / cfg_.cache.page_size);
+    if (tp.size() < n) return "the tree lent fewer pages than its match";
+    // Lent, not copied: the request references the tree's pages while it runs.
+    w.table.assign(tp.begin(), tp.begin() + ptrdiff_t(n));
+    pages_.retain_all(w.table);
+    w.o.pages_borrowed = n;
+    return {};
+}
+
+std::string PrefixServer::prefill_rest(InFlight& w) {
+    ServeOutcome& o = w.o;
+    const std::vector<PlannedCheckpoint>& plan = w.a.plan;
     const uint64_t chunk = uint64_t(model_.options().chunk);
-    size_t next = 0;
-    auto save_here = [&]() -> std::string {
-        while (next < a.plan.size() && a.plan[next].pos <= seq->position()) {
-            if (a.plan[next].pos == seq->position()) {
-                CheckpointRef c;
-                if (std::string e = states_.save(*seq, &c); !e.empty()) return e;
-                saved.push_back(c);
-                kept.push_back(a.plan[next]);
-                o.checkpoints.push_back(a.plan[next].pos);
-                o.checkpoint_handles.push_back(c.handle);
-            }
-            ++next;
-        }
-        return {};
-    };
-    std::vector<float> logits;
-    std::span<const int32_t> prompt(r.prompt);
+    std::span<const int32_t> prompt(w.r.prompt);
     for (uint64_t cur = o.resumed_at; cur < o.prompt_len;) {
+        // The piece ends at the next planned checkpoint inside the prompt, else at the prompt's end.
         uint64_t stop = o.prompt_len;
-        while (next < a.plan.size() && a.plan[next].pos <= cur) ++next;
-        if (next < a.plan.size() && a.plan[next].pos < o.prompt_len) stop = a.plan[next].pos;
+        while (w.next < plan.size() && plan[w.next].pos <= cur) ++w.next;
+        if (w.next < plan.size() && plan[w.next].pos < o.prompt_len) stop = plan[w.next].pos;
         const bool last = stop == o.prompt_len;
-        if (std::string e = model_.prefill(*seq, prompt.subspan(size_t(cur), size_t(stop - cur)),
-                                           last ? &logits : nullptr);
+        // Only the last piece's logits are wanted: they predict the first output.
+        if (std::string e = model_.prefill(*w.seq, prompt.subspan(size_t(cur), size_t(stop - cur)),
+                                           last ? &w.row : nullptr);
             !e.empty())
-            return fail("prefill: " + e);
+            return "prefill: " + e;
+        // A split off the chunk grid changes the request's own bits (judge_exactness needs where).
         if (!last && stop % chunk != 0 && !o.split_off_grid) {
             o.split_off_grid = true;
             o.first_off_grid_split = stop;
         }
         cur = stop;
-        if (std::string e = save_here(); !e.empty()) return fail("checkpoint: " + e);
+        if (std::string e = save_planned_states(w); !e.empty()) return "checkpoint: " + e;
     }
-    o.prefill_ms = sw.ms();
+    return {};
+}
 
-    // ---- decode ----
-    const Stopwatch sd;
-    o.logits.reserve(size_t(gen) * size_t(V));
-    o.logits.insert(o.logits.end(), logits.begin(), logits.end());
-    o.outputs.push_back(given ? r.outputs[0] : model::argmax(logits.data(), V));
-    for (uint64_t i = 1; i < gen; ++i) {
-        if (std::string e = model_.decode(*seq, o.outputs.back(), &logits); !e.empty())
-            return fail("decode: " + e);
-        if (std::string e = save_here(); !e.empty()) return fail("checkpoint: " + e);
-        o.logits.insert(o.logits.end(), logits.begin(), logits.end());
-        o.outputs.push_back(given ? r.outputs[size_t(i)] : model::argmax(logits.data(), V));
+std::string PrefixServer::save_planned_states(InFlight& w) {
+    const std::vector<PlannedCheckpoint>& plan = w.a.plan;
+    // Planned positions the sequence has passed without stopping there are skipped.
+    while (w.next < plan.size() && plan[w.next].pos <= w.seq->position()) {
+        if (plan[w.next].pos == w.seq->position()) {
+            CheckpointRef c;
+            if (std::string e = states_.save(*w.seq, &c); !e.empty()) return e;
+            w.saved.push_back(c);
+            w.kept.push_back(plan[w.next]);
+            w.o.checkpoints.push_back(plan[w.next].pos);
+            w.o.checkpoint_handles.push_back(c.handle);
+        }
+        ++w.next;
     }
-    o.decode_ms = sd.ms();
-    if (std::string e = pages_.unmount(owner, &table); !e.empty()) return fail("unmount: " + e);
-    mounted = false;
+    return {};
+}
 
-    // ---- insert ----
-    if (cached) {
-        if (!given) {
-            toks.insert(toks.end(), o.outputs.begin(), o.outputs.end());
-            q = TokenSeq::literal(toks);
-        }
-        const uint64_t n = o.cache_len / P;
-        if (table.size() < n) return fail("the request holds fewer pages than it caches");
-        // The tree adopts the pages of the part it does not hold yet: count its references first, an
-        // eviction inside complete_request may hand them straight back.
-        const uint64_t pre = cache_->match(*q, o.cache_len).kv_len;
-        for (uint64_t i = pre / P; i < n; ++i) pages_.retain(table[size_t(i)]);
-        tree_page_refs_ += n - pre / P;
-        a.plan = kept;
-        const Completion c = complete_request(*cache_, cfg_.policy, a, q, saved,
-                                              std::span<const uint32_t>(table.data(), size_t(n)));
-        saved.clear();  // the tree owns them now
-        o.insert = c.insert;
-        o.retention_dropped = c.retention_dropped;
-        if (c.insert.existing_len != pre)
-            o.error = "internal: the tree held " + std::to_string(c.insert.existing_len) +
-                      " tokens at insert, its match said " + std::to_string(pre);
-        if (cfg_.reuse == Reuse::kv_only && cfg_.kv_only_start == KvOnlyStart::stale) {
-            if (stale_) states_.free(stale_);
-            stale_ = 0;
-            CheckpointRef s;
-            if (states_.save(*seq, &s).empty()) stale_ = s.handle;
-        }
+std::string PrefixServer::decode_outputs(InFlight& w) {
+    const int V = model_.vocab();
+    ServeOutcome& o = w.o;
+    // Output i is the given one or the greedy choice of the row that predicts it.
+    auto take_output = [&](uint64_t i) {
+        o.logits.insert(o.logits.end(), w.row.begin(), w.row.end());
+        o.outputs.push_back(w.given ? w.r.outputs[size_t(i)] : model::argmax(w.row.data(), V));
+    };
+    o.logits.reserve(size_t(w.gen) * size_t(V));
+    take_output(0);  // predicted by the prefill's last row
+    for (uint64_t i = 1; i < w.gen; ++i) {
+        if (std::string e = model_.decode(*w.seq, o.outputs.back(), &w.row); !e.empty())
+            return "decode: " + e;
+        if (std::string e = save_planned_states(w); !e.empty()) return "checkpoint: " + e;
+        take_output(i);
     }
-    o.pages = table;
-    if (o.error.empty()) judge_exactness(o);
-    pages_.release_all(table);
-    seq.reset();
-    return o;
+    return {};
+}
+
+std::string PrefixServer::insert_into_tree(InFlight& w) {
+    const uint64_t P = cfg_.cache.page_size;
+    ServeOutcome& o = w.o;
+    if (!w.given) {  // the generated outputs are known only now
+        w.toks.insert(w.toks.end(), o.outputs.begin(), o.outputs.end());
+        w.q = TokenSeq::literal(w.toks);
+    }
+    const uint64_t n = o.cache_len / P;
+    if (w.table.size() < n) return "the request holds fewer pages than it caches";
+    // The tree adopts the pages of the part it does not hold yet: count its references first, an
+    // eviction inside complete_request may hand them straight back.
+    const uint64_t pre = cache_->match(*w.q, o.cache_len).kv_len;
+    for (uint64_t i = pre / P; i < n; ++i) pages_.retain(w.table[size_t(i)]);
+    tree_page_refs_ += n - pre / P;
+    w.a.plan = w.kept;
+    const Completion c = complete_request(*cache_, cfg_.policy, w.a, w.q, w.saved,
+                                          std::span<const uint32_t>(w.table.data(), size_t(n)));
+    w.saved.clear();  // the tree owns them now
+    o.insert = c.insert;
+    o.retention_dropped = c.retention_dropped;
+    // Reported, not abandoned: the tree already owns the pages and states.
+    if (c.insert.existing_len != pre)
+        o.error = "internal: the tree held " + std::to_string(c.insert.existing_len) +
+                  " tokens at insert, its match said " + std::to_string(pre);
+    if (cfg_.reuse == Reuse::kv_only && cfg_.kv_only_start == KvOnlyStart::stale) keep_stale_state(*w.seq);
+    return {};
+}
+
+void PrefixServer::keep_stale_state(const model::Sequence& seq) {
+    if (stale_) states_.free(stale_);
+    stale_ = 0;
+    CheckpointRef s;
+    if (states_.save(seq, &s).empty()) stale_ = s.handle;
+}
+
+ServeOutcome PrefixServer::finish(InFlight& w) {
+    w.o.pages = w.table;
+    if (w.o.error.empty()) judge_exactness(w.o);
+    pages_.release_all(w.table);
+    w.seq.reset();
+    return std::move(w.o);
+}
+
+ServeOutcome PrefixServer::abandon(InFlight& w, std::string why) {
+    if (w.mounted) (void)pages_.unmount(w.owner, &w.table);
+    for (const CheckpointRef& c : w.saved) states_.free(c.handle);
+    if (w.cached && w.a.lease.active) cache_->release(w.a.lease);
+    pages_.release_all(w.table);
+    w.seq.reset();
+    w.o.error = std::move(why);
+    w.o.logits.clear();
+    return std::move(w.o);
 }
 
 ResumeExactness PrefixServer::start_exactness(const ServeOutcome& o) const {

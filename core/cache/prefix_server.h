@@ -134,6 +134,35 @@ class PrefixServer final : public CacheObserver {
     void state_freed(const CheckpointRef& ref) override;
 
   private:
+    struct InFlight;  // one request inside serve() (prefix_server.cpp)
+
+    // Why a request cannot be served at all (empty prompt, nothing to output, a token outside the
+    // vocabulary); empty when it can.
+    std::string check_request(const ServeRequest& r) const;
+    // The steps of serve() (see the top of this file). A step that returns an error leaves the
+    // request for abandon() to give back what it holds.
+    // 1. Matches the prompt, picks where the request resumes and from which state, plans its checkpoints.
+    void match_prompt(InFlight& w);
+    // 1, Reuse::state: resume at the state-usable match; the plan follows the policy and the chunk grid.
+    void plan_state_resume(InFlight& w);
+    // 2. The working sequence with the tree's pages lent and the checkpoint's state copied in.
+    std::string resume(InFlight& w);
+    std::string borrow_tree_pages(InFlight& w);
+    // 3. Prefills the rest of the prompt, split at the planned checkpoints.
+    std::string prefill_rest(InFlight& w);
+    // Saves a state at each planned position the sequence has just reached.
+    std::string save_planned_states(InFlight& w);
+    // 4. Decodes the outputs (given or greedy) and their logits, saving planned states on the way.
+    std::string decode_outputs(InFlight& w);
+    // 5. Inserts prompt + outputs with the new checkpoints; the tree adopts the pages it lacked.
+    std::string insert_into_tree(InFlight& w);
+    // KV-only reuse from a stale slot: the request's final state becomes the next request's start.
+    void keep_stale_state(const model::Sequence& seq);
+    // Success: judges exactness and gives back the request's page references.
+    ServeOutcome finish(InFlight& w);
+    // Failure: gives back everything the request holds and reports why.
+    ServeOutcome abandon(InFlight& w, std::string why);
+
     ResumeExactness start_exactness(const ServeOutcome& o) const;
     // Sets o.exactness and records which of the request's pages and checkpoints are exact.
     void judge_exactness(ServeOutcome& o);

@@ -453,31 +453,35 @@ InsertResult RadixCache::insert(const TokenSeqPtr& qp, uint64_t len, std::vector
 
     const uint32_t slot = ref_seq(qp);
     ++seqs_[slot].nodes;  // held for the duration of the insert
+    std::vector<NodeId> path = insert_path(q, len, slot, pages, r);
+    place_checkpoints(cps, len, path, r);
+    if (cfg_.refresh == LruRefresh::path) {
+        for (NodeId n : path) {
+            touch_kv(n);
+            touch_state(n);
+        }
+    }
+    unref_seq(slot);
+    return r;
+}
+
+std::vector<NodeId> RadixCache::insert_path(const TokenSeq& q, uint64_t len, uint32_t slot,
+                                            std::span<const uint32_t> pages, InsertResult& r) {
+    const uint64_t P = cfg_.page_size;
     std::vector<NodeId> path;
     NodeId node = kRoot;
     uint64_t pos = 0;
     while (pos < len) {
         uint64_t d = 0;
         const NodeId c = find_child(node, q, pos, len, d);
-        if (c == kNoNode) {
-            const NodeId n = new_node();
-            Node& x = nodes_[n];
-            x.start = uint32_t(pos);
-            x.end = uint32_t(len);
-            x.seq = slot;
-            ++seqs_[slot].nodes;
-            x.tick_kv = ++clock_;
-            link_child(node, n);
-            kv_push(n);
-            if (!pages.empty())
-                pages_[n].assign(pages.begin() + ptrdiff_t(pos / P), pages.begin() + ptrdiff_t(len / P));
-            stats_.kv_tokens += len - pos;
+        if (c == kNoNode) {  // the rest is not cached: one new leaf holds it
+            path.push_back(add_leaf(node, pos, len, slot, pages));
             r.new_tokens = len - pos;
             ++r.new_nodes;
             note_peaks();
-            path.push_back(n);
             break;
         }
+        // Node boundaries are page aligned: q leaves the child at the page where they differ.
         d = d / P * P;
         if (d < nodes_[c].end) {
             const NodeId u = split(c, d);
@@ -492,8 +496,31 @@ InsertResult RadixCache::insert(const TokenSeqPtr& qp, uint64_t len, std::vector
         }
         r.existing_len = pos;
     }
+    return path;
+}
 
-    // Checkpoints: each needs a node ending exactly at its position.
+NodeId RadixCache::add_leaf(NodeId parent, uint64_t start, uint64_t end, uint32_t slot,
+                            std::span<const uint32_t> pages) {
+    const uint64_t P = cfg_.page_size;
+    const NodeId n = new_node();
+    Node& x = nodes_[n];
+    x.start = uint32_t(start);
+    x.end = uint32_t(end);
+    x.seq = slot;
+    ++seqs_[slot].nodes;
+    x.tick_kv = ++clock_;
+    link_child(parent, n);
+    kv_push(n);
+    if (!pages.empty())
+        pages_[n].assign(pages.begin() + ptrdiff_t(start / P), pages.begin() + ptrdiff_t(end / P));
+    stats_.kv_tokens += end - start;
+    return n;
+}
+
+// Checkpoints: each needs a node ending exactly at its position.
+void RadixCache::place_checkpoints(std::vector<NewCheckpoint>& cps, uint64_t len, std::vector<NodeId>& path,
+                                   InsertResult& r) {
+    const uint64_t P = cfg_.page_size;
     std::stable_sort(cps.begin(), cps.end(),
                      [](const NewCheckpoint& a, const NewCheckpoint& b) { return a.pos < b.pos; });
     size_t j = 0;
@@ -506,6 +533,7 @@ InsertResult RadixCache::insert(const TokenSeqPtr& qp, uint64_t len, std::vector
             continue;
         }
         last = cp.pos;
+        // Positions ascend, so the node ending at this one is at j or deeper on the path.
         while (nodes_[path[j]].end < cp.pos) ++j;
         NodeId x = path[j];
         if (cp.pos < nodes_[x].end) {
@@ -521,14 +549,6 @@ InsertResult RadixCache::insert(const TokenSeqPtr& qp, uint64_t len, std::vector
         attach_state(x, cp);
         ++r.states_added;
     }
-    if (cfg_.refresh == LruRefresh::path) {
-        for (NodeId n : path) {
-            touch_kv(n);
-            touch_state(n);
-        }
-    }
-    unref_seq(slot);
-    return r;
 }
 
 // ---- eviction -------------------------------------------------------------------------------------
@@ -649,51 +669,90 @@ std::vector<NodeView> RadixCache::nodes() const {
 }
 
 std::string RadixCache::audit() const {
-    const uint64_t P = cfg_.page_size;
-    uint64_t nodes = 0, kv = 0, states = 0, bytes = 0, tomb = 0;
-    for (NodeId n = 1; n < nodes_.size(); ++n) {
-        const Node& x = nodes_[n];
-        if (!x.alive) continue;
-        const std::string at = "node " + std::to_string(n) + ": ";
-        ++nodes;
-        kv += x.end - x.start;
-        if (x.parent == kNoNode || !nodes_[x.parent].alive) return at + "dead parent";
-        const Node& p = nodes_[x.parent];
-        if (x.start != p.end || x.start >= x.end) return at + "span does not continue its parent";
-        if (x.start % P || x.end % P) return at + "span not page aligned";
-        if (x.end > seq_of(n).size()) return at + "span beyond its sequence";
-        if (x.parent != kRoot && common_prefix(seq_of(n), seq_of(x.parent), p.start, p.end) != p.end)
-            return at + "its sequence disagrees with its parent's span";
-        if (p.n_children >= 2) {  // below a fork: indexed under its first page
-            if (x.fingerprint != page_fingerprint(seq_of(n), x.start, P)) return at + "stale fingerprint";
-            bool found = false;
-            if (const uint32_t* head = children_.find(child_key(x.parent, x.fingerprint)))
-                for (NodeId c = *head; c != kNoNode; c = nodes_[c].next_same_key) found |= c == n;
-            if (!found) return at + "missing from the child index";
-        } else if (x.next_same_key != kNoNode) {
-            return at + "an only child chained in the child index";
-        }
+    AuditTotals t;
+    for (NodeId n = 1; n < nodes_.size(); ++n)
+        if (nodes_[n].alive)
+            if (std::string e = audit_node(n, t); !e.empty()) return "node " + std::to_string(n) + ": " + e;
+    if (std::string e = audit_fork_pages(); !e.empty()) return e;
+    // The root is skipped above: only its child count can be wrong.
+    if (nodes_[kRoot].n_children > 0) {
         uint32_t kids = 0;
-        uint64_t child_locks = 0;
-        for (NodeId c = x.first_child; c != kNoNode; c = nodes_[c].next_sibling) {
-            ++kids;
-            child_locks += nodes_[c].kv_lock;
-            if (nodes_[c].parent != n) return at + "child with another parent";
-        }
-        if (kids != x.n_children) return at + "child count";
-        if (child_locks > x.kv_lock) return at + "children hold more locks than the node";
-        if (x.state_lock > x.kv_lock) return at + "state locked without its KV path";
-        const bool has = x.checkpoint != UINT32_MAX;
-        if (has) {
-            const Checkpoint& c = cps_[x.checkpoint];
-            if (c.node != n || c.refs == 0 || c.pos != x.end) return at + "checkpoint record";
-            ++states;
-            bytes += c.ref.bytes;
-        }
-        if (x.had_state && !has) ++tomb;
-        if (!pages_[n].empty() && pages_[n].size() != (x.end - x.start) / P) return at + "page count";
+        for (NodeId c = nodes_[kRoot].first_child; c != kNoNode; c = nodes_[c].next_sibling) ++kids;
+        if (kids != nodes_[kRoot].n_children) return "root child count";
     }
-    // Children must differ in their first page (equal pages have equal fingerprints).
+    if (std::string e = audit_totals(t); !e.empty()) return e;
+    if (std::string e = audit_kv_heap(); !e.empty()) return e;
+    if (std::string e = audit_state_list(t.states); !e.empty()) return e;
+    if (std::string e = audit_checkpoints(); !e.empty()) return e;
+    return audit_sequences();
+}
+
+std::string RadixCache::audit_node(NodeId n, AuditTotals& t) const {
+    const uint64_t P = cfg_.page_size;
+    const Node& x = nodes_[n];
+    ++t.nodes;
+    t.kv += x.end - x.start;
+    if (std::string e = audit_span(n); !e.empty()) return e;
+    if (std::string e = audit_index_entry(n); !e.empty()) return e;
+    if (std::string e = audit_children(n); !e.empty()) return e;
+    const bool has = x.checkpoint != UINT32_MAX;
+    if (has) {
+        const Checkpoint& c = cps_[x.checkpoint];
+        if (c.node != n || c.refs == 0 || c.pos != x.end) return "checkpoint record";
+        ++t.states;
+        t.bytes += c.ref.bytes;
+    }
+    if (x.had_state && !has) ++t.tombstones;
+    if (!pages_[n].empty() && pages_[n].size() != (x.end - x.start) / P) return "page count";
+    return {};
+}
+
+std::string RadixCache::audit_span(NodeId n) const {
+    const uint64_t P = cfg_.page_size;
+    const Node& x = nodes_[n];
+    if (x.parent == kNoNode || !nodes_[x.parent].alive) return "dead parent";
+    const Node& p = nodes_[x.parent];
+    if (x.start != p.end || x.start >= x.end) return "span does not continue its parent";
+    if (x.start % P || x.end % P) return "span not page aligned";
+    if (x.end > seq_of(n).size()) return "span beyond its sequence";
+    if (x.parent != kRoot && common_prefix(seq_of(n), seq_of(x.parent), p.start, p.end) != p.end)
+        return "its sequence disagrees with its parent's span";
+    return {};
+}
+
+std::string RadixCache::audit_index_entry(NodeId n) const {
+    const Node& x = nodes_[n];
+    if (nodes_[x.parent].n_children >= 2) {  // below a fork: indexed under its first page
+        if (x.fingerprint != page_fingerprint(seq_of(n), x.start, cfg_.page_size)) return "stale fingerprint";
+        bool found = false;
+        if (const uint32_t* head = children_.find(child_key(x.parent, x.fingerprint)))
+            for (NodeId c = *head; c != kNoNode; c = nodes_[c].next_same_key) found |= c == n;
+        if (!found) return "missing from the child index";
+    } else if (x.next_same_key != kNoNode) {
+        return "an only child chained in the child index";
+    }
+    return {};
+}
+
+std::string RadixCache::audit_children(NodeId n) const {
+    const Node& x = nodes_[n];
+    uint32_t kids = 0;
+    uint64_t child_locks = 0;
+    for (NodeId c = x.first_child; c != kNoNode; c = nodes_[c].next_sibling) {
+        ++kids;
+        child_locks += nodes_[c].kv_lock;
+        if (nodes_[c].parent != n) return "child with another parent";
+    }
+    if (kids != x.n_children) return "child count";
+    // A lease locks the whole path above what it holds.
+    if (child_locks > x.kv_lock) return "children hold more locks than the node";
+    if (x.state_lock > x.kv_lock) return "state locked without its KV path";
+    return {};
+}
+
+// Children must differ in their first page (equal pages have equal fingerprints).
+std::string RadixCache::audit_fork_pages() const {
+    const uint64_t P = cfg_.page_size;
     for (NodeId n = 0; n < nodes_.size(); ++n) {
         if (!nodes_[n].alive || nodes_[n].n_children < 2) continue;
         std::vector<std::pair<uint64_t, NodeId>> fps;
@@ -707,17 +766,20 @@ std::string RadixCache::audit() const {
                     return "node " + std::to_string(n) + ": two children share a first page";
             }
     }
-    if (nodes_[kRoot].n_children > 0) {
-        uint32_t kids = 0;
-        for (NodeId c = nodes_[kRoot].first_child; c != kNoNode; c = nodes_[c].next_sibling) ++kids;
-        if (kids != nodes_[kRoot].n_children) return "root child count";
-    }
-    if (nodes != stats_.nodes)
-        return "node count " + std::to_string(stats_.nodes) + " vs " + std::to_string(nodes);
-    if (kv != stats_.kv_tokens) return "KV token count";
-    if (states != stats_.states || bytes != stats_.state_bytes) return "state count or bytes";
-    if (tomb != stats_.tombstones) return "tombstone count";
-    // Every leaf has a live entry in the KV heap, and the heap is a heap.
+    return {};
+}
+
+std::string RadixCache::audit_totals(const AuditTotals& t) const {
+    if (t.nodes != stats_.nodes)
+        return "node count " + std::to_string(stats_.nodes) + " vs " + std::to_string(t.nodes);
+    if (t.kv != stats_.kv_tokens) return "KV token count";
+    if (t.states != stats_.states || t.bytes != stats_.state_bytes) return "state count or bytes";
+    if (t.tombstones != stats_.tombstones) return "tombstone count";
+    return {};
+}
+
+// Every leaf has a live entry in the KV heap, and the heap is a heap.
+std::string RadixCache::audit_kv_heap() const {
     if (!std::is_heap(kv_heap_.begin(), kv_heap_.end(), std::greater<>())) return "KV heap order";
     std::vector<NodeId> live_entries;
     for (const auto& e : kv_heap_)
@@ -727,7 +789,11 @@ std::string RadixCache::audit() const {
         if (nodes_[n].alive && nodes_[n].n_children == 0 &&
             !std::binary_search(live_entries.begin(), live_entries.end(), n))
             return "node " + std::to_string(n) + ": a leaf without a KV heap entry";
-    // The state list holds exactly the nodes with a state, in tick order.
+    return {};
+}
+
+// The state list holds exactly the nodes with a state (`states` of them), in tick order.
+std::string RadixCache::audit_state_list(uint64_t states) const {
     uint64_t listed = 0, last_tick = 0;
     for (NodeId n = state_head_, prev = kNoNode; n != kNoNode; prev = n, n = nodes_[n].s_next) {
         if (!nodes_[n].alive || nodes_[n].checkpoint == UINT32_MAX)
@@ -735,9 +801,14 @@ std::string RadixCache::audit() const {
         if (nodes_[n].s_prev != prev) return "state list links";
         if (listed > 0 && nodes_[n].tick_state <= last_tick) return "state list out of tick order";
         last_tick = nodes_[n].tick_state;
-        if (++listed > states) return "state list longer than the states";
+        if (++listed > states) return "state list longer than the states";  // also ends a cycle
     }
     if (listed != states) return "state list size";
+    return {};
+}
+
+// Live checkpoints (held by the tree or borrowed by a lease) against the running totals.
+std::string RadixCache::audit_checkpoints() const {
     uint64_t live = 0, live_bytes = 0;
     for (size_t c = 0; c < cps_.size(); ++c) {
         if (cps_[c].refs == 0) continue;
@@ -748,6 +819,11 @@ std::string RadixCache::audit() const {
     }
     if (live != stats_.live_checkpoints || live_bytes != stats_.live_state_bytes)
         return "live checkpoint count";
+    return {};
+}
+
+// Each sequence slot is counted by exactly the nodes that run along it and is held while they do.
+std::string RadixCache::audit_sequences() const {
     std::vector<uint32_t> users(seqs_.size(), 0);
     for (NodeId n = 1; n < nodes_.size(); ++n)
         if (nodes_[n].alive) ++users[nodes_[n].seq];

@@ -243,6 +243,34 @@ class RadixCache {
     bool is_leaf(NodeId n) const { return nodes_[n].n_children == 0; }
     void note_peaks();
 
+    // insert(), in its two passes. Walks q[0, len) down the tree, splitting a node where q leaves it
+    // and ending in a new leaf for the part not cached yet; returns the nodes passed, shallowest first.
+    std::vector<NodeId> insert_path(const TokenSeq& q, uint64_t len, uint32_t slot,
+                                    std::span<const uint32_t> pages, InsertResult& r);
+    // A leaf for [start, end) of sequence slot `slot` under `parent`, adopting its pages (if any).
+    NodeId add_leaf(NodeId parent, uint64_t start, uint64_t end, uint32_t slot,
+                    std::span<const uint32_t> pages);
+    // Attaches each checkpoint to the node of `path` ending at its position (splitting one if needed),
+    // releasing the rejected and redundant ones; `path` gains the split nodes.
+    void place_checkpoints(std::vector<NewCheckpoint>& cps, uint64_t len, std::vector<NodeId>& path,
+                           InsertResult& r);
+
+    // audit(), one invariant at a time; each returns "" or what is wrong. What the node pass counts
+    // is compared with stats_ afterwards.
+    struct AuditTotals {
+        uint64_t nodes = 0, kv = 0, states = 0, bytes = 0, tombstones = 0;
+    };
+    std::string audit_node(NodeId n, AuditTotals& t) const;  // one live node (not the root)
+    std::string audit_span(NodeId n) const;                  // its span continues its parent's
+    std::string audit_index_entry(NodeId n) const;           // the child index finds it
+    std::string audit_children(NodeId n) const;              // its child list and its locks
+    std::string audit_fork_pages() const;
+    std::string audit_totals(const AuditTotals& t) const;
+    std::string audit_kv_heap() const;
+    std::string audit_state_list(uint64_t states) const;
+    std::string audit_checkpoints() const;
+    std::string audit_sequences() const;
+
     CacheConfig cfg_;
     CacheObserver* observer_;
     std::vector<Node> nodes_;

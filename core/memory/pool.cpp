@@ -2,11 +2,41 @@
 #include "core/memory/pool.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "core/base/numfmt.h"
 
 namespace k3 {
+
+namespace {
+
+// Audit step 3: the map's bytes per kind (indexed by UnitKind) against the running totals `s`, and the
+// totals against the budget. Empty when they agree.
+std::string map_sums_mismatch(const std::array<uint64_t, 6>& by_kind, const PoolStats& s) {
+    auto mismatch = [](const char* what, uint64_t a, uint64_t b) {
+        return std::string(what) + ": map " + format_grouped(double(a)) + " B, totals " +
+               format_grouped(double(b)) + " B";
+    };
+    if (by_kind[size_t(UnitKind::kv)] != s.kv_filled_bytes)
+        return mismatch("filled KV", by_kind[1], s.kv_filled_bytes);
+    if (by_kind[size_t(UnitKind::kv_unfilled)] != s.kv_unfilled_bytes())
+        return mismatch("unfilled KV", by_kind[2], s.kv_unfilled_bytes());
+    if (by_kind[size_t(UnitKind::state)] != s.state_bytes)
+        return mismatch("state", by_kind[3], s.state_bytes);
+    if (by_kind[size_t(UnitKind::padding)] != s.padding_bytes)
+        return mismatch("padding", by_kind[4], s.padding_bytes);
+    if (by_kind[size_t(UnitKind::free)] != s.free_bytes) return mismatch("free", by_kind[0], s.free_bytes);
+    if (by_kind[size_t(UnitKind::unusable)] != s.unusable_bytes)
+        return mismatch("unusable", by_kind[5], s.unusable_bytes);
+    if (s.kv_bytes + s.state_bytes + s.padding_bytes + s.free_bytes + s.unusable_bytes != s.budget_bytes)
+        return "bytes do not add up to the budget";
+    if (s.free_for_state_bytes > s.free_bytes || s.free_for_kv_bytes > s.free_bytes)
+        return "usable free > free";
+    return {};
+}
+
+}  // namespace
 
 const char* pool_design_id(PoolDesign d) {
     switch (d) {
@@ -299,8 +329,19 @@ std::vector<MapUnit> PagePool::map() const {
 }
 
 std::string PagePool::audit() const {
-    const uint64_t pt = layout_.page_tokens;
     // 1. Owner lists against the per-handle owner tables: every handle listed once, by its owner.
+    if (std::string e = audit_owner_lists(); !e.empty()) return e;
+    // 2. The design's own tables (free lists, virtual -> physical maps).
+    if (std::string e = check_physical(); !e.empty()) return e;
+    // 3. The map tiles [0, budget) and its per-kind sums equal the running totals; every allocated
+    // handle appears in it.
+    std::array<uint64_t, 6> by_kind = {0, 0, 0, 0, 0, 0};
+    if (std::string e = audit_map_tiling(by_kind); !e.empty()) return e;
+    return map_sums_mismatch(by_kind, stats());
+}
+
+std::string PagePool::audit_owner_lists() const {
+    const uint64_t pt = layout_.page_tokens;
     std::vector<uint8_t> seen_page(page_owner_.size(), 0), seen_state(state_owner_.size(), 0);
     uint64_t pages = 0, tokens = 0, states = 0;
     for (const auto& [o, r] : owners_) {
@@ -331,14 +372,13 @@ std::string PagePool::audit() const {
         if (state_owner_[s] != kNoOwner && !seen_state[s])
             return "state " + std::to_string(s) + " owned but unlisted";
     if (pages != pages_ || tokens != tokens_ || states != states_) return "running totals drifted";
+    return {};
+}
 
-    // 2. The design's own tables (free lists, virtual -> physical maps).
-    if (std::string e = check_physical(); !e.empty()) return e;
-
-    // 3. The map tiles [0, budget) and its per-kind sums equal the running totals; every allocated
-    // handle appears in it (each page's data once per slice, so count distinct handles).
+std::string PagePool::audit_map_tiling(std::array<uint64_t, 6>& by_kind) const {
     const std::vector<MapUnit> m = map();
-    uint64_t at = 0, by_kind[6] = {0, 0, 0, 0, 0, 0};
+    uint64_t at = 0;
+    // Each page's data appears once per slice, so mark handles rather than count units.
     std::vector<uint8_t> mapped_page(page_owner_.size(), 0), mapped_state(state_owner_.size(), 0);
     for (const MapUnit& u : m) {
         if (u.offset != at) return "map gap or overlap at byte " + std::to_string(at);
@@ -361,26 +401,6 @@ std::string PagePool::audit() const {
     for (size_t s = 0; s < state_owner_.size(); ++s)
         if ((state_owner_[s] != kNoOwner) != bool(mapped_state[s]))
             return "state " + std::to_string(s) + " missing from the map";
-    const PoolStats s = stats();
-    auto mismatch = [](const char* what, uint64_t a, uint64_t b) {
-        return std::string(what) + ": map " + format_grouped(double(a)) + " B, totals " +
-               format_grouped(double(b)) + " B";
-    };
-    if (by_kind[size_t(UnitKind::kv)] != s.kv_filled_bytes)
-        return mismatch("filled KV", by_kind[1], s.kv_filled_bytes);
-    if (by_kind[size_t(UnitKind::kv_unfilled)] != s.kv_unfilled_bytes())
-        return mismatch("unfilled KV", by_kind[2], s.kv_unfilled_bytes());
-    if (by_kind[size_t(UnitKind::state)] != s.state_bytes)
-        return mismatch("state", by_kind[3], s.state_bytes);
-    if (by_kind[size_t(UnitKind::padding)] != s.padding_bytes)
-        return mismatch("padding", by_kind[4], s.padding_bytes);
-    if (by_kind[size_t(UnitKind::free)] != s.free_bytes) return mismatch("free", by_kind[0], s.free_bytes);
-    if (by_kind[size_t(UnitKind::unusable)] != s.unusable_bytes)
-        return mismatch("unusable", by_kind[5], s.unusable_bytes);
-    if (s.kv_bytes + s.state_bytes + s.padding_bytes + s.free_bytes + s.unusable_bytes != s.budget_bytes)
-        return "bytes do not add up to the budget";
-    if (s.free_for_state_bytes > s.free_bytes || s.free_for_kv_bytes > s.free_bytes)
-        return "usable free > free";
     return {};
 }
 

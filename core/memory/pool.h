@@ -26,6 +26,7 @@
 // changes nothing; nothing here throws.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -251,6 +252,10 @@ class PagePool {
     OwnerRecord* find(OwnerId o);
     const OwnerRecord* find(OwnerId o) const;
     void drop_if_empty(OwnerId o);
+    // audit() steps 1 and 3 (step 2 is the design's check_physical): each returns "" or what is wrong.
+    std::string audit_owner_lists() const;
+    // The map tiles [0, budget) and names every allocated handle; adds its bytes per UnitKind to by_kind.
+    std::string audit_map_tiling(std::array<uint64_t, 6>& by_kind) const;
 
     std::map<OwnerId, OwnerRecord> owners_;  // ordered: iteration never depends on hashing
     std::vector<OwnerId> page_owner_, state_owner_;
