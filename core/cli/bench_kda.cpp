@@ -64,17 +64,11 @@ struct Variant {
     std::vector<double> rates;    // head-tokens/s, one per round
 };
 
-void bench_kda(BenchContext& ctx) {
-    ctx.arch = simd_arch();
-    const bool quick = ctx.quick;
-    const int Tpre = quick ? 256 : 4096;
-    const int rounds = quick ? 1 : 3;
-    const double decode_ms = quick ? 15 : 300;  // per decode measurement
-    std::vector<Impl> impls = {Impl::scalar};
-    if (simd_enabled()) impls.push_back(Impl::simd);
-    auto impl_name = [](Impl i) { return i == Impl::simd ? "simd" : "scalar"; };
-    const float scale = default_scale(128);
+const char* impl_name(Impl i) { return i == Impl::simd ? "simd" : "scalar"; }
 
+// The layers of both head counts, H = 4 and 16: Tpre random tokens, a start state S0, the state S
+// the runs work on, and the many copies of S0 for decode with the state in memory.
+std::map<int, Layer> make_layers(int Tpre) {
     std::map<int, Layer> layers;
     for (int H : {4, 16}) {
         Layer& L = layers[H];
@@ -88,56 +82,59 @@ void bench_kda(BenchContext& ctx) {
         for (int m = 0; m < L.n_many; ++m)
             std::memcpy(L.many.data() + size_t(m) * L.s.state_floats(), L.S0.data(), L.S0.size() * 4);
     }
+    return layers;
+}
 
-    std::vector<Variant> vars;
-    for (int H : {4, 16}) {
-        Layer* L = &layers[H];
-        for (Impl impl : impls) {
-            // Decode: steps over a cycle of 64 distinct tokens until the time is up; the state carries on.
-            vars.push_back(
-                {std::string("decode/recurrent/") + impl_name(impl), H, 1, 0, [L, impl, scale, decode_ms] {
-                     const Deadline dl(decode_ms);
-                     long n = 0;
-                     do {
-                         for (int r = 0; r < 8; ++r, ++n) {
-                             const Tokens t = L->x.view().slice(L->s, int(n % 64), 1);
-                             recurrent_step(L->s, L->S.data(), t.q, t.k, t.v, t.g, t.beta, scale, L->o.data(),
-                                            impl);
-                         }
-                     } while (!dl.passed());
-                     return double(n) * L->s.HV;
-                 }});
-            if (impl == Impl::simd)  // the same steps, each on the next of n_many states
-                vars.push_back({"decode/recurrent/simd/state-in-memory", H, 1, 0, [L, scale, decode_ms] {
-                                    const Deadline dl(decode_ms);
-                                    long n = 0;
-                                    do {
-                                        for (int r = 0; r < 8; ++r, ++n) {
-                                            const Tokens t = L->x.view().slice(L->s, int(n % 64), 1);
-                                            float* S =
-                                                L->many.data() + size_t(n % L->n_many) * L->s.state_floats();
-                                            recurrent_step(L->s, S, t.q, t.k, t.v, t.g, t.beta, scale,
-                                                           L->o.data(), Impl::simd);
-                                        }
-                                    } while (!dl.passed());
-                                    return double(n) * L->s.HV;
-                                }});
-            // Prefill of Tpre tokens from the same start state: chunked, and token by token.
-            for (int C : impl == Impl::simd ? std::vector<int>{16, 32, 64} : std::vector<int>{64})
-                vars.push_back(
-                    {std::string("prefill/chunked/") + impl_name(impl), H, Tpre, C, [L, impl, scale, C] {
-                         std::memcpy(L->S.data(), L->S0.data(), L->S0.size() * 4);
-                         chunked(L->s, L->S.data(), L->x.view(), scale, C, L->o.data(), impl);
-                         return double(L->x.T) * L->s.HV;
-                     }});
-            vars.push_back(
-                {std::string("prefill/recurrent/") + impl_name(impl), H, Tpre, 1, [L, impl, scale] {
-                     std::memcpy(L->S.data(), L->S0.data(), L->S0.size() * 4);
-                     recurrent(L->s, L->S.data(), L->x.view(), scale, L->o.data(), impl);
-                     return double(L->x.T) * L->s.HV;
-                 }});
-        }
-    }
+// Decode: steps over a cycle of 64 distinct tokens until the time is up; the state carries on. With
+// SIMD also the same steps each on the next of n_many states, so that every step goes to memory.
+void add_decode(std::vector<Variant>& vars, Layer* L, int H, Impl impl, float scale, double decode_ms) {
+    vars.push_back({std::string("decode/recurrent/") + impl_name(impl), H, 1, 0, [L, impl, scale, decode_ms] {
+                        const Deadline dl(decode_ms);
+                        long n = 0;
+                        do {
+                            for (int r = 0; r < 8; ++r, ++n) {
+                                const Tokens t = L->x.view().slice(L->s, int(n % 64), 1);
+                                recurrent_step(L->s, L->S.data(), t.q, t.k, t.v, t.g, t.beta, scale,
+                                               L->o.data(), impl);
+                            }
+                        } while (!dl.passed());
+                        return double(n) * L->s.HV;
+                    }});
+    if (impl == Impl::simd)  // the same steps, each on the next of n_many states
+        vars.push_back({"decode/recurrent/simd/state-in-memory", H, 1, 0, [L, scale, decode_ms] {
+                            const Deadline dl(decode_ms);
+                            long n = 0;
+                            do {
+                                for (int r = 0; r < 8; ++r, ++n) {
+                                    const Tokens t = L->x.view().slice(L->s, int(n % 64), 1);
+                                    float* S = L->many.data() + size_t(n % L->n_many) * L->s.state_floats();
+                                    recurrent_step(L->s, S, t.q, t.k, t.v, t.g, t.beta, scale, L->o.data(),
+                                                   Impl::simd);
+                                }
+                            } while (!dl.passed());
+                            return double(n) * L->s.HV;
+                        }});
+}
+
+// Prefill of Tpre tokens from the same start state: chunked (every C with SIMD, C = 64 with the slow
+// scalar kernel), and token by token.
+void add_prefill(std::vector<Variant>& vars, Layer* L, int H, Impl impl, float scale, int Tpre) {
+    for (int C : impl == Impl::simd ? std::vector<int>{16, 32, 64} : std::vector<int>{64})
+        vars.push_back({std::string("prefill/chunked/") + impl_name(impl), H, Tpre, C, [L, impl, scale, C] {
+                            std::memcpy(L->S.data(), L->S0.data(), L->S0.size() * 4);
+                            chunked(L->s, L->S.data(), L->x.view(), scale, C, L->o.data(), impl);
+                            return double(L->x.T) * L->s.HV;
+                        }});
+    vars.push_back({std::string("prefill/recurrent/") + impl_name(impl), H, Tpre, 1, [L, impl, scale] {
+                        std::memcpy(L->S.data(), L->S0.data(), L->S0.size() * 4);
+                        recurrent(L->s, L->S.data(), L->x.view(), scale, L->o.data(), impl);
+                        return double(L->x.T) * L->s.HV;
+                    }});
+}
+
+// One warm-up of every variant (pages in buffers, settles the clock), then `rounds` rounds in which
+// every variant takes its turn, timed in CPU time.
+void measure_interleaved(std::vector<Variant>& vars, int rounds) {
     for (auto& v : vars) v.run();  // warm-up: page in buffers, settle the clock
     for (int round = 0; round < rounds; ++round)
         for (auto& v : vars) {
@@ -145,12 +142,10 @@ void bench_kda(BenchContext& ctx) {
             const double ht = v.run();
             v.rates.push_back(ht / ((cpu_ms() - t0) * 1e-3));
         }
+}
 
-    auto find = [&](const std::string& name, int H, int C) -> double {
-        for (const auto& v : vars)
-            if (v.name == name && v.H == H && v.C == C) return median(v.rates);
-        return 0;
-    };
+// One result per variant: its median head-tokens/s and the parameters that tell it apart.
+void add_rates(BenchContext& ctx, const std::vector<Variant>& vars, int rounds) {
     for (const auto& v : vars) {
         BenchResult r{v.name,
                       {{"H", v.H}, {"K", 128}, {"V", 128}},
@@ -164,6 +159,18 @@ void bench_kda(BenchContext& ctx) {
         r.params.push_back({"rounds", rounds});
         ctx.add(r);
     }
+}
+
+// The median rate of a variant, 0 if it did not run.
+double rate_of(const std::vector<Variant>& vars, const std::string& name, int H, int C) {
+    for (const auto& v : vars)
+        if (v.name == name && v.H == H && v.C == C) return median(v.rates);
+    return 0;
+}
+
+// The ratios the README's benchmark targets talk about, per H, with the best kernel there is.
+void add_ratios(BenchContext& ctx, const std::vector<Variant>& vars) {
+    auto find = [&](const std::string& name, int H, int C) { return rate_of(vars, name, H, C); };
     for (int H : {4, 16}) {
         const std::string best = simd_enabled() ? "simd" : "scalar";
         auto ratio = [&](const std::string& name, double num, double den) {
@@ -185,6 +192,28 @@ void bench_kda(BenchContext& ctx) {
             ratio("ratio/prefill_chunked_best_over_decode_state_in_memory", best_chunked,
                   find("decode/recurrent/simd/state-in-memory", H, 0));
     }
+}
+
+void bench_kda(BenchContext& ctx) {
+    ctx.arch = simd_arch();
+    const bool quick = ctx.quick;
+    const int Tpre = quick ? 256 : 4096;
+    const int rounds = quick ? 1 : 3;
+    const double decode_ms = quick ? 15 : 300;  // per decode measurement
+    std::vector<Impl> impls = {Impl::scalar};
+    if (simd_enabled()) impls.push_back(Impl::simd);
+    const float scale = default_scale(128);
+
+    std::map<int, Layer> layers = make_layers(Tpre);
+    std::vector<Variant> vars;
+    for (int H : {4, 16})
+        for (Impl impl : impls) {
+            add_decode(vars, &layers[H], H, impl, scale, decode_ms);
+            add_prefill(vars, &layers[H], H, impl, scale, Tpre);
+        }
+    measure_interleaved(vars, rounds);
+    add_rates(ctx, vars, rounds);
+    add_ratios(ctx, vars);
 }
 
 }  // namespace

@@ -41,77 +41,91 @@ struct Variant {
     std::vector<double> rates;
 };
 
-void bench_model(BenchContext& ctx) {
-    ctx.arch = kda::simd_arch();
-    const bool quick = ctx.quick;
-    const std::vector<int> prefill_T = quick ? std::vector<int>{64} : std::vector<int>{128, 512};
-    const int decode_n = quick ? 8 : 64, rounds = quick ? 1 : 3;
-    const std::vector<int> contexts = quick ? std::vector<int>{64} : std::vector<int>{64, 1024};
+// A preset with its kernels, ready to measure: the model (its creation timed), a pool and a sequence
+// for max_ctx tokens, a random prompt of max_ctx tokens, and the sequence saved after every decode
+// context's prefill, then empty (for prefill). Null if the model or its pool cannot be made.
+std::unique_ptr<Setup> make_setup(const char* preset, Impl impl, int max_ctx,
+                                  const std::vector<int>& contexts) {
+    auto s = std::make_unique<Setup>();
+    s->preset = preset;
+    s->impl = impl == Impl::simd ? "simd" : "scalar";
+    ModelOptions o;
+    o.impl = impl;
+    const Stopwatch sw;
+    ModelResult m = Model::create(*model_preset(preset), 1, o);
+    s->create_ms = sw.ms();
+    if (!m.model) return nullptr;
+    s->model = std::move(m.model);
+    PoolResult p = make_model_pool(*s->model, 1, uint64_t(max_ctx), 16);
+    if (!p.pool) return nullptr;
+    s->pool = std::move(p.pool);
+    s->seq = s->model->new_sequence(*s->pool, 1).seq;
+    Rng r(7);
+    for (int i = 0; i < max_ctx; ++i) s->prompt.push_back(int32_t(r.below(uint64_t(s->model->vocab()))));
+    const SequenceSnapshot empty = s->model->save(*s->seq);
+    for (int c : contexts) {
+        (void)s->model->restore(*s->seq, empty);
+        (void)s->model->prefill(*s->seq, std::span<const int32_t>(s->prompt.data(), size_t(c)));
+        s->at.push_back(s->model->save(*s->seq));
+    }
+    s->at.push_back(empty);  // last: the empty sequence, for prefill
+    return s;
+}
 
-    std::vector<std::unique_ptr<Setup>> setups;
-    auto add_setup = [&](const char* preset, Impl impl) {
-        auto s = std::make_unique<Setup>();
-        s->preset = preset;
-        s->impl = impl == Impl::simd ? "simd" : "scalar";
-        ModelOptions o;
-        o.impl = impl;
-        const Stopwatch sw;
-        ModelResult m = Model::create(*model_preset(preset), 1, o);
-        s->create_ms = sw.ms();
-        if (!m.model) return;
-        s->model = std::move(m.model);
-        const int max_ctx = std::max(prefill_T.back(), contexts.back() + decode_n);
-        PoolResult p = make_model_pool(*s->model, 1, uint64_t(max_ctx), 16);
-        if (!p.pool) return;
-        s->pool = std::move(p.pool);
-        s->seq = s->model->new_sequence(*s->pool, 1).seq;
-        Rng r(7);
-        for (int i = 0; i < max_ctx; ++i) s->prompt.push_back(int32_t(r.below(uint64_t(s->model->vocab()))));
-        const SequenceSnapshot empty = s->model->save(*s->seq);
-        for (int c : contexts) {
-            (void)s->model->restore(*s->seq, empty);
-            (void)s->model->prefill(*s->seq, std::span<const int32_t>(s->prompt.data(), size_t(c)));
-            s->at.push_back(s->model->save(*s->seq));
-        }
-        s->at.push_back(empty);  // last: the empty sequence, for prefill
-        setups.push_back(std::move(s));
-    };
-    add_setup("tiny", Impl::simd);
-    if (kda::simd_enabled()) add_setup("tiny", Impl::scalar);
-    add_setup("small", Impl::simd);
+// Prefill of the first T prompt tokens into the empty sequence.
+Variant prefill_variant(Setup* s, int T) {
+    return {s, "prefill", T, 0, [s, T] {
+                (void)s->model->restore(*s->seq, s->at.back());
+                const Stopwatch sw;
+                (void)s->model->prefill(*s->seq, std::span<const int32_t>(s->prompt.data(), size_t(T)));
+                return double(T) / (sw.ms() * 1e-3);
+            }};
+}
 
+// decode_n greedy steps after the prefill of contexts[c] tokens.
+Variant decode_variant(Setup* s, size_t c, int context, int decode_n) {
+    return {s, "decode", decode_n, context, [s, c, decode_n] {
+                (void)s->model->restore(*s->seq, s->at[c]);
+                std::vector<float> logits;
+                int32_t tok = s->prompt[size_t(s->seq->position())];
+                const Stopwatch sw;
+                for (int i = 0; i < decode_n; ++i) {
+                    (void)s->model->decode(*s->seq, tok, &logits);
+                    tok = argmax(logits.data(), s->model->vocab());
+                }
+                return double(decode_n) / (sw.ms() * 1e-3);
+            }};
+}
+
+// Every setup's variants, prefill then decode; the scalar kernels are slow, so they run only the
+// first prefill length and the first decode context.
+std::vector<Variant> make_variants(const std::vector<std::unique_ptr<Setup>>& setups,
+                                   const std::vector<int>& prefill_T, const std::vector<int>& contexts,
+                                   int decode_n) {
     std::vector<Variant> vars;
     for (auto& sp : setups) {
         Setup* s = sp.get();
         for (int T : prefill_T) {
             if (s->impl == "scalar" && T != prefill_T.front()) continue;  // the scalar kernels are slow
-            vars.push_back({s, "prefill", T, 0, [s, T] {
-                                (void)s->model->restore(*s->seq, s->at.back());
-                                const Stopwatch sw;
-                                (void)s->model->prefill(
-                                    *s->seq, std::span<const int32_t>(s->prompt.data(), size_t(T)));
-                                return double(T) / (sw.ms() * 1e-3);
-                            }});
+            vars.push_back(prefill_variant(s, T));
         }
         for (size_t c = 0; c < contexts.size(); ++c) {
             if (s->impl == "scalar" && c > 0) continue;
-            vars.push_back({s, "decode", decode_n, contexts[c], [s, c, decode_n] {
-                                (void)s->model->restore(*s->seq, s->at[c]);
-                                std::vector<float> logits;
-                                int32_t tok = s->prompt[size_t(s->seq->position())];
-                                const Stopwatch sw;
-                                for (int i = 0; i < decode_n; ++i) {
-                                    (void)s->model->decode(*s->seq, tok, &logits);
-                                    tok = argmax(logits.data(), s->model->vocab());
-                                }
-                                return double(decode_n) / (sw.ms() * 1e-3);
-                            }});
+            vars.push_back(decode_variant(s, c, contexts[c], decode_n));
         }
     }
+    return vars;
+}
+
+// One warm-up of every variant, then `rounds` rounds in which every variant takes its turn.
+void measure_interleaved(std::vector<Variant>& vars, int rounds) {
     for (auto& v : vars) v.run();  // warm-up
     for (int round = 0; round < rounds; ++round)
         for (auto& v : vars) v.rates.push_back(v.run());
+}
 
+// One result per variant: its median tokens/s and the parameters that tell it apart.
+void add_rates(BenchContext& ctx, const std::vector<Variant>& vars, int rounds) {
     for (const auto& v : vars) {
         BenchResult r{v.name + "/" + v.s->preset + "/" + v.s->impl, {}, {}, median(v.rates), "tokens/s"};
         if (v.name == "prefill")
@@ -122,19 +136,33 @@ void bench_model(BenchContext& ctx) {
         r.params.push_back({"rounds", rounds});
         ctx.add(r);
     }
+}
+
+// How long every setup's Model::create took (once, not repeated: building the weights).
+void add_create_times(BenchContext& ctx, const std::vector<std::unique_ptr<Setup>>& setups) {
     for (const auto& s : setups)
         ctx.add({"create_ms/" + s->preset + "/" + s->impl,
                  {{"parameters", double(s->model->weights().parameters())}},
                  {},
                  s->create_ms,
                  "ms"});
-    // `at`: the decode context, or the prefill length.
+}
+
+// The median rate of a variant, 0 if it did not run. `at`: the decode context, or the prefill length.
+double rate_of(const std::vector<Variant>& vars, const std::string& name, const std::string& preset,
+               const std::string& impl, int at) {
+    for (const auto& v : vars)
+        if (v.name == name && v.s->preset == preset && v.s->impl == impl &&
+            (name == "prefill" ? v.tokens : v.context) == at)
+            return median(v.rates);
+    return 0.0;
+}
+
+// Prefill over decode, tiny over small, and (with SIMD) the SIMD kernels over the scalar ones.
+void add_ratios(BenchContext& ctx, const std::vector<Variant>& vars, const std::vector<int>& prefill_T,
+                const std::vector<int>& contexts) {
     auto find = [&](const std::string& name, const std::string& preset, const std::string& impl, int at) {
-        for (const auto& v : vars)
-            if (v.name == name && v.s->preset == preset && v.s->impl == impl &&
-                (name == "prefill" ? v.tokens : v.context) == at)
-                return median(v.rates);
-        return 0.0;
+        return rate_of(vars, name, preset, impl, at);
     };
     auto ratio = [&](const std::string& name, double num, double den) {
         ctx.add({name, {}, {}, den > 0 ? num / den : 0, "ratio"});
@@ -151,6 +179,30 @@ void bench_model(BenchContext& ctx) {
         ratio("ratio/tiny_prefill" + std::to_string(T0) + "_simd_over_scalar",
               find("prefill", "tiny", "simd", T0), find("prefill", "tiny", "scalar", T0));
     }
+}
+
+void bench_model(BenchContext& ctx) {
+    ctx.arch = kda::simd_arch();
+    const bool quick = ctx.quick;
+    const std::vector<int> prefill_T = quick ? std::vector<int>{64} : std::vector<int>{128, 512};
+    const int decode_n = quick ? 8 : 64, rounds = quick ? 1 : 3;
+    const std::vector<int> contexts = quick ? std::vector<int>{64} : std::vector<int>{64, 1024};
+
+    // A setup that cannot be made is left out.
+    std::vector<std::unique_ptr<Setup>> setups;
+    const int max_ctx = std::max(prefill_T.back(), contexts.back() + decode_n);
+    auto add_setup = [&](const char* preset, Impl impl) {
+        if (auto s = make_setup(preset, impl, max_ctx, contexts)) setups.push_back(std::move(s));
+    };
+    add_setup("tiny", Impl::simd);
+    if (kda::simd_enabled()) add_setup("tiny", Impl::scalar);
+    add_setup("small", Impl::simd);
+
+    std::vector<Variant> vars = make_variants(setups, prefill_T, contexts, decode_n);
+    measure_interleaved(vars, rounds);
+    add_rates(ctx, vars, rounds);
+    add_create_times(ctx, setups);
+    add_ratios(ctx, vars, prefill_T, contexts);
 }
 
 }  // namespace

@@ -41,20 +41,9 @@ struct Decoding {
     std::vector<double> rates, accepts;
 };
 
-void bench_spec(BenchContext& ctx) {
-    ctx.arch = kda::simd_arch();
-    const bool quick = ctx.quick;
-    const int N = 4, rounds = quick ? 1 : 3, tokens = quick ? 16 : 64, reps = quick ? 3 : 15;
-    std::string err;
-    std::shared_ptr<model::Model> m = cached_model("tiny", 1, 16, &err);
-    if (!m) return;
-
-    // ---- restore time against n ----
-    const int n_max = quick ? 4 : 8;
-    auto lab = RollbackLab::create(*m, n_max, 32, 0.6, 7, &err);
-    if (!lab) return;
-    std::vector<double> copy_ms, replay_ms;
-    if (!lab->time_restore(RecordVariant::minimal_exact, reps, &copy_ms, &replay_ms).empty()) return;
+// The tiny model's rollback to n kept tokens (n = 0..n_max), by copy and by replay, as timed by the lab.
+void add_tiny_restore(BenchContext& ctx, const std::vector<double>& copy_ms,
+                      const std::vector<double>& replay_ms, int n_max, int reps) {
     for (int n = 0; n <= n_max; ++n) {
         ctx.add({"restore_ms/tiny/copy", {{"n", n}, {"reps", reps}}, {}, copy_ms[size_t(n)], "ms"});
         ctx.add({"restore_ms/tiny/replay",
@@ -63,6 +52,11 @@ void bench_spec(BenchContext& ctx) {
                  replay_ms[size_t(n)],
                  "ms"});
     }
+}
+
+// One KDA layer at Kimi-Linear dimensions: what a real model's rollback costs, apart from the tiny
+// model's overheads.
+void bench_kimi_layer_restore(BenchContext& ctx, int n_max, int reps) {
     const LayerRestoreTiming lt = time_layer_restore(kda::Shape{32, 32, 128, 128}, 4, n_max, reps);
     for (int n = 0; n <= n_max; ++n) {
         ctx.add({"restore_ms/kimi_layer/copy",
@@ -82,71 +76,105 @@ void bench_spec(BenchContext& ctx) {
                  {},
                  lt.copy_ms[0] / (lt.replay_ms.back() / n_max),
                  "ratio"});
+}
 
-    // ---- tokens/s, plain and speculative ----
+// What every tokens/s run decodes: the same prompt, for `tokens` tokens, in a pool of `pool_tokens`.
+struct DecodeSetup {
+    model::Model& m;
+    int N = 0, tokens = 0;
+    std::vector<int32_t> prompt;
+    std::vector<int32_t> greedy;  // the target's greedy continuation: what the chance drafter gets right
+    size_t pool_tokens = 0;
+};
+
+// The prompt: 32 tokens of a fixed seed, so that every run and every build decodes the same sequence.
+std::vector<int32_t> random_prompt(const model::Model& m) {
     Rng rng(11);
     std::vector<int32_t> prompt;
-    for (int i = 0; i < 32; ++i) prompt.push_back(int32_t(rng.below(uint64_t(m->vocab()))));
-    std::vector<int32_t> greedy;
-    {
-        PoolResult p = model::make_model_pool(*m, 1, uint64_t(prompt.size() + tokens + 2 * N));
-        if (!p.pool) return;
-        auto s = m->new_sequence(*p.pool, 1);
-        if (!s.seq || !greedy_decode(*m, *s.seq, prompt, tokens + 2 * N, &greedy).empty()) return;
-    }
-    const size_t pool_tokens = prompt.size() + size_t(tokens + 2 * N);
-    std::vector<Decoding> runs;
-    runs.push_back({"tokens_per_s/plain", {}, [&](double* acc) {
-                        *acc = 0;
-                        PoolResult p = model::make_model_pool(*m, 1, pool_tokens);
-                        auto s = m->new_sequence(*p.pool, 1);
-                        std::vector<float> logits;
-                        (void)m->prefill(*s.seq, prompt, &logits);
-                        const Stopwatch sw;
-                        for (int i = 0; i < tokens; ++i)
-                            (void)m->decode(*s.seq, model::argmax(logits.data(), m->vocab()), &logits);
-                        return tokens / (sw.ms() * 1e-3);
-                    }});
-    // One speculative run: `make` builds the drafter (outside the timing).
-    auto spec_run = [&](std::function<std::unique_ptr<Drafter>()> make, Rollback how) {
-        return [&, make, how](double* acc) {
-            PoolResult p = model::make_model_pool(*m, 1, pool_tokens);
-            auto s = m->new_sequence(*p.pool, 1);
-            std::unique_ptr<Drafter> d = make();
-            if (!d) return 0.0;
-            SpecDecoder dec(*m, *d, {N, how, RecordVariant::minimal_exact});
-            if (!dec.start(*s.seq, prompt).empty()) return 0.0;
-            std::vector<int32_t> out;
-            const Stopwatch sw;
-            while (int(out.size()) < tokens)
-                if (!dec.step(*s.seq, &out).empty()) return 0.0;
-            const double ms = sw.ms();
-            *acc = dec.stats().drafted ? double(dec.stats().accepted) / double(dec.stats().drafted) : 0;
-            return double(out.size()) / (ms * 1e-3);
-        };
+    for (int i = 0; i < 32; ++i) prompt.push_back(int32_t(rng.below(uint64_t(m.vocab()))));
+    return prompt;
+}
+
+// The target's greedy continuation of the prompt, 2 N tokens longer than a run keeps: a run's last
+// speculative step drafts and verifies past `tokens`. False if the model cannot run.
+bool greedy_continuation(DecodeSetup& u) {
+    PoolResult p = model::make_model_pool(u.m, 1, uint64_t(u.prompt.size() + u.tokens + 2 * u.N));
+    if (!p.pool) return false;
+    auto s = u.m.new_sequence(*p.pool, 1);
+    return s.seq && greedy_decode(u.m, *s.seq, u.prompt, u.tokens + 2 * u.N, &u.greedy).empty();
+}
+
+// Plain greedy decoding: the baseline every speculative run is divided by.
+Decoding plain_run(const DecodeSetup& u) {
+    return {"tokens_per_s/plain", {}, [&u](double* acc) {
+                *acc = 0;
+                PoolResult p = model::make_model_pool(u.m, 1, u.pool_tokens);
+                auto s = u.m.new_sequence(*p.pool, 1);
+                std::vector<float> logits;
+                (void)u.m.prefill(*s.seq, u.prompt, &logits);
+                const Stopwatch sw;
+                for (int i = 0; i < u.tokens; ++i)
+                    (void)u.m.decode(*s.seq, model::argmax(logits.data(), u.m.vocab()), &logits);
+                return u.tokens / (sw.ms() * 1e-3);
+            }};
+}
+
+// One speculative run: `make` builds the drafter (outside the timing).
+std::function<double(double*)> spec_run(const DecodeSetup& u, std::function<std::unique_ptr<Drafter>()> make,
+                                        Rollback how) {
+    return [&u, make, how](double* acc) {
+        PoolResult p = model::make_model_pool(u.m, 1, u.pool_tokens);
+        auto s = u.m.new_sequence(*p.pool, 1);
+        std::unique_ptr<Drafter> d = make();
+        if (!d) return 0.0;
+        SpecDecoder dec(u.m, *d, {u.N, how, RecordVariant::minimal_exact});
+        if (!dec.start(*s.seq, u.prompt).empty()) return 0.0;
+        std::vector<int32_t> out;
+        const Stopwatch sw;
+        while (int(out.size()) < u.tokens)
+            if (!dec.step(*s.seq, &out).empty()) return 0.0;
+        const double ms = sw.ms();
+        *acc = dec.stats().drafted ? double(dec.stats().accepted) / double(dec.stats().drafted) : 0;
+        return double(out.size()) / (ms * 1e-3);
     };
+}
+
+// Every variant, in the order they run and are reported: plain first (the ratios' denominator), the
+// chance drafter at each acceptance rate (with the snapshot rollback at 0.8 only), then the
+// self-drafters.
+std::vector<Decoding> decoding_runs(const DecodeSetup& u, bool quick) {
+    std::vector<Decoding> runs;
+    runs.push_back(plain_run(u));
     for (double pr : quick ? std::vector<double>{0.8} : std::vector<double>{0.5, 0.8, 0.95}) {
-        auto make = [&, pr] {
-            return std::unique_ptr<Drafter>(new ChanceDrafter(greedy, pr, 3, m->vocab()));
+        auto make = [&u, pr] {
+            return std::unique_ptr<Drafter>(new ChanceDrafter(u.greedy, pr, 3, u.m.vocab()));
         };
         runs.push_back({"tokens_per_s/spec_chance_replay",
-                        {{"N", N}, {"accept", pr}},
-                        spec_run(make, Rollback::replay)});
+                        {{"N", u.N}, {"accept", pr}},
+                        spec_run(u, make, Rollback::replay)});
         if (pr == 0.8)
             runs.push_back({"tokens_per_s/spec_chance_snapshot_tokenwise",
-                            {{"N", N}, {"accept", pr}},
-                            spec_run(make, Rollback::snapshot)});
+                            {{"N", u.N}, {"accept", pr}},
+                            spec_run(u, make, Rollback::snapshot)});
     }
     for (int bits : quick ? std::vector<int>{4} : std::vector<int>{8, 4}) {
+        std::string err;
         std::shared_ptr<model::Model> dm = cached_model("tiny", 1, bits, &err);
         if (!dm) continue;
-        auto make = [&, dm] {
+        auto make = [&u, dm] {
             std::string e;
-            return std::unique_ptr<Drafter>(SelfDrafter::create(*dm, pool_tokens + 8, &e).release());
+            return std::unique_ptr<Drafter>(SelfDrafter::create(*dm, u.pool_tokens + 8, &e).release());
         };
-        runs.push_back(
-            {"tokens_per_s/spec_self_replay", {{"N", N}, {"bits", bits}}, spec_run(make, Rollback::replay)});
+        runs.push_back({"tokens_per_s/spec_self_replay",
+                        {{"N", u.N}, {"bits", bits}},
+                        spec_run(u, make, Rollback::replay)});
     }
+    return runs;
+}
+
+// One warm-up of every run, then `rounds` rounds in which every run takes its turn: slow drifts of the
+// machine then touch every variant alike.
+void measure_interleaved(std::vector<Decoding>& runs, int rounds) {
     double dummy = 0;
     for (auto& r : runs) r.run(&dummy);  // warm-up
     for (int round = 0; round < rounds; ++round)
@@ -155,6 +183,10 @@ void bench_spec(BenchContext& ctx) {
             r.rates.push_back(r.run(&acc));
             r.accepts.push_back(acc);
         }
+}
+
+// The medians, then every speculative run over plain (runs[0]).
+void add_decoding(BenchContext& ctx, const std::vector<Decoding>& runs, int tokens, int rounds) {
     const double plain = median(runs[0].rates);
     for (auto& r : runs) {
         BenchResult b{r.name, r.params, {}, median(r.rates), "tokens/s"};
@@ -170,6 +202,33 @@ void bench_spec(BenchContext& ctx) {
                  {},
                  plain > 0 ? median(runs[i].rates) / plain : 0,
                  "ratio"});
+}
+
+void bench_spec(BenchContext& ctx) {
+    ctx.arch = kda::simd_arch();
+    const bool quick = ctx.quick;
+    const int N = 4, rounds = quick ? 1 : 3, tokens = quick ? 16 : 64, reps = quick ? 3 : 15;
+    std::string err;
+    std::shared_ptr<model::Model> m = cached_model("tiny", 1, 16, &err);
+    if (!m) return;
+
+    // ---- restore time against n ----
+    const int n_max = quick ? 4 : 8;
+    // Held to the end: its pool stays allocated while the tokens/s runs below are measured.
+    auto lab = RollbackLab::create(*m, n_max, 32, 0.6, 7, &err);
+    if (!lab) return;
+    std::vector<double> copy_ms, replay_ms;
+    if (!lab->time_restore(RecordVariant::minimal_exact, reps, &copy_ms, &replay_ms).empty()) return;
+    add_tiny_restore(ctx, copy_ms, replay_ms, n_max, reps);
+    bench_kimi_layer_restore(ctx, n_max, reps);
+
+    // ---- tokens/s, plain and speculative ----
+    DecodeSetup u{*m, N, tokens, random_prompt(*m)};
+    if (!greedy_continuation(u)) return;
+    u.pool_tokens = u.prompt.size() + size_t(tokens + 2 * N);
+    std::vector<Decoding> runs = decoding_runs(u, quick);
+    measure_interleaved(runs, rounds);
+    add_decoding(ctx, runs, tokens, rounds);
 }
 
 }  // namespace

@@ -72,6 +72,19 @@ class LineParser {
         return true;
     }
 
+    // The keys a request must have, each once; any other key's value is skipped.
+    enum Field { kTimestamp, kInput, kOutput, kIds, kFields };
+    static constexpr const char* kFieldNames[kFields] = {"timestamp", "input_length", "output_length",
+                                                         "hash_ids"};
+    // The parts of parse(), in the order they meet the line; ids_before is ids.size() before this line.
+    bool members(TraceRequest& r, std::vector<uint64_t>& ids, size_t ids_before, uint64_t total_ids,
+                 bool (&seen)[kFields]);
+    bool field_value(int f, TraceRequest& r, std::vector<uint64_t>& ids, size_t ids_before,
+                     uint64_t total_ids);
+    bool timestamp(double& ms);
+    bool hash_ids(std::vector<uint64_t>& ids, size_t ids_before, uint64_t total_ids);
+    bool ids_cover_input(const TraceRequest& r);
+
     std::string_view s_;
     size_t p_ = 0;
     uint64_t line_;
@@ -228,108 +241,132 @@ bool LineParser::skip_value(uint32_t depth) {
 bool LineParser::parse(TraceRequest& r, std::vector<uint64_t>& ids, uint64_t total_ids) {
     ws();
     if (!expect('{', "at the start of a request object")) return false;
-    enum { kTimestamp, kInput, kOutput, kIds, kFields };
-    static const char* names[kFields] = {"timestamp", "input_length", "output_length", "hash_ids"};
     bool seen[kFields] = {};
-    const uint64_t max_input = uint64_t(lim_.max_ids_per_request) * lim_.block_tokens;
     const size_t ids_before = ids.size();
-    ws();
-    if (peek() == '}')
-        ++p_;
-    else
-        while (true) {
-            ws();
-            const size_t key_at = p_;
-            std::string key;
-            if (peek() != '"') return fail("expected a key string, found " + found());
-            if (!string(&key)) return false;
-            ws();
-            if (!expect(':', "after the key '" + key + "'")) return false;
-            ws();
-            int f = -1;
-            for (int i = 0; i < kFields; ++i)
-                if (key == names[i]) f = i;
-            if (f >= 0 && seen[f]) {
-                p_ = key_at;
-                return fail("duplicate key '" + key + "'");
-            }
-            if (f >= 0) seen[f] = true;
-            uint64_t v = 0;
-            switch (f) {
-                case kTimestamp: {
-                    std::string_view span;
-                    const size_t b = p_;
-                    if (!number_span(span)) {
-                        error_.clear();
-                        p_ = b;
-                        return fail("timestamp: expected a number of milliseconds, found " + found());
-                    }
-                    const auto t = parse_real(span);
-                    if (!t || *t < 0 || *t > 1e15) {
-                        p_ = b;
-                        return fail("timestamp: " + std::string(span.substr(0, 24)) +
-                                    " is not a time in milliseconds in [0, 1e15]");
-                    }
-                    r.timestamp_ms = *t;
-                    break;
-                }
-                case kInput:
-                    if (!uint_value("input_length", max_input, v)) return false;
-                    r.input_length = uint32_t(v);
-                    break;
-                case kOutput:
-                    if (!uint_value("output_length", lim_.max_output_length, v)) return false;
-                    r.output_length = uint32_t(v);
-                    break;
-                case kIds: {
-                    if (!expect('[', "(hash_ids is an array of block ids)")) return false;
-                    ws();
-                    if (peek() == ']') {
-                        ++p_;
-                        break;
-                    }
-                    while (true) {
-                        ws();
-                        if (!uint_value("hash_ids", kMaxSafeInteger, v)) return false;
-                        if (ids.size() - ids_before >= lim_.max_ids_per_request)
-                            return fail("hash_ids: more than " + format_grouped(lim_.max_ids_per_request) +
-                                        " ids in one request");
-                        if (total_ids + (ids.size() - ids_before) >= lim_.max_total_ids)
-                            return fail("hash_ids: more than " + format_grouped(double(lim_.max_total_ids)) +
-                                        " ids in the trace");
-                        ids.push_back(v);
-                        ws();
-                        if (peek() == ',') {
-                            ++p_;
-                            continue;
-                        }
-                        if (peek() == ']') {
-                            ++p_;
-                            break;
-                        }
-                        return fail("hash_ids: expected ',' or ']', found " + found());
-                    }
-                    break;
-                }
-                default:
-                    if (!skip_value(0)) return false;
-            }
-            ws();
-            if (peek() == ',') {
-                ++p_;
-                continue;
-            }
-            if (peek() == '}') {
-                ++p_;
-                break;
-            }
-            return fail("expected ',' or '}' after the value of '" + key + "', found " + found());
-        }
+    if (!members(r, ids, ids_before, total_ids, seen)) return false;
     ws();
     if (!at_end()) return fail("unexpected characters after the request object: " + found());
     for (int i = 0; i < kFields; ++i)
-        if (!seen[i]) return fail(std::string("missing key '") + names[i] + "'");
+        if (!seen[i]) return fail(std::string("missing key '") + kFieldNames[i] + "'");
     r.n_ids = uint32_t(ids.size() - ids_before);
+    return ids_cover_input(r);
+}
+
+// The object's members after its '{', through its '}'. A key is marked seen before its value is
+// parsed, and a duplicate is reported at the key.
+bool LineParser::members(TraceRequest& r, std::vector<uint64_t>& ids, size_t ids_before, uint64_t total_ids,
+                         bool (&seen)[kFields]) {
+    ws();
+    if (peek() == '}') {
+        ++p_;
+        return true;
+    }
+    while (true) {
+        ws();
+        const size_t key_at = p_;
+        std::string key;
+        if (peek() != '"') return fail("expected a key string, found " + found());
+        if (!string(&key)) return false;
+        ws();
+        if (!expect(':', "after the key '" + key + "'")) return false;
+        ws();
+        int f = -1;
+        for (int i = 0; i < kFields; ++i)
+            if (key == kFieldNames[i]) f = i;
+        if (f >= 0 && seen[f]) {
+            p_ = key_at;
+            return fail("duplicate key '" + key + "'");
+        }
+        if (f >= 0) seen[f] = true;
+        if (!field_value(f, r, ids, ids_before, total_ids)) return false;
+        ws();
+        if (peek() == ',') {
+            ++p_;
+            continue;
+        }
+        if (peek() == '}') {
+            ++p_;
+            return true;
+        }
+        return fail("expected ',' or '}' after the value of '" + key + "', found " + found());
+    }
+}
+
+// The value of field f (-1: a key we do not use) into r or ids.
+bool LineParser::field_value(int f, TraceRequest& r, std::vector<uint64_t>& ids, size_t ids_before,
+                             uint64_t total_ids) {
+    // input_length is bounded by what the ids of one request can cover.
+    const uint64_t max_input = uint64_t(lim_.max_ids_per_request) * lim_.block_tokens;
+    uint64_t v = 0;
+    switch (f) {
+        case kTimestamp: return timestamp(r.timestamp_ms);
+        case kInput:
+            if (!uint_value("input_length", max_input, v)) return false;
+            r.input_length = uint32_t(v);
+            return true;
+        case kOutput:
+            if (!uint_value("output_length", lim_.max_output_length, v)) return false;
+            r.output_length = uint32_t(v);
+            return true;
+        case kIds: return hash_ids(ids, ids_before, total_ids);
+        default: return skip_value(0);
+    }
+}
+
+// A JSON number of milliseconds in [0, 1e15]; errors point at the value's start.
+bool LineParser::timestamp(double& ms) {
+    std::string_view span;
+    const size_t b = p_;
+    if (!number_span(span)) {
+        error_.clear();  // number_span's own message gives way to one that names the field
+        p_ = b;
+        return fail("timestamp: expected a number of milliseconds, found " + found());
+    }
+    const auto t = parse_real(span);
+    if (!t || *t < 0 || *t > 1e15) {
+        p_ = b;
+        return fail("timestamp: " + std::string(span.substr(0, 24)) +
+                    " is not a time in milliseconds in [0, 1e15]");
+    }
+    ms = *t;
+    return true;
+}
+
+// The array of block ids, appended to ids, within the per-request and the whole-trace limits.
+bool LineParser::hash_ids(std::vector<uint64_t>& ids, size_t ids_before, uint64_t total_ids) {
+    if (!expect('[', "(hash_ids is an array of block ids)")) return false;
+    ws();
+    if (peek() == ']') {
+        ++p_;
+        return true;
+    }
+    uint64_t v = 0;
+    while (true) {
+        ws();
+        if (!uint_value("hash_ids", kMaxSafeInteger, v)) return false;
+        if (ids.size() - ids_before >= lim_.max_ids_per_request)
+            return fail("hash_ids: more than " + format_grouped(lim_.max_ids_per_request) +
+                        " ids in one request");
+        if (total_ids + (ids.size() - ids_before) >= lim_.max_total_ids)
+            return fail("hash_ids: more than " + format_grouped(double(lim_.max_total_ids)) +
+                        " ids in the trace");
+        ids.push_back(v);
+        ws();
+        if (peek() == ',') {
+            ++p_;
+            continue;
+        }
+        if (peek() == ']') {
+            ++p_;
+            return true;
+        }
+        return fail("hash_ids: expected ',' or ']', found " + found());
+    }
+}
+
+// One id per block_tokens-token block of the input, the last block partial; the error is the
+// line's, so it points at column 1.
+bool LineParser::ids_cover_input(const TraceRequest& r) {
     const uint64_t need = (uint64_t(r.input_length) + lim_.block_tokens - 1) / lim_.block_tokens;
     if (r.n_ids != need) {
         p_ = 0;

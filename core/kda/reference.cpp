@@ -41,90 +41,168 @@ void recurrent(const Shape& s, double* S, const Tokens& x, double scale, double*
     }
 }
 
-void chunked(const Shape& s, double* S, const Tokens& x, double scale, int C, double* o) {
+namespace {
+
+// The work buffers of chunked(), sized for a full chunk of C tokens: allocated once per call and
+// reused by every head and chunk (a shorter last chunk uses their first rows).
+struct ChunkBufs {
+    ChunkBufs(size_t rows, int K, int V)
+        : Cs(rows),
+          G(rows * K),
+          L(rows * rows),
+          A(rows * rows),
+          X(rows * rows),
+          W(rows * K),
+          U(rows * V),
+          D(rows * V),
+          Kx(rows * K),
+          Q(rows * K),
+          Vx(rows * V),
+          b(rows),
+          Qg(rows * K),
+          KG(rows * K),
+          Kd(rows * K) {}
+    size_t Cs;  // the row stride of L, A and X
+    std::vector<double> G, L, A, X, W, U, D;
+    std::vector<double> Kx, Q, Vx, b, Qg, KG, Kd;
+};
+
+// Gathers the n tokens from t0 of head h: keys, scaled queries, values, beta, and the cumulative gates
+// G, reset at the chunk start.
+void gather_chunk(const Shape& s, const Tokens& x, double scale, int h, int t0, int n, ChunkBufs& w) {
     const int K = s.K, V = s.V, grp = s.group();
-    const size_t Cs = size_t(C);
-    std::vector<double> G(Cs * K), L(Cs * Cs), A(Cs * Cs), X(Cs * Cs), W(Cs * K), U(Cs * V), D(Cs * V);
-    std::vector<double> Kx(Cs * K), Q(Cs * K), Vx(Cs * V), b(Cs), Qg(Cs * K), KG(Cs * K), Kd(Cs * K);
+    for (int r = 0; r < n; ++r) {
+        const size_t t = size_t(t0 + r);
+        for (int i = 0; i < K; ++i) {
+            w.Kx[size_t(r) * K + i] = x.k[t * s.qk_row() + size_t(h / grp) * K + i];
+            w.Q[size_t(r) * K + i] = scale * double(x.q[t * s.qk_row() + size_t(h / grp) * K + i]);
+            const double gi = x.g[t * s.g_row() + size_t(h) * K + i];
+            w.G[size_t(r) * K + i] = (r ? w.G[size_t(r - 1) * K + i] : 0.0) + gi;
+        }
+        for (int j = 0; j < V; ++j) w.Vx[size_t(r) * V + j] = x.v[t * s.v_row() + size_t(h) * V + j];
+        w.b[r] = x.beta[t * size_t(s.HV) + h];
+    }
+}
+
+// Phase A, the pairwise terms: L (strictly lower, times beta) and Aqk (lower), each gated by
+// exp(G_r - G_c) <= 1, so no exp of a positive number is ever taken.
+void pairwise_terms(const Shape& s, int n, ChunkBufs& w) {
+    const int K = s.K;
+    const size_t Cs = w.Cs;
+    for (int r = 0; r < n; ++r)
+        for (int c = 0; c < n; ++c) {
+            double l = 0, a = 0;
+            if (c <= r)
+                for (int i = 0; i < K; ++i) {
+                    const double e = exp_f64(w.G[size_t(r) * K + i] - w.G[size_t(c) * K + i]);
+                    l += w.Kx[size_t(r) * K + i] * w.Kx[size_t(c) * K + i] * e;
+                    a += w.Q[size_t(r) * K + i] * w.Kx[size_t(c) * K + i] * e;
+                }
+            w.L[size_t(r) * Cs + c] = c < r ? w.b[r] * l : 0.0;
+            w.A[size_t(r) * Cs + c] = c <= r ? a : 0.0;
+        }
+}
+
+// Phase A: X = (I + L)^{-1} by forward substitution (L is strictly lower, so X is unit lower).
+void invert_unit_lower(int n, ChunkBufs& w) {
+    const size_t Cs = w.Cs;
+    for (int r = 0; r < n; ++r)
+        for (int c = 0; c < n; ++c) {
+            double xv = r == c ? 1.0 : 0.0;
+            if (c < r)
+                for (int m = c; m < r; ++m) xv -= w.L[size_t(r) * Cs + m] * w.X[size_t(m) * Cs + c];
+            w.X[size_t(r) * Cs + c] = xv;
+        }
+}
+
+// Phase A: queries and keys gated from the chunk start (Q exp G, K exp G) and keys gated to its end
+// (K exp(G_n - G), the exp of a difference again, <= 1).
+void gated_rows(const Shape& s, int n, ChunkBufs& w) {
+    const int K = s.K;
+    const size_t last = size_t(n - 1) * K;
+    for (int r = 0; r < n; ++r)
+        for (int i = 0; i < K; ++i) {
+            const size_t ri = size_t(r) * K + i;
+            w.Qg[ri] = w.Q[ri] * exp_f64(w.G[ri]);
+            w.KG[ri] = w.Kx[ri] * exp_f64(w.G[ri]);
+            w.Kd[ri] = w.Kx[ri] * exp_f64(w.G[last + i] - w.G[ri]);
+        }
+}
+
+// Phase A, the WY transform: W = X Diag(beta) (K exp G), U = X Diag(beta) V.
+void wy_transform(const Shape& s, int n, ChunkBufs& w) {
+    const int K = s.K, V = s.V;
+    const size_t Cs = w.Cs;
+    for (int r = 0; r < n; ++r) {
+        for (int i = 0; i < K; ++i) {
+            double acc = 0;
+            for (int c = 0; c <= r; ++c) acc += w.X[size_t(r) * Cs + c] * w.b[c] * w.KG[size_t(c) * K + i];
+            w.W[size_t(r) * K + i] = acc;
+        }
+        for (int j = 0; j < V; ++j) {
+            double u = 0;
+            for (int c = 0; c <= r; ++c) u += w.X[size_t(r) * Cs + c] * w.b[c] * w.Vx[size_t(c) * V + j];
+            w.U[size_t(r) * V + j] = u;
+        }
+    }
+}
+
+// Phase B: D = U - W S, with the state the chunk starts from.
+void chunk_deltas(const Shape& s, const double* Sh, int n, ChunkBufs& w) {
+    const int K = s.K, V = s.V;
+    for (int r = 0; r < n; ++r)
+        for (int j = 0; j < V; ++j) {
+            double ws = 0;
+            for (int i = 0; i < K; ++i) ws += w.W[size_t(r) * K + i] * Sh[size_t(i) * V + j];
+            w.D[size_t(r) * V + j] = w.U[size_t(r) * V + j] - ws;
+        }
+}
+
+// Phase B: O = (Q exp G) S + Aqk D for the chunk's rows of head h, before S moves on.
+void chunk_outputs(const Shape& s, const double* Sh, int h, int t0, int n, const ChunkBufs& w, double* o) {
+    const int K = s.K, V = s.V;
+    const size_t Cs = w.Cs;
+    for (int r = 0; r < n; ++r)
+        for (int j = 0; j < V; ++j) {
+            double acc = 0;
+            for (int i = 0; i < K; ++i) acc += w.Qg[size_t(r) * K + i] * Sh[size_t(i) * V + j];
+            for (int c = 0; c <= r; ++c) acc += w.A[size_t(r) * Cs + c] * w.D[size_t(c) * V + j];
+            o[size_t(t0 + r) * s.v_row() + size_t(h) * V + j] = acc;
+        }
+}
+
+// Phase B: S = Diag(exp G_n) S + Kd^T D, the state after the chunk.
+void advance_state(const Shape& s, double* Sh, int n, const ChunkBufs& w) {
+    const int K = s.K, V = s.V;
+    const size_t last = size_t(n - 1) * K;
+    for (int i = 0; i < K; ++i) {
+        const double dl = exp_f64(w.G[last + i]);
+        for (int j = 0; j < V; ++j) {
+            double acc = dl * Sh[size_t(i) * V + j];
+            for (int c = 0; c < n; ++c) acc += w.Kd[size_t(c) * K + i] * w.D[size_t(c) * V + j];
+            Sh[size_t(i) * V + j] = acc;
+        }
+    }
+}
+
+}  // namespace
+
+void chunked(const Shape& s, double* S, const Tokens& x, double scale, int C, double* o) {
+    ChunkBufs w(size_t(C), s.K, s.V);
     for (int h = 0; h < s.HV; ++h) {
         double* Sh = S + size_t(h) * s.head_state();
         for (int t0 = 0; t0 < x.T; t0 += C) {
             const int n = x.T - t0 < C ? x.T - t0 : C;
-            // ---- gather the chunk, cumulative gates (reset at the chunk start) ----
-            for (int r = 0; r < n; ++r) {
-                const size_t t = size_t(t0 + r);
-                for (int i = 0; i < K; ++i) {
-                    Kx[size_t(r) * K + i] = x.k[t * s.qk_row() + size_t(h / grp) * K + i];
-                    Q[size_t(r) * K + i] = scale * double(x.q[t * s.qk_row() + size_t(h / grp) * K + i]);
-                    const double gi = x.g[t * s.g_row() + size_t(h) * K + i];
-                    G[size_t(r) * K + i] = (r ? G[size_t(r - 1) * K + i] : 0.0) + gi;
-                }
-                for (int j = 0; j < V; ++j) Vx[size_t(r) * V + j] = x.v[t * s.v_row() + size_t(h) * V + j];
-                b[r] = x.beta[t * size_t(s.HV) + h];
-            }
-            // ---- phase A: L, Aqk with exp(G_r - G_s) <= 1; X = (I + L)^{-1}; W, U ----
-            for (int r = 0; r < n; ++r)
-                for (int c = 0; c < n; ++c) {
-                    double l = 0, a = 0;
-                    if (c <= r)
-                        for (int i = 0; i < K; ++i) {
-                            const double e = exp_f64(G[size_t(r) * K + i] - G[size_t(c) * K + i]);
-                            l += Kx[size_t(r) * K + i] * Kx[size_t(c) * K + i] * e;
-                            a += Q[size_t(r) * K + i] * Kx[size_t(c) * K + i] * e;
-                        }
-                    L[size_t(r) * Cs + c] = c < r ? b[r] * l : 0.0;
-                    A[size_t(r) * Cs + c] = c <= r ? a : 0.0;
-                }
-            for (int r = 0; r < n; ++r)
-                for (int c = 0; c < n; ++c) {
-                    double xv = r == c ? 1.0 : 0.0;
-                    if (c < r)
-                        for (int m = c; m < r; ++m) xv -= L[size_t(r) * Cs + m] * X[size_t(m) * Cs + c];
-                    X[size_t(r) * Cs + c] = xv;
-                }
-            const size_t last = size_t(n - 1) * K;
-            for (int r = 0; r < n; ++r)
-                for (int i = 0; i < K; ++i) {
-                    const size_t ri = size_t(r) * K + i;
-                    Qg[ri] = Q[ri] * exp_f64(G[ri]);
-                    KG[ri] = Kx[ri] * exp_f64(G[ri]);
-                    Kd[ri] = Kx[ri] * exp_f64(G[last + i] - G[ri]);
-                }
-            for (int r = 0; r < n; ++r) {
-                for (int i = 0; i < K; ++i) {
-                    double w = 0;
-                    for (int c = 0; c <= r; ++c) w += X[size_t(r) * Cs + c] * b[c] * KG[size_t(c) * K + i];
-                    W[size_t(r) * K + i] = w;
-                }
-                for (int j = 0; j < V; ++j) {
-                    double u = 0;
-                    for (int c = 0; c <= r; ++c) u += X[size_t(r) * Cs + c] * b[c] * Vx[size_t(c) * V + j];
-                    U[size_t(r) * V + j] = u;
-                }
-            }
-            // ---- phase B: D = U - W S; O = (Q exp G) S + Aqk D; S = Diag(exp G_n) S + Kd^T D ----
-            for (int r = 0; r < n; ++r)
-                for (int j = 0; j < V; ++j) {
-                    double ws = 0;
-                    for (int i = 0; i < K; ++i) ws += W[size_t(r) * K + i] * Sh[size_t(i) * V + j];
-                    D[size_t(r) * V + j] = U[size_t(r) * V + j] - ws;
-                }
-            if (o)
-                for (int r = 0; r < n; ++r)
-                    for (int j = 0; j < V; ++j) {
-                        double acc = 0;
-                        for (int i = 0; i < K; ++i) acc += Qg[size_t(r) * K + i] * Sh[size_t(i) * V + j];
-                        for (int c = 0; c <= r; ++c) acc += A[size_t(r) * Cs + c] * D[size_t(c) * V + j];
-                        o[size_t(t0 + r) * s.v_row() + size_t(h) * V + j] = acc;
-                    }
-            for (int i = 0; i < K; ++i) {
-                const double dl = exp_f64(G[last + i]);
-                for (int j = 0; j < V; ++j) {
-                    double acc = dl * Sh[size_t(i) * V + j];
-                    for (int c = 0; c < n; ++c) acc += Kd[size_t(c) * K + i] * D[size_t(c) * V + j];
-                    Sh[size_t(i) * V + j] = acc;
-                }
-            }
+            gather_chunk(s, x, scale, h, t0, n, w);
+            // ---- phase A: everything within the chunk, independent of the state ----
+            pairwise_terms(s, n, w);
+            invert_unit_lower(n, w);
+            gated_rows(s, n, w);
+            wy_transform(s, n, w);
+            // ---- phase B: the chunk against the state, then the state past it ----
+            chunk_deltas(s, Sh, n, w);
+            if (o) chunk_outputs(s, Sh, h, t0, n, w, o);
+            advance_state(s, Sh, n, w);
         }
     }
 }

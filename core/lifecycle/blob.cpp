@@ -131,6 +131,156 @@ BlobStatus check_sampler(const SamplerState& s, uint32_t has_spare, uint64_t off
     return {};
 }
 
+// ---- read_blob's stages, in the order it runs them ----
+
+// The envelope: the magic (of as many bytes as there are), the length against a header and against
+// the declared total, the checksum, the version. Nothing of the header but the total is read before
+// the checksum has passed.
+BlobStatus check_envelope(const std::byte* p, uint64_t n) {
+    const size_t m = size_t(std::min<uint64_t>(n, 8));
+    if (m && std::memcmp(p, kBlobMagic, m) != 0)
+        return fail(BlobError::bad_magic, 0, "not a state blob: the first bytes are not the magic \"K3SEQ\"");
+    if (n < kBlobHeaderBytes + kBlobTrailerBytes)
+        return fail(BlobError::truncated, n,
+                    "blob is " + num(n) + " B, shorter than a header and checksum (" +
+                        num(kBlobHeaderBytes + kBlobTrailerBytes) + " B)");
+    const uint64_t total = get64(p + kOffTotal);
+    if (n < total)
+        return fail(BlobError::truncated, n,
+                    "blob is " + num(n) + " B, its header declares " + num(total) + " B");
+    if (n > total)
+        return fail(BlobError::trailing_bytes, total,
+                    "blob is " + num(n) + " B, its header declares " + num(total) + " B: " + num(n - total) +
+                        " bytes follow its end");
+    const uint32_t stored = get32(p + n - 4), crc = crc32c(p, size_t(n - 4));
+    if (stored != crc) {
+        char b[64];
+        std::snprintf(b, sizeof b, "stored 0x%08x, computed 0x%08x", unsigned(stored), unsigned(crc));
+        return fail(BlobError::checksum_mismatch, n - 4,
+                    std::string("CRC-32C mismatch (") + b + "): the blob was changed");
+    }
+    const uint32_t version = get32(p + kOffVersion);
+    if (version != kBlobVersion)
+        return fail(BlobError::unsupported_version, kOffVersion,
+                    "format version " + num(version) + ", this reader knows version " + num(kBlobVersion));
+    return {};
+}
+
+// The layout block at kOffLayout, as stored (its limits are checked with the other header values).
+void read_layout(const std::byte* lp, BlobLayout& l) {
+    l.state_order = StateOrder(uint8_t(lp[0]));
+    l.state_dtype = DType(uint8_t(lp[1]));
+    l.conv_dtype = DType(uint8_t(lp[2]));
+    l.kv_dtype = DType(uint8_t(lp[3]));
+    uint32_t* fields[] = {&l.linear_layers, &l.attention_layers, &l.heads,  &l.v_heads, &l.head_k,
+                          &l.head_v,        &l.conv_width,       &l.kv_row, &l.chunk};
+    for (size_t i = 0; i < 9; ++i) *fields[i] = get32(lp + 4 + 4 * i);
+}
+
+// The header's own fields (its size, the reserved field), then its values into r and their checks
+// (check_header_values: the same rules the writer follows).
+BlobStatus read_header(const std::byte* p, RequestState& r) {
+    if (get32(p + 12) != kBlobHeaderBytes)
+        return fail(BlobError::bad_header, 12,
+                    "header size " + num(get32(p + 12)) + ", version 1 has " + num(kBlobHeaderBytes));
+    if (get64(p + kOffReserved) != 0)
+        return fail(BlobError::bad_header, kOffReserved, "reserved header field is not zero");
+    r.model_hash = get64(p + kOffModelHash);
+    r.position = get64(p + kOffPosition);
+    r.consumed = get64(p + kOffConsumed);
+    r.prompt_tokens = get64(p + kOffPrompt);
+    r.contents = get32(p + kOffContents);
+    read_layout(p + kOffLayout, r.layout);
+    return check_header_values(r);
+}
+
+// The 16 B header of the section at `off`, against the one expected there. On success *bytes is its
+// payload size, checked to fit before `end` and to be what the header implies.
+BlobStatus check_section_header(const std::byte* p, uint64_t off, uint64_t end, const Expected& e,
+                                const RequestState& r, uint64_t* bytes) {
+    if (end - off < kSectionHeaderBytes)
+        return fail(BlobError::bad_section, off,
+                    std::string("the ") + kind_name(e.kind) + " section header at byte " + num(off) +
+                        " runs past the end");
+    const uint32_t kind = get32(p + off), layer = get32(p + off + 4);
+    *bytes = get64(p + off + 8);
+    const std::string where = std::string(kind_name(e.kind)) +
+                              (e.kind <= kKv ? " of layer " + num(e.layer) : "") + " (section at byte " +
+                              num(off) + ")";
+    if (kind != e.kind || layer != e.layer)
+        return fail(BlobError::bad_section, off,
+                    "expected the " + where + ", found kind " + num(kind) + " (" + kind_name(kind) +
+                        ") layer " + num(layer));
+    const uint64_t payload = off + kSectionHeaderBytes, size_at = off + 8;  // errors below point at the size
+    if (*bytes > end - payload)
+        return fail(BlobError::bad_section, size_at,
+                    where + ": " + num(*bytes) + " payload bytes run past the end of the blob");
+    if (e.kind == kKv && *bytes != e.bytes) {  // whole rows, but not `position` of them
+        const uint64_t row = r.layout.kv_bytes_per_token_per_layer();
+        if (row && *bytes % row == 0)
+            return fail(BlobError::position_mismatch, size_at,
+                        "header position is " + num(r.position) + " tokens but the " + where + " holds " +
+                            num(*bytes / row) + " rows");
+    }
+    if (e.kind == kTokens ? *bytes % 4 != 0 : *bytes != e.bytes)
+        return fail(BlobError::bad_section, size_at,
+                    where + ": " + num(*bytes) + " payload bytes, expected " +
+                        (e.kind == kTokens ? std::string("a multiple of 4") : num(e.bytes)));
+    return {};
+}
+
+// The payload of a checked section, `bytes` long at `off` (its size field at off - 8), into r, with
+// the checks of its values: enough tokens, a valid sampler.
+BlobStatus take_payload(const std::byte* p, uint64_t off, uint64_t bytes, const Expected& e,
+                        RequestState& r) {
+    const std::byte* q = p + off;
+    switch (e.kind) {
+        case kRecurrent:
+        case kConv: r.state.insert(r.state.end(), q, q + bytes); break;
+        case kKv: r.kv.insert(r.kv.end(), q, q + bytes); break;
+        case kTokens:
+            if (bytes / 4 < r.consumed)
+                return fail(BlobError::bad_tokens, off - 8,
+                            num(bytes / 4) + " tokens, fewer than the " + num(r.consumed) + " consumed");
+            r.tokens.resize(size_t(bytes / 4));
+            for (size_t i = 0; i < r.tokens.size(); ++i) r.tokens[i] = int32_t(get32(q + 4 * i));
+            break;
+        case kSampler: {
+            const uint32_t tb = get32(q), has_spare = get32(q + 4);
+            std::memcpy(&r.sampler.temperature, &tb, 4);
+            for (int i = 0; i < 4; ++i) r.sampler.rng.s[i] = get64(q + 8 + 8 * i);
+            const uint64_t sb = get64(q + 40);
+            std::memcpy(&r.sampler.rng.spare, &sb, 8);
+            r.sampler.rng.has_spare = has_spare == 1;
+            if (BlobStatus s = check_sampler(r.sampler, has_spare, off); !s.ok()) return s;
+            break;
+        }
+    }
+    return {};
+}
+
+// The sections after the header, each where the previous one ended, exactly as many as `secs`, up
+// to the trailer and not a byte short of it.
+BlobStatus read_sections(const std::byte* p, uint64_t n, const std::vector<Expected>& secs, RequestState& r) {
+    uint64_t off = kBlobHeaderBytes;
+    const uint64_t end = n - kBlobTrailerBytes;
+    const BlobLayout& l = r.layout;
+    if (r.contents & kBlobRecurrent) {  // only what the blob can hold: the layout's claim is not trusted yet
+        const uint64_t want = (l.recurrent_bytes_per_layer() + l.conv_bytes_per_layer()) * l.linear_layers;
+        if (want <= n) r.state.reserve(size_t(want));
+    }
+    for (const Expected& e : secs) {
+        uint64_t bytes = 0;
+        if (BlobStatus s = check_section_header(p, off, end, e, r, &bytes); !s.ok()) return s;
+        off += kSectionHeaderBytes;
+        if (BlobStatus s = take_payload(p, off, bytes, e, r); !s.ok()) return s;
+        off += bytes;
+    }
+    if (off != end)
+        return fail(BlobError::bad_section, off, num(end - off) + " unexpected bytes after the last section");
+    return {};
+}
+
 }  // namespace
 
 std::string write_blob(const RequestState& r, std::vector<std::byte>* out) {
@@ -216,124 +366,16 @@ BlobStatus read_blob(std::span<const std::byte> blob, RequestState* out) {
     *out = RequestState{};
     const uint64_t n = blob.size();
     const std::byte* p = blob.data();
-    // ---- length, magic, checksum, version ----
-    const size_t m = size_t(std::min<uint64_t>(n, 8));
-    if (m && std::memcmp(p, kBlobMagic, m) != 0)
-        return fail(BlobError::bad_magic, 0, "not a state blob: the first bytes are not the magic \"K3SEQ\"");
-    if (n < kBlobHeaderBytes + kBlobTrailerBytes)
-        return fail(BlobError::truncated, n,
-                    "blob is " + num(n) + " B, shorter than a header and checksum (" +
-                        num(kBlobHeaderBytes + kBlobTrailerBytes) + " B)");
-    const uint64_t total = get64(p + kOffTotal);
-    if (n < total)
-        return fail(BlobError::truncated, n,
-                    "blob is " + num(n) + " B, its header declares " + num(total) + " B");
-    if (n > total)
-        return fail(BlobError::trailing_bytes, total,
-                    "blob is " + num(n) + " B, its header declares " + num(total) + " B: " + num(n - total) +
-                        " bytes follow its end");
-    const uint32_t stored = get32(p + n - 4), crc = crc32c(p, size_t(n - 4));
-    if (stored != crc) {
-        char b[64];
-        std::snprintf(b, sizeof b, "stored 0x%08x, computed 0x%08x", unsigned(stored), unsigned(crc));
-        return fail(BlobError::checksum_mismatch, n - 4,
-                    std::string("CRC-32C mismatch (") + b + "): the blob was changed");
-    }
-    const uint32_t version = get32(p + kOffVersion);
-    if (version != kBlobVersion)
-        return fail(BlobError::unsupported_version, kOffVersion,
-                    "format version " + num(version) + ", this reader knows version " + num(kBlobVersion));
-    // ---- header ----
-    if (get32(p + 12) != kBlobHeaderBytes)
-        return fail(BlobError::bad_header, 12,
-                    "header size " + num(get32(p + 12)) + ", version 1 has " + num(kBlobHeaderBytes));
-    if (get64(p + kOffReserved) != 0)
-        return fail(BlobError::bad_header, kOffReserved, "reserved header field is not zero");
+    if (BlobStatus s = check_envelope(p, n); !s.ok()) return s;
     RequestState r;
-    r.model_hash = get64(p + kOffModelHash);
-    r.position = get64(p + kOffPosition);
-    r.consumed = get64(p + kOffConsumed);
-    r.prompt_tokens = get64(p + kOffPrompt);
-    r.contents = get32(p + kOffContents);
-    BlobLayout& l = r.layout;
-    const std::byte* lp = p + kOffLayout;
-    l.state_order = StateOrder(uint8_t(lp[0]));
-    l.state_dtype = DType(uint8_t(lp[1]));
-    l.conv_dtype = DType(uint8_t(lp[2]));
-    l.kv_dtype = DType(uint8_t(lp[3]));
-    uint32_t* fields[] = {&l.linear_layers, &l.attention_layers, &l.heads,  &l.v_heads, &l.head_k,
-                          &l.head_v,        &l.conv_width,       &l.kv_row, &l.chunk};
-    for (size_t i = 0; i < 9; ++i) *fields[i] = get32(lp + 4 + 4 * i);
-    if (BlobStatus s = check_header_values(r); !s.ok()) return s;
-    const std::vector<Expected> secs = expected_sections(l, r.position, r.contents);
+    if (BlobStatus s = read_header(p, r); !s.ok()) return s;
+    const std::vector<Expected> secs = expected_sections(r.layout, r.position, r.contents);
     const uint32_t count = get32(p + kOffSections);
     if (count != secs.size())
         return fail(BlobError::bad_header, kOffSections,
                     "section count " + num(count) + ", contents " + contents_text(r.contents) + " need " +
                         num(secs.size()));
-    // ---- sections ----
-    uint64_t off = kBlobHeaderBytes;
-    const uint64_t end = n - kBlobTrailerBytes;
-    if (r.contents & kBlobRecurrent) {  // only what the blob can hold: the layout's claim is not trusted yet
-        const uint64_t want = (l.recurrent_bytes_per_layer() + l.conv_bytes_per_layer()) * l.linear_layers;
-        if (want <= n) r.state.reserve(size_t(want));
-    }
-    for (const Expected& e : secs) {
-        if (end - off < kSectionHeaderBytes)
-            return fail(BlobError::bad_section, off,
-                        std::string("the ") + kind_name(e.kind) + " section header at byte " + num(off) +
-                            " runs past the end");
-        const uint32_t kind = get32(p + off), layer = get32(p + off + 4);
-        const uint64_t bytes = get64(p + off + 8);
-        const std::string where = std::string(kind_name(e.kind)) +
-                                  (e.kind <= kKv ? " of layer " + num(e.layer) : "") + " (section at byte " +
-                                  num(off) + ")";
-        if (kind != e.kind || layer != e.layer)
-            return fail(BlobError::bad_section, off,
-                        "expected the " + where + ", found kind " + num(kind) + " (" + kind_name(kind) +
-                            ") layer " + num(layer));
-        off += kSectionHeaderBytes;
-        if (bytes > end - off)
-            return fail(BlobError::bad_section, off - 8,
-                        where + ": " + num(bytes) + " payload bytes run past the end of the blob");
-        if (e.kind == kKv && bytes != e.bytes) {
-            const uint64_t row = l.kv_bytes_per_token_per_layer();
-            if (row && bytes % row == 0)
-                return fail(BlobError::position_mismatch, off - 8,
-                            "header position is " + num(r.position) + " tokens but the " + where + " holds " +
-                                num(bytes / row) + " rows");
-        }
-        if (e.kind == kTokens ? bytes % 4 != 0 : bytes != e.bytes)
-            return fail(BlobError::bad_section, off - 8,
-                        where + ": " + num(bytes) + " payload bytes, expected " +
-                            (e.kind == kTokens ? std::string("a multiple of 4") : num(e.bytes)));
-        const std::byte* q = p + off;
-        switch (e.kind) {
-            case kRecurrent:
-            case kConv: r.state.insert(r.state.end(), q, q + bytes); break;
-            case kKv: r.kv.insert(r.kv.end(), q, q + bytes); break;
-            case kTokens:
-                if (bytes / 4 < r.consumed)
-                    return fail(BlobError::bad_tokens, off - 8,
-                                num(bytes / 4) + " tokens, fewer than the " + num(r.consumed) + " consumed");
-                r.tokens.resize(size_t(bytes / 4));
-                for (size_t i = 0; i < r.tokens.size(); ++i) r.tokens[i] = int32_t(get32(q + 4 * i));
-                break;
-            case kSampler: {
-                const uint32_t tb = get32(q), has_spare = get32(q + 4);
-                std::memcpy(&r.sampler.temperature, &tb, 4);
-                for (int i = 0; i < 4; ++i) r.sampler.rng.s[i] = get64(q + 8 + 8 * i);
-                const uint64_t sb = get64(q + 40);
-                std::memcpy(&r.sampler.rng.spare, &sb, 8);
-                r.sampler.rng.has_spare = has_spare == 1;
-                if (BlobStatus s = check_sampler(r.sampler, has_spare, off); !s.ok()) return s;
-                break;
-            }
-        }
-        off += bytes;
-    }
-    if (off != end)
-        return fail(BlobError::bad_section, off, num(end - off) + " unexpected bytes after the last section");
+    if (BlobStatus s = read_sections(p, n, secs, r); !s.ok()) return s;
     if ((r.contents & kBlobTokens) && r.prompt_tokens > r.tokens.size())
         return fail(
             BlobError::bad_tokens, kOffPrompt,
