@@ -24,10 +24,14 @@ int g_idle_frames = 0;
 int g_frames = 0;  // frames drawn; the browser test checks that an idle page stops drawing
 std::string g_json;
 
-EM_JS(int, k3js_canvas_width, (),
-      { return Math.max(1, Math.round(window.innerWidth * (window.devicePixelRatio || 1))); });
-EM_JS(int, k3js_canvas_height, (),
-      { return Math.max(1, Math.round(window.innerHeight * (window.devicePixelRatio || 1))); });
+// JavaScript inside: clang-format would break its "=>" and "!==".
+// clang-format off
+EM_JS(int, k3js_canvas_width, (), {
+    return Math.max(1, Math.round(window.innerWidth * (window.devicePixelRatio || 1)));
+});
+EM_JS(int, k3js_canvas_height, (), {
+    return Math.max(1, Math.round(window.innerHeight * (window.devicePixelRatio || 1)));
+});
 EM_JS(void, k3js_save_png, (const char* name), {
     // Called right after drawing, in the same task, so the WebGL buffer still holds the frame.
     const a = document.createElement("a");
@@ -40,6 +44,7 @@ EM_JS(void, k3js_save_png, (const char* name), {
 EM_JS(void, k3js_loaded, (), {
     if (window.k3Loaded) window.k3Loaded();
 });
+// clang-format on
 
 void frame() {
     k3::ui::App& app = *g_app;

@@ -9,6 +9,8 @@
 #include "ui/platform.h"
 
 // JavaScript side of the platform layer; web/k3.js holds the rest of the glue.
+// JavaScript inside: clang-format would break its "=>" and "!==".
+// clang-format off
 EM_JS(char*, k3js_get_hash, (), {
     const s = window.location.hash || "";
     const n = lengthBytesUTF8(s) + 1;
@@ -18,7 +20,7 @@ EM_JS(char*, k3js_get_hash, (), {
 });
 EM_JS(void, k3js_set_hash, (const char* h), {
     const s = UTF8ToString(h);
-    if (window.location.hash != = s)
+    if (window.location.hash !== s)
         history.replaceState(null, "", s.length > 1 ? s : window.location.pathname);
 });
 EM_JS(char*, k3js_page_url, (), {
@@ -30,32 +32,24 @@ EM_JS(char*, k3js_page_url, (), {
 });
 EM_JS(void, k3js_download, (const char* name, const char* mime, const char* data, int size), {
     const bytes = HEAPU8.slice(data, data + size);
-    const blob = new Blob([bytes], {
-        type:
-            UTF8ToString(mime)
-    });
+    const blob = new Blob([bytes], {type: UTF8ToString(mime)});
     const a = document.createElement("a");
     a.href = URL.createObjectURL(blob);
     a.download = UTF8ToString(name);
     document.body.appendChild(a);
     a.click();
-    setTimeout(() = >
-                    {
-                        URL.revokeObjectURL(a.href);
-                        a.remove();
-                    },
-               1000);
+    setTimeout(() => { URL.revokeObjectURL(a.href); a.remove(); }, 1000);
 });
 EM_JS(int, k3js_copy, (const char* text), {
     const s = UTF8ToString(text);
     if (!navigator.clipboard) return 0;
-    navigator.clipboard.writeText(s).catch(() = > {});
+    navigator.clipboard.writeText(s).catch(() => {});
     return 1;
 });
 EM_JS(double, k3js_dpr, (), { return window.devicePixelRatio || 1; });
 EM_JS(void, k3js_fetch, (const char* name_ptr), {
     const name = UTF8ToString(name_ptr);
-    const done = (ptr, size, error) = > {
+    const done = (ptr, size, error) => {
         const n = lengthBytesUTF8(name) + 1, np = _malloc(n);
         stringToUTF8(name, np, n);
         const e = lengthBytesUTF8(error) + 1, ep = _malloc(e);
@@ -65,17 +59,17 @@ EM_JS(void, k3js_fetch, (const char* name_ptr), {
         _free(ep);
     };
     fetch("data/" + encodeURIComponent(name))
-        .then((r) = > r.ok ? r.arrayBuffer() : Promise.reject(new Error("HTTP " + r.status)))
-        .then((buf) = >
-                      {
-                          const bytes = new Uint8Array(buf);
-                          const p = _malloc(Math.max(1, bytes.length));
-                          HEAPU8.set(bytes, p);
-                          done(p, bytes.length, "");
-                          _free(p);
-                      })
-        .catch((err) = > done(0, 0, String(err && err.message || err)));
+        .then((r) => r.ok ? r.arrayBuffer() : Promise.reject(new Error("HTTP " + r.status)))
+        .then((buf) => {
+            const bytes = new Uint8Array(buf);
+            const p = _malloc(Math.max(1, bytes.length));
+            HEAPU8.set(bytes, p);
+            done(p, bytes.length, "");
+            _free(p);
+        })
+        .catch((err) => done(0, 0, String(err && err.message || err)));
 });
+// clang-format on
 
 namespace k3::ui::platform {
 
