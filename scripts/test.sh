@@ -22,6 +22,7 @@ build() { configure "$@" && cmake --build --preset "$1"; }
 ctest_in() { (cd "build/$1" && ctest -j2 --output-on-failure --timeout 900 "${@:2}"); }
 
 stage "set-up" scripts/setup.sh
+stage "style (clang-format, columns, function lengths, include layers, citations)" node tests/style/check_style.mjs
 stage "build native (release: core, CLI, desktop app, tests)" build native
 stage "test native (unit, modules through the CLI, bad input)" ctest_in native
 stage "build asan (clang -O1: AddressSanitizer + UBSan, libFuzzer targets)" build asan -DK3_FUZZ_SECONDS="$FUZZ_SECONDS"

@@ -28,8 +28,9 @@
 //                   kind 5 sampler: f32 temperature, u32 has_spare, u64 rng state[4], f64 spare
 //      end-4   4  CRC-32C (Castagnoli) of every byte before it
 //
-// The reader checks, in this order, and stops at the first problem with a specific error:
-// length against the header and the declared total (truncated / trailing_bytes), magic, checksum,
+// The reader checks, in this order, and stops at the first problem with a specific error: the magic
+// (on as many of its 8 bytes as there are, so a short non-blob is bad_magic), the length against
+// the header and the declared total (truncated / trailing_bytes), checksum,
 // version, header fields and layout limits, every section's kind, layer and size (a KV section whose
 // size is not position rows is a position_mismatch), token and sampler values; then, against the
 // model that is to resume it (check_blob), model hash, layout and the expected position. It allocates
