@@ -127,15 +127,20 @@ void RadixCache::unlink_child(NodeId c) {
 
 // ---- nodes, sequences, checkpoints ---------------------------------------------------------------
 
-uint32_t RadixCache::ref_seq(const TokenSeqPtr& s) {
-    uint32_t slot;
-    if (!free_seqs_.empty()) {
-        slot = free_seqs_.back();
-        free_seqs_.pop_back();
-    } else {
-        slot = uint32_t(seqs_.size());
-        seqs_.emplace_back();
+// A slot of `v` for a new element: the last one freed (listed in `free`), else a new one at the end.
+template <class T>
+static uint32_t take_slot(std::vector<T>& v, std::vector<uint32_t>& free) {
+    if (free.empty()) {
+        v.emplace_back();
+        return uint32_t(v.size() - 1);
     }
+    const uint32_t slot = free.back();
+    free.pop_back();
+    return slot;
+}
+
+uint32_t RadixCache::ref_seq(const TokenSeqPtr& s) {
+    const uint32_t slot = take_slot(seqs_, free_seqs_);
     seqs_[slot] = {s, 0};
     return slot;
 }
@@ -268,14 +273,7 @@ void RadixCache::state_append(NodeId n) {
 }
 
 void RadixCache::attach_state(NodeId n, const NewCheckpoint& cp) {
-    uint32_t c;
-    if (!free_cps_.empty()) {
-        c = free_cps_.back();
-        free_cps_.pop_back();
-    } else {
-        c = uint32_t(cps_.size());
-        cps_.emplace_back();
-    }
+    const uint32_t c = take_slot(cps_, free_cps_);
     Node& x = nodes_[n];
     cps_[c] = {cp.state, 1, 0, n, x.end, cp.kind};
     x.checkpoint = c;

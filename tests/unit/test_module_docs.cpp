@@ -74,12 +74,12 @@ TEST_CASE("module docs: every module has both texts, and its doc names only what
         }
         const ModuleDoc d = module_doc(e.id);
         CHECK(d.unknown_sections.empty());
-        for (const auto& [key, text] : d.param_help) {
-            CAPTURE(key);
+        for (const auto& entry : d.param_help) {  // no structured binding: CAPTURE takes it in a lambda
+            CAPTURE(entry.first);
             bool declared = false;
-            for (const ParamSpec& s : e.params) declared |= s.key == key;
+            for (const ParamSpec& s : e.params) declared |= s.key == entry.first;
             CHECK(declared);
-            CHECK(!text.empty());
+            CHECK(!entry.second.empty());
         }
     }
 }

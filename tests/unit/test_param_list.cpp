@@ -97,15 +97,19 @@ TEST_CASE("param list: an issue names the key of the field it is about, nested f
     CHECK(v[0].level == ParamIssue::error);
     CHECK(v[1].key == "seed");
     CHECK(v[1].level == ParamIssue::warning);
-    int not_a_parameter = 0;
-    Issues stray([&](const void* f) { return l.key_at(d, f); });
-    CHECK_THROWS_AS(stray.error(not_a_parameter, "x"), std::logic_error);
 }
 
+// The WebAssembly builds have no exceptions (a throw aborts there): these run natively.
+#ifndef __EMSCRIPTEN__
 TEST_CASE("param list: declaration mistakes are refused") {
     ParamList<Demo> l;
     l.flag(&Demo::on, "on", "On");
     CHECK_THROWS_AS(l.flag(&Demo::on, "on", "again"), std::logic_error);
     CHECK_THROWS_AS(l.choice(&Demo::mode, "mode", "Mode", Choices<Mode>{{Mode::fast, "fast", ""}}),
                     std::logic_error);
+    int not_a_parameter = 0;
+    const Demo d;
+    Issues stray([&](const void* f) { return l.key_at(d, f); });
+    CHECK_THROWS_AS(stray.error(not_a_parameter, "x"), std::logic_error);
 }
+#endif

@@ -68,8 +68,10 @@ TEST_CASE("report CSV: checks with their keys") {
 TEST_CASE("report builders: a table row must fit its columns; checks are found by key") {
     Table t = make_table("T", {{"a", "B"}, {"b", ""}});
     CHECK(t.units == std::vector<std::string>{"B", ""});
+#ifndef __EMSCRIPTEN__  // the WebAssembly builds have no exceptions: a throw aborts there
     CHECK_THROWS_AS(t.add({1.0}), std::logic_error);
     CHECK(t.rows.empty());
+#endif
     const Report r = sample();
     REQUIRE(r.find_check("c_key") != nullptr);
     CHECK(r.find_check("c_key")->name == "c");
