@@ -15,7 +15,6 @@ class Deadline {
   public:
     explicit Deadline(double budget_ms) : end_(now_ms() + budget_ms) {}
     bool passed() const { return now_ms() >= end_; }
-    double remaining_ms() const { return end_ - now_ms(); }
 
   private:
     double end_;

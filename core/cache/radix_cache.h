@@ -142,7 +142,6 @@ class RadixCache {
 
     const CacheConfig& config() const { return cfg_; }
     void set_capacity(uint64_t states, uint64_t kv_tokens);
-    void set_refresh(LruRefresh r) { cfg_.refresh = r; }
 
     // Longest cached prefix of q[0, len): no side effects (routers probe with this).
     Match match(const TokenSeq& q, uint64_t len) const;
@@ -181,7 +180,6 @@ class RadixCache {
     void give_back(uint32_t checkpoint);
 
     const CacheStats& stats() const { return stats_; }
-    uint64_t state_bytes_held() const { return stats_.state_bytes; }
     // Page ids of the lease's KV-visible prefix (real-state mode).
     std::vector<uint32_t> kv_pages(const Lease& lease) const;
     // All nodes in depth-first order (children in insertion order), root first.
@@ -240,7 +238,6 @@ class RadixCache {
     bool kv_entry_live(const std::pair<uint64_t, NodeId>& e) const;
     void state_unlink(NodeId n);
     void state_append(NodeId n);
-    bool is_leaf(NodeId n) const { return nodes_[n].n_children == 0; }
     void note_peaks();
 
     // insert(), in its two passes. Walks q[0, len) down the tree, splitting a node where q leaves it

@@ -58,7 +58,6 @@ class CostModel {
     int gpus() const { return gpus_; }
     uint64_t state_bytes() const { return state_bytes_; }
     uint64_t kv_bytes_per_token() const { return kv_bytes_; }
-    double weight_bytes() const { return 2.0 * total_params_; }
     // Prefill tokens per second of one instance for chunks of `chunk` tokens after `context` cached
     // tokens (capacity figures for token budgets and for the text).
     double prefill_tokens_per_s(double chunk, double context) const;

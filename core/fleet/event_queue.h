@@ -34,7 +34,6 @@ class EventQueue {
         if (!heap_.empty()) sift_down(0);
         return e;
     }
-    uint64_t pushed() const { return next_seq_; }
 
   private:
     static bool before(const FleetEvent& x, const FleetEvent& y) {

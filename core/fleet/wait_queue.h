@@ -50,7 +50,6 @@ class WaitQueue {
     void push_front(uint32_t req, uint32_t tenant);
     bool empty() const { return size_ == 0; }
     size_t size() const { return size_; }
-    size_t size_of(uint32_t tenant) const { return tenant < q_.size() ? q_[tenant].size() : 0; }
     // The next request to admit at `now`, among tenants `allowed` accepts (all if empty); false if
     // none may go now, with the time one may in *next (token buckets; negative if not known).
     bool pick(double now, Entry* out, double* next, const std::function<bool(uint32_t)>& allowed = {});

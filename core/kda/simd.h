@@ -25,7 +25,6 @@ inline constexpr int W = int(vf::size);
 
 inline vf load(const float* p) { return vf::load_unaligned(p); }
 inline void store(float* p, vf x) { x.store_unaligned(p); }
-inline vf bcast(float x) { return vf(x); }
 
 }  // namespace k3::kda::simd
 #endif

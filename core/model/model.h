@@ -90,7 +90,6 @@ class Model {
     int attention_index(int layer) const { return attention_index_[size_t(layer)]; }
     // The layer of the i-th linear (KDA) or attention (MLA) layer.
     int layer_of_linear(int i) const { return linear_layers_[size_t(i)]; }
-    int layer_of_attention(int i) const { return attention_layers_[size_t(i)]; }
     const KdaWeights& kda_weights(int linear_index) const {
         return weights_.blocks[size_t(layer_of_linear(linear_index))].kda;
     }

@@ -41,7 +41,6 @@ class SpecDecoder {
     // One step; appends the committed tokens (1 .. N) to *out.
     [[nodiscard]] std::string step(model::Sequence& seq, std::vector<int32_t>* out);
     const SpecStats& stats() const { return stats_; }
-    const Verifier& verifier() const { return verifier_; }
 
   private:
     model::Model& m_;

@@ -33,7 +33,6 @@ class RollbackLab {
                                                uint64_t seed, std::string* error);
 
     int draft_len() const { return N_; }
-    const std::vector<int32_t>& verified_tokens() const { return tokens_; }
     int accepted() const { return kept_; }  // tokens the target keeps (1 .. N): the real rejection point
     // One-pass (records) and token-by-token (snapshots) verification gave the same logits, bitwise.
     bool logits_match() const { return logits_match_; }

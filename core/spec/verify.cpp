@@ -64,7 +64,6 @@ std::string Verifier::keep(model::Sequence& seq, int n, bool force) {
         replay(m_, seq, recorder_.records(), 0, n, scratch_);
         replayed_ += uint64_t(n);
     }
-    ++copies_;
     return m_.truncate(seq, position_ + uint64_t(n));
 }
 

@@ -43,7 +43,6 @@ class Verifier {
     [[nodiscard]] std::string extend(model::Sequence& seq, std::span<const int32_t> tokens,
                                      std::vector<float>* logits);
     int verified() const { return verified_; }
-    uint64_t confirmed_position() const { return position_; }
     const std::vector<std::byte>& confirmed() const { return confirmed_; }
     const RecordBuffer& records() const { return recorder_.records(); }
 
@@ -58,7 +57,6 @@ class Verifier {
     // What rollback holds now: the confirmed state plus the snapshots or the records.
     uint64_t bytes_held() const;
     // Work done by keep() so far: states copied and tokens replayed (per linear layer).
-    uint64_t states_copied() const { return copies_; }
     uint64_t tokens_replayed() const { return replayed_; }
 
   private:
@@ -73,7 +71,7 @@ class Verifier {
     uint64_t position_ = 0;
     int verified_ = 0;
     bool begun_ = false;
-    uint64_t copies_ = 0, replayed_ = 0;
+    uint64_t replayed_ = 0;
 };
 
 }  // namespace k3::spec
