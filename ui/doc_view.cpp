@@ -3,17 +3,18 @@
 #include <imgui.h>
 
 #include "core/base/markdown.h"
+#include "core/experiments/doc_figures.h"
 #include "ui/theme.h"
 #include "ui/widgets.h"
 
 namespace k3::ui {
 
-void draw_doc(const std::string& markdown) {
+void draw_doc(const std::string& markdown, const Report* report) {
     const Theme& t = theme();
     const float max_w = t.px(820);
     const float wrap = std::min(ImGui::GetContentRegionAvail().x, max_w);
     ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + wrap);
-    const std::vector<MdBlock> blocks = parse_markdown(markdown);
+    const std::vector<MdBlock> blocks = parse_markdown(fill_figures(markdown, report));
     for (size_t i = 0; i < blocks.size(); ++i) {
         const MdBlock& b = blocks[i];
         // A gap between blocks, none inside a list.

@@ -122,13 +122,14 @@ void App::draw_module(const Experiment& e) {
                     ImGui::BeginChild("report", ImVec2(0, 0), false);
                     draw_status();
                     if (has_report_ && report_.module == e.id)
-                        draw_report(report_, report_stale_ || bool(run_));
+                        draw_report(report_, report_stale_ || bool(run_), e);
                     ImGui::EndChild();
                     ImGui::PopStyleColor();
                 } else {
                     ImGui::BeginChild(keys[i], ImVec2(0, 0), false);
                     ImGui::Dummy(ImVec2(0, t.px(4)));
-                    draw_doc(i == 1 ? e.how_it_works : e.where_it_does_not_pay);
+                    draw_doc(i == 1 ? e.how_it_works : e.where_it_does_not_pay,
+                             has_report_ && report_.module == e.id ? &report_ : nullptr);
                     ImGui::EndChild();
                 }
                 ImGui::EndTabItem();

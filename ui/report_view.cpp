@@ -132,14 +132,20 @@ static void draw_headlines(const std::vector<const Scalar*>& heads) {
     }
 }
 
-static void draw_checks(const std::vector<Check>& checks) {
-    if (checks.empty()) return;
-    int passed = 0;
-    for (const auto& c : checks) passed += c.passed;
-    const std::string h =
-        "Checks: " + std::to_string(passed) + " of " + std::to_string(checks.size()) + " pass";
+// `e` says what each check's falsifier does ("Fails if: ..." in the tooltip).
+static void draw_checks(const Report& r, const Experiment& e) {
+    const size_t n = r.checks.size() + r.timing.checks.size();
+    if (n == 0) return;
+    size_t passed = 0;
+    for (const auto* v : {&r.checks, &r.timing.checks})
+        for (const auto& c : *v) passed += c.passed;
+    const std::string h = "Checks: " + std::to_string(passed) + " of " + std::to_string(n) + " pass";
     section_heading(h.c_str());
-    for (const auto& c : checks) check_row(c);
+    for (const auto* v : {&r.checks, &r.timing.checks})
+        for (const auto& c : *v) {
+            const FalsifierInfo* f = e.falsifier_for(c.key);
+            check_row(c, f ? f->does : std::string());
+        }
 }
 
 // Each view under a heading of its name, drawn by draw(view, index).
@@ -172,7 +178,7 @@ static void draw_timing(const Report::Timing& timing) {
     for (size_t i = 0; i < timing.tables.size(); ++i) draw_table(timing.tables[i], 1000 + int(i));
 }
 
-void draw_report(const Report& r, bool stale) {
+void draw_report(const Report& r, bool stale, const Experiment& e) {
     const Theme& t = theme();
     if (stale) ImGui::PushStyleVar(ImGuiStyleVar_Alpha, 0.55f);
     std::vector<const Scalar*> heads, rest;
@@ -180,7 +186,7 @@ void draw_report(const Report& r, bool stale) {
     if (heads.empty())
         for (size_t i = 0; i < r.scalars.size() && i < 4; ++i) heads.push_back(&r.scalars[i]);
     draw_headlines(heads);
-    draw_checks(r.checks);
+    draw_checks(r, e);
     if (!r.series.empty()) {
         section_heading("Plots");
         draw_plots(r.series, "plot_");

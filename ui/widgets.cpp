@@ -76,7 +76,7 @@ void headline_card(const Scalar& s, float width) {
     ImGui::PopID();
 }
 
-void check_row(const Check& c) {
+void check_row(const Check& c, const std::string& fails_if) {
     // One line per check; the detail is in the tooltip, and spelled out below when the check fails.
     const Theme& t = theme();
     ImDrawList* dl = ImGui::GetWindowDrawList();
@@ -95,7 +95,9 @@ void check_row(const Check& c) {
     ImGui::SameLine();
     ImGui::AlignTextToFramePadding();
     ImGui::TextUnformatted(c.name.c_str());
-    if (ImGui::IsItemHovered() && !c.detail.empty()) tooltip_wrapped(c.detail);
+    const std::string tip =
+        c.detail + (fails_if.empty() ? "" : (c.detail.empty() ? "" : "\n\n") + ("Fails if: " + fails_if));
+    if (ImGui::IsItemHovered() && !tip.empty()) tooltip_wrapped(tip);
     if (c.passed && !c.detail.empty()) {
         // The detail, shortened to what fits on the rest of the line.
         ImGui::SameLine(0, t.px(10));
@@ -108,7 +110,7 @@ void check_row(const Check& c) {
         }
         ImGui::AlignTextToFramePadding();
         ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(t.text_dim), "%s", d.c_str());
-        if (ImGui::IsItemHovered()) tooltip_wrapped(c.detail);
+        if (ImGui::IsItemHovered()) tooltip_wrapped(tip);
         ImGui::PopFont();
     }
     if (!c.passed && !c.detail.empty()) {

@@ -16,7 +16,8 @@ void tooltip_wrapped(const std::string& text);
 // A card with a label, a big value and a unit; `width` in device pixels.
 void headline_card(const Scalar& s, float width);
 // A pass/fail pill followed by the check's name; detail in the tooltip and below when failed.
-void check_row(const Check& c);
+// `fails_if`: what the check's falsifier does, shown in the tooltip ("" when it has none).
+void check_row(const Check& c, const std::string& fails_if);
 // Text that wraps at the available width, in a colour.
 void text_wrapped_colored(ImU32 color, const std::string& text);
 

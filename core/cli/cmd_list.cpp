@@ -41,7 +41,9 @@ static int cmd_list(const Args& args) {
         w.field("id", e.id)
             .field("title", e.title)
             .field("component", e.component)
-            .field("purpose", e.purpose);
+            .field("purpose", e.purpose)
+            .field("how_it_works", e.how_it_works)
+            .field("where_it_does_not_pay", e.where_it_does_not_pay);
         w.key("params").begin_array();
         for (const auto& s : e.params) {
             w.begin_object();
@@ -73,7 +75,7 @@ static int cmd_list(const Args& args) {
     return 0;
 }
 
-K3_REGISTER_COMMAND("list", "[--json]", "list the modules (with --json: their parameter declarations)",
-                    cmd_list, 10);
+K3_REGISTER_COMMAND("list", "[--json]",
+                    "list the modules (with --json: their parameter declarations and texts)", cmd_list, 10);
 
 }  // namespace k3::cli

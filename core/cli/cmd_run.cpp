@@ -43,8 +43,9 @@ static void print_text(const Experiment& e, const Report& r) {
         }
     }
     std::printf("\n");
-    for (const auto& c : r.checks)
-        std::printf("  [%s] %s: %s\n", c.passed ? "pass" : "FAIL", c.name.c_str(), c.detail.c_str());
+    for (const auto* v : {&r.checks, &r.timing.checks})
+        for (const auto& c : *v)
+            std::printf("  [%s] %s: %s\n", c.passed ? "pass" : "FAIL", c.name.c_str(), c.detail.c_str());
     for (const auto& n : r.notes) std::printf("  note: %s\n", n.c_str());
 }
 
@@ -95,10 +96,11 @@ static int cmd_run(const Args& args) {
     else
         print_text(*e, r);
     if (!r.all_checks_passed()) {
-        for (const auto& c : r.checks)
-            if (!c.passed)
-                std::fprintf(stderr, "k3cli run %s: check failed: %s: %s\n", e->id.c_str(), c.name.c_str(),
-                             c.detail.c_str());
+        for (const auto* v : {&r.checks, &r.timing.checks})
+            for (const auto& c : *v)
+                if (!c.passed)
+                    std::fprintf(stderr, "k3cli run %s: check failed: %s: %s\n", e->id.c_str(),
+                                 c.name.c_str(), c.detail.c_str());
         return 1;
     }
     return 0;

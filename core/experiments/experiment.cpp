@@ -62,11 +62,29 @@ std::unique_ptr<Run> one_step_run(std::string module, const Params& raw, std::st
     return std::make_unique<OneStepRun>(std::move(module), raw, std::move(stage), std::move(fill));
 }
 
-Report run_to_end(const Experiment& e, const Params& p) {
-    auto run = e.start(p);
+static Report finish(std::unique_ptr<Run> run) {
     while (run->step(1000.0) < 1.0) {
     }
     return run->report();
+}
+
+Report run_to_end(const Experiment& e, const Params& p) { return finish(e.start(p)); }
+
+Report run_falsified_to_end(const Experiment& e, const Params& p, size_t falsifier) {
+    return finish(e.start_falsified(p, falsifier));
+}
+
+bool key_matches(const std::string& pattern, const std::string& key) {
+    if (!pattern.empty() && pattern.back() == '*')
+        return key.compare(0, pattern.size() - 1, pattern, 0, pattern.size() - 1) == 0;
+    return pattern == key;
+}
+
+const FalsifierInfo* Experiment::falsifier_for(const std::string& key) const {
+    for (const FalsifierInfo& f : falsifiers)
+        for (const std::string& k : f.keys)
+            if (key_matches(k, key)) return &f;
+    return nullptr;
 }
 
 }  // namespace k3

@@ -64,6 +64,17 @@ struct Headline {
     std::string scalar_key;
 };
 
+// How a check can be made to fail: a deliberate corruption of a run's data or inputs (flip a byte of a
+// state, drop a page, skew a counter, lie about a size) that the checks `keys` must catch. `params`
+// (on top of the defaults) set up the run it is applied to; the same values make the intact run it
+// is compared with (k3cli audit-checks, core/experiments/check_audit.h).
+struct FalsifierInfo {
+    std::string id;
+    std::string does;               // one line: "flips one bit of the resumed state" ("fails if: ...")
+    std::vector<std::string> keys;  // check keys; a trailing '*' matches any rest ("work_ledgers_agree*")
+    std::vector<std::pair<std::string, std::string>> params;
+};
+
 // Problems with a parameter combination that single-parameter ranges cannot express
 // (a ring smaller than the draft length, a run that would exceed the page's memory budget).
 using Validator = std::function<std::vector<ParamIssue>(const Params&)>;
@@ -80,14 +91,25 @@ struct Experiment {
     // them from its own server before starting the run. Optional.
     std::function<std::vector<std::string>(const Params&)> data_files;
     std::vector<Headline> headlines;  // figures for the Overview page (cheap runs only)
+    // Every check's falsifiers, and a run with falsifier i applied.
+    std::vector<FalsifierInfo> falsifiers;
+    std::function<std::unique_ptr<Run>(const Params&, size_t falsifier)> start_falsified;
+    // More parameter sets under which checks appear that the defaults do not reach (audit-checks).
+    std::vector<std::vector<std::pair<std::string, std::string>>> audit_params;
 
     Params defaults() const { return Params(&params); }
+    // The first falsifier naming check `key` (null if none).
+    const FalsifierInfo* falsifier_for(const std::string& key) const;
     std::vector<ParamIssue> check(const Params& p) const {
         return validate ? validate(p) : std::vector<ParamIssue>{};
     }
 };
 
-// Runs to completion (CLI, tests).
+// Runs to completion (CLI, tests); with a falsifier (an index into e.falsifiers) applied.
 Report run_to_end(const Experiment& e, const Params& p);
+Report run_falsified_to_end(const Experiment& e, const Params& p, size_t falsifier);
+
+// Whether check key `key` is one that falsifier key pattern `pattern` names.
+bool key_matches(const std::string& pattern, const std::string& key);
 
 }  // namespace k3

@@ -24,6 +24,17 @@
 
 namespace k3 {
 
+// A falsifier of a module with parameters P: `corrupt` marks the parameters of a run so that the
+// run damages its own data at one point (P has a `falsify` member the run reads; it is no declared
+// parameter, so links, the CLI and reports never see it). See FalsifierInfo.
+template <class P>
+struct Falsifier {
+    std::string id, does;
+    std::vector<std::string> keys;
+    std::function<void(P&)> corrupt;
+    std::vector<std::pair<std::string, std::string>> params;  // on top of the defaults
+};
+
 template <class P>
 struct Module {
     int number = 0;  // sidebar and list order (README's module table)
@@ -35,6 +46,8 @@ struct Module {
     std::function<std::vector<std::string>(const P&)> data_files;  // optional
     bool live = true;
     std::vector<Headline> headlines;
+    std::vector<Falsifier<P>> falsifiers;
+    std::vector<std::vector<std::pair<std::string, std::string>>> audit_params;
 };
 
 // Applies the module's doc to its declaration: texts, and help of the parameters that have none.
@@ -59,6 +72,17 @@ Experiment make_experiment(Module<P> m) {
             v(p, issues);
             return issues.take();
         };
+    std::vector<std::function<void(P&)>> corruptions;
+    for (Falsifier<P>& f : m.falsifiers) {
+        e.falsifiers.push_back({std::move(f.id), std::move(f.does), std::move(f.keys), std::move(f.params)});
+        corruptions.push_back(std::move(f.corrupt));
+    }
+    e.audit_params = std::move(m.audit_params);
+    e.start_falsified = [list, start = m.start, corruptions](const Params& raw, size_t i) {
+        P p = list->read(raw);
+        corruptions.at(i)(p);
+        return start(p, raw);
+    };
     e.start = [list, start = std::move(m.start)](const Params& raw) { return start(list->read(raw), raw); };
     if (auto files = std::move(m.data_files))
         e.data_files = [list, files](const Params& raw) { return files(list->read(raw)); };

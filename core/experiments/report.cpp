@@ -61,6 +61,11 @@ Check& Report::check(std::string key, std::string name, bool passed, std::string
     return checks.back();
 }
 
+Check& Report::build_check(std::string key, std::string name, bool passed, std::string detail) {
+    timing.checks.push_back({std::move(key), std::move(name), passed, std::move(detail)});
+    return timing.checks.back();
+}
+
 Table& Report::add_table(Table t) {
     tables.push_back(std::move(t));
     return tables.back();
@@ -74,6 +79,8 @@ Series& Report::add_series(Series s) {
 const Check* Report::find_check(const std::string& key) const {
     for (const auto& c : checks)
         if (c.key == key) return &c;
+    for (const auto& c : timing.checks)
+        if (c.key == key) return &c;
     return nullptr;
 }
 
@@ -86,8 +93,9 @@ const Scalar* Report::find_scalar(const std::string& key) const {
 }
 
 bool Report::all_checks_passed() const {
-    for (const auto& c : checks)
-        if (!c.passed) return false;
+    for (const auto* v : {&checks, &timing.checks})
+        for (const auto& c : *v)
+            if (!c.passed) return false;
     return true;
 }
 
@@ -265,6 +273,7 @@ static void write_timing(JsonWriter& w, const Report::Timing& t) {
         w.key("tables");
         write_tables(w, t.tables);
     }
+    if (!t.checks.empty()) write_checks(w, t.checks);
     w.end_object();
 }
 
@@ -306,6 +315,13 @@ static std::string csv_field(const std::string& s) {
     return out + "\"";
 }
 
+static void csv_checks(std::string& out, const std::vector<Check>& v, const char* prefix) {
+    out += std::string("\n# ") + prefix + "checks\nkey,name,passed,detail\n";
+    for (const auto& c : v)
+        out += csv_field(c.key) + "," + csv_field(c.name) + "," + (c.passed ? "true" : "false") + "," +
+               csv_field(c.detail) + "\n";
+}
+
 static void csv_table(std::string& out, const Table& t, const char* prefix) {
     out += "\n# " + std::string(prefix) + "table: " + t.name + "\n";
     for (size_t i = 0; i < t.columns.size(); ++i) out += (i ? "," : "") + csv_field(t.columns[i]);
@@ -342,10 +358,7 @@ std::string report_csv(const Report& r) {
     for (const auto& s : r.scalars)
         out += csv_field(s.key) + "," + format_number(s.value) + "," + csv_field(s.unit) + "," +
                csv_field(s.label) + "\n";
-    out += "\n# checks\nkey,name,passed,detail\n";
-    for (const auto& c : r.checks)
-        out += csv_field(c.key) + "," + csv_field(c.name) + "," + (c.passed ? "true" : "false") + "," +
-               csv_field(c.detail) + "\n";
+    csv_checks(out, r.checks, "");
     for (const auto& t : r.tables) csv_table(out, t, "");
     for (const auto& s : r.series) csv_series(out, s, "");
     if (!r.timing.scalars.empty() || !r.timing.texts.empty()) {
@@ -357,6 +370,7 @@ std::string report_csv(const Report& r) {
         for (const auto& t : r.timing.texts)
             out += csv_field(t.key) + "," + csv_field(t.text) + ",," + csv_field(t.label) + "\n";
     }
+    if (!r.timing.checks.empty()) csv_checks(out, r.timing.checks, "timing ");
     for (const auto& t : r.timing.tables) csv_table(out, t, "timing ");
     for (const auto& s : r.timing.series) csv_series(out, s, "timing ");
     return out;

@@ -154,6 +154,9 @@ struct Report {
         std::vector<TimingText> texts;
         std::vector<Series> series;
         std::vector<Table> tables;
+        // Checks of what only some builds have (scalar against SIMD kernels in a SIMD build): they
+        // count like any check, but a report from another build need not have them.
+        std::vector<Check> checks;
     } timing;
 
     void set_params(const Params& p);
@@ -161,11 +164,12 @@ struct Report {
     Scalar& timing_scalar(std::string key, std::string label, std::string unit, double value);
     void timing_text(std::string key, std::string label, std::string text);
     Check& check(std::string key, std::string name, bool passed, std::string detail);
+    Check& build_check(std::string key, std::string name, bool passed, std::string detail);
     Table& add_table(Table t);
     Series& add_series(Series s);
     const Scalar* find_scalar(const std::string& key) const;
     const Check* find_check(const std::string& key) const;
-    bool all_checks_passed() const;
+    bool all_checks_passed() const;  // the checks and the build's own
 };
 
 std::string report_json(const Report& r, bool pretty = false);

@@ -44,6 +44,29 @@ void custom_params(ParamList<CustomModel>& l) {
         .describe("Element type of the attention cache.");
 }
 
+std::vector<Falsifier<MemoryParams>> memory_falsifiers() {
+    auto set = [](MemoryFalsify f) { return [f](MemoryParams& p) { p.falsify = f; }; };
+    return {
+        {"state_size",
+         "the accounting counts each linear layer's state 64 B too large",
+         {"accounting_equals_tensor_recount"},
+         set(MemoryFalsify::state_size)},
+        {"kv_dtype",
+         "the accounting counts the KV cache in fp32 while it is stored in bf16",
+         {"accounting_equals_tensor_recount", "break_even_matches_search", "crossover_matches_search"},
+         set(MemoryFalsify::kv_dtype)},
+        {"wrong_model_kimi",
+         "the accounting is given Qwen3-Next's configuration for Kimi-Linear",
+         {"kimi_linear_reference_figures"},
+         set(MemoryFalsify::wrong_model)},
+        {"wrong_model_qwen",
+         "the accounting is given Kimi-Linear's configuration for Qwen3-Next",
+         {"qwen3_next_reference_figures"},
+         set(MemoryFalsify::wrong_model),
+         {{"preset", "qwen3-next-80b"}}},
+    };
+}
+
 }  // namespace
 
 ParamList<MemoryParams> memory_params() {
@@ -91,14 +114,16 @@ Experiment make_memory_experiment() {
             return one_step_run("memory", raw, "accounting",
                                 [p](Report& r) { report_memory(p, run_memory(p), r); });
         },
-        .headlines = {
-            {"Kimi-Linear at 1M tokens needs this fraction of an all-attention model's cache memory",
-             {{"preset", "kimi-linear-48b"}, {"context", "1048576"}},
-             "ratio_vs_baseline"},
-            {"One Kimi-Linear state weighs as much as this many tokens of its MLA cache",
-             {},
-             "break_even_tokens"},
-        }});
+        .headlines =
+            {
+                {"Kimi-Linear at 1M tokens needs this fraction of an all-attention model's cache memory",
+                 {{"preset", "kimi-linear-48b"}, {"context", "1048576"}},
+                 "ratio_vs_baseline"},
+                {"One Kimi-Linear state weighs as much as this many tokens of its MLA cache",
+                 {},
+                 "break_even_tokens"},
+            },
+        .falsifiers = memory_falsifiers()});
 }
 
 K3_REGISTER_EXPERIMENT(make_memory_experiment);

@@ -20,18 +20,48 @@ struct CustomModel {
     bool operator==(const CustomModel&) const = default;
 };
 
+// Deliberate corruptions that the module's checks must catch (k3cli audit-checks).
+enum class MemoryFalsify : uint8_t {
+    none,
+    state_size,   // the accounting counts each linear layer's state 64 B too large
+    kv_dtype,     // the accounting counts the KV cache at 4 bytes per element whatever its dtype
+    wrong_model,  // the accounting is given another preset's configuration
+};
+
 struct MemoryParams {
     ModelPreset preset = ModelPreset::kimi_linear_48b;
     int64_t context = 131072;  // tokens
     double budget_gib = 40;
     CustomModel custom;
+    MemoryFalsify falsify = MemoryFalsify::none;  // not a declared parameter
 };
+
+// One cache tensor of a layer: per sequence (linear layers) or per token (attention layers).
+struct CacheTensor {
+    std::string name;
+    std::vector<int> shape;
+    DType dtype;
+};
+std::vector<CacheTensor> linear_layer_tensors(const ModelConfig& c);
+std::vector<CacheTensor> attention_token_tensors(const ModelConfig& c);
+uint64_t tensor_bytes(const std::vector<CacheTensor>& ts);
+
+// The same bytes recounted from the tensors, layer by layer (memory_recount.cpp).
+struct MemoryRecount {
+    uint64_t fixed_bytes = 0, per_token_bytes = 0, baseline_per_token_bytes = 0;
+    double bytes(int64_t context) const {
+        return double(fixed_bytes) + double(per_token_bytes) * double(context);
+    }
+    int64_t first_kv_at_least_state() const;  // searched: the smallest context with KV >= state
+    int64_t first_hybrid_smaller() const;     // searched: the smallest context where the hybrid is smaller
+};
+MemoryRecount recount_memory(const ModelConfig& c);
 
 struct MemoryResult {
     ModelConfig model;
     MemoryAccount account;
-    double layer_by_layer_bytes = 0;  // the layers summed one by one, as the pool allocates them
-    bool custom_ignored = false;      // custom dimensions set while a preset is chosen
+    MemoryRecount recount;        // from the tensors, not from the accounting
+    bool custom_ignored = false;  // custom dimensions set while a preset is chosen
 };
 
 ParamList<MemoryParams> memory_params();

@@ -132,10 +132,11 @@ void tables(const MemoryParams& p, const MemoryResult& m, Report& r) {
                 baseline_fit(a, x, budget)});
 }
 
-void reference_checks(const MemoryResult& m, Report& r) {
+void reference_checks(const MemoryParams& p, const MemoryResult& m, Report& r) {
+    // Keyed on the preset asked for, so that an accounting fed another model's configuration fails.
     const MemoryAccount& a = m.account;
     const double be = a.state_equivalent_tokens();
-    if (m.model.id == "kimi-linear-48b") {
+    if (p.preset == ModelPreset::kimi_linear_48b) {
         const double r1m = a.total_bytes(1048576) / a.baseline_bytes(1048576);
         r.check("kimi_linear_reference_figures", "Kimi-Linear reference figures (reference/kda.md §5)",
                 a.state_bytes == 43417600 && a.kv_bytes_per_token == 8064 &&
@@ -145,7 +146,7 @@ void reference_checks(const MemoryResult& m, Report& r) {
                     " B/token (expect 8,064), ratio at 1,048,576 " + format_sig(r1m, 4) +
                     " (expect 0.261), break-even " + format_number(std::round(be)) + " (expect 5,384)");
     }
-    if (m.model.id == "qwen3-next-80b") {
+    if (p.preset == ModelPreset::qwen3_next_80b) {
         const double mib = double(a.state_bytes) / (1024.0 * 1024.0);
         r.check("qwen3_next_reference_figures", "Qwen3-Next reference figures (reference/serving.md §7)",
                 std::fabs(mib - 73.7) < 0.05 && a.kv_bytes_per_token == 24576 && std::round(be) == 3144,
@@ -157,25 +158,41 @@ void reference_checks(const MemoryResult& m, Report& r) {
 
 void checks(const MemoryParams& p, const MemoryResult& m, Report& r) {
     const MemoryAccount& a = m.account;
-    const double total = a.total_bytes(double(p.context));
-    r.check("layer_sum_equals_closed_form", "Layer-by-layer sum equals fixed state + KV x context",
-            m.layer_by_layer_bytes == total,
-            format_grouped(m.layer_by_layer_bytes) + " B vs " + format_grouped(total) + " B");
+    const MemoryRecount& n = m.recount;
+    r.check("accounting_equals_tensor_recount",
+            "The accounting equals a recount of every cache tensor, layer by layer",
+            a.state_bytes == n.fixed_bytes && a.kv_bytes_per_token == n.per_token_bytes &&
+                a.baseline_kv_bytes_per_token == n.baseline_per_token_bytes,
+            "fixed state " + format_grouped(double(a.state_bytes)) + " B vs " +
+                format_grouped(double(n.fixed_bytes)) + " B recounted; KV per token " +
+                format_grouped(double(a.kv_bytes_per_token)) + " vs " +
+                format_grouped(double(n.per_token_bytes)) + " B; all-attention " +
+                format_grouped(double(a.baseline_kv_bytes_per_token)) + " vs " +
+                format_grouped(double(n.baseline_per_token_bytes)) + " B; at " +
+                format_grouped(double(p.context)) + " tokens " +
+                format_grouped(a.total_bytes(double(p.context))) + " vs " +
+                format_grouped(n.bytes(p.context)) + " B");
     const double be = a.state_equivalent_tokens();
-    if (std::isfinite(be))
-        r.check("break_even_kv_equals_state", "At the break-even length the attention cache equals the state",
-                std::fabs(double(a.kv_bytes_per_token) * be - double(a.state_bytes)) <=
-                    double(a.kv_bytes_per_token),
-                format_number(std::round(be)) + " tokens x " + format_grouped(double(a.kv_bytes_per_token)) +
-                    " B = " + format_grouped(std::round(be) * double(a.kv_bytes_per_token)) + " B vs state " +
-                    format_grouped(double(a.state_bytes)) + " B");
+    if (std::isfinite(be)) {
+        const int64_t found = n.first_kv_at_least_state();
+        r.check("break_even_matches_search",
+                "The closed-form break-even is where a search over the recount finds KV reaching the state",
+                double(found) == std::ceil(be),
+                "closed form " + format_sig(be, 7) + " tokens (first whole context " +
+                    format_number(std::ceil(be)) + "); bisection over the recounted bytes " +
+                    format_number(double(found)));
+    }
     const double xo = a.baseline_crossover_tokens();
-    if (std::isfinite(xo))
-        r.check("crossover_hybrid_smaller", "Above the crossover the hybrid is smaller than all-attention",
-                a.total_bytes(std::ceil(xo) + 1) < a.baseline_bytes(std::ceil(xo) + 1) &&
-                    a.total_bytes(std::floor(xo) - 1) >= a.baseline_bytes(std::floor(xo) - 1),
-                "crossover at " + format_sig(xo, 6) + " tokens");
-    reference_checks(m, r);
+    if (std::isfinite(xo)) {
+        const int64_t found = n.first_hybrid_smaller();
+        r.check("crossover_matches_search",
+                "The closed-form crossover is where a search over the recount finds the hybrid smaller",
+                double(found) == std::floor(xo) + 1,
+                "closed form " + format_sig(xo, 7) + " tokens (first whole context above it " +
+                    format_number(std::floor(xo) + 1) + "); bisection over the recounted bytes " +
+                    format_number(double(found)));
+    }
+    reference_checks(p, m, r);
 }
 
 void notes(const MemoryResult& m, Report& r) {

@@ -26,15 +26,27 @@ ModelConfig memory_model(const MemoryParams& p) {
     return c;
 }
 
+// The accounting, damaged as the falsifier says.
+static MemoryAccount account_falsified(const MemoryParams& p, const ModelConfig& c) {
+    if (p.falsify == MemoryFalsify::wrong_model)
+        return account_memory(*model_preset(p.preset == ModelPreset::qwen3_next_80b
+                                                ? ModelPreset::kimi_linear_48b
+                                                : ModelPreset::qwen3_next_80b));
+    ModelConfig d = c;
+    if (p.falsify == MemoryFalsify::kv_dtype) d.kv_dtype = DType::fp32;
+    MemoryAccount a = account_memory(d);
+    if (p.falsify == MemoryFalsify::state_size) {
+        a.state_bytes_per_layer += 64;
+        a.state_bytes = a.state_bytes_per_layer * uint64_t(a.linear_layers);
+    }
+    return a;
+}
+
 MemoryResult run_memory(const MemoryParams& p) {
     MemoryResult m;
     m.model = memory_model(p);
-    m.account = account_memory(m.model);
-    // Sum the layers one by one (the way the pool allocates them), to compare with the closed form.
-    for (LayerKind k : m.model.layers)
-        m.layer_by_layer_bytes += k == LayerKind::linear
-                                      ? double(m.account.state_bytes_per_layer)
-                                      : double(m.account.kv_bytes_per_token_per_layer) * double(p.context);
+    m.account = account_falsified(p, m.model);
+    m.recount = recount_memory(m.model);
     m.custom_ignored = p.preset != ModelPreset::custom && !(p.custom == CustomModel{});
     return m;
 }

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "core/experiments/check_audit.h"
 #include "core/modules/memory/memory.h"
 #include "tests/unit/test_module_util.h"
 
@@ -77,4 +78,14 @@ TEST_CASE("memory: custom dimensions with a preset are ignored, and the report s
     p.custom.heads = 16;
     CHECK(run_memory(p).custom_ignored);
     CHECK_FALSE(run_memory(MemoryParams{}).custom_ignored);
+}
+
+TEST_CASE("memory: every check holds intact and fails when falsified") {
+    const CheckAudit a = audit_checks(*find_experiment("memory"));
+    CHECK(a.problems.empty());
+    CHECK(a.checks.size() == 5);
+    for (const CheckProof& c : a.checks) {
+        CAPTURE(c.key);
+        CHECK(c.proven());
+    }
 }
