@@ -1,6 +1,8 @@
 #include "core/experiments/check_audit.h"
 
 #include <map>
+#include <optional>
+#include <set>
 
 #include "core/base/json.h"
 
@@ -14,12 +16,15 @@ struct Audit {
     const Experiment& e;
     CheckAudit out;
     std::map<Kv, Report> intact;  // by parameter set
+    std::set<Kv> refused;
 
-    // The run's parameters, or none (and a problem named) when they are refused.
+    // The run's parameters, or none (and a problem named, once) when they are refused.
     std::optional<Params> params_of(const Kv& kv, const std::string& who) {
+        if (refused.count(kv)) return std::nullopt;
         ParsedParams pp = parse_params(e.params, kv, RangePolicy::strict);
         for (const ParamIssue& i : e.check(pp.params)) pp.issues.push_back(i);
         if (pp.ok()) return pp.params;
+        refused.insert(kv);
         for (const ParamIssue& i : pp.issues)
             if (i.level == ParamIssue::error) out.problems.push_back(e.id + ": " + who + ": " + i.message);
         return std::nullopt;
@@ -94,12 +99,12 @@ size_t CheckAudit::proven() const {
 
 CheckAudit audit_checks(const Experiment& e) {
     Audit a{e, {}, {}};
-    std::vector<Kv> sets = {Kv{}};
-    for (const FalsifierInfo& f : e.falsifiers) sets.push_back(f.params);
-    for (const Kv& kv : e.audit_params) sets.push_back(kv);
+    std::vector<std::pair<Kv, std::string>> sets = {{Kv{}, "defaults"}};
+    for (const FalsifierInfo& f : e.falsifiers) sets.push_back({f.params, "falsifier " + f.id});
+    for (const Kv& kv : e.audit_params) sets.push_back({kv, "audit parameters"});
     std::map<std::string, bool> seen;  // key: passed in every intact run that reports it
-    for (const Kv& kv : sets)
-        if (const Report* r = a.intact_run(kv, "audit parameters"))
+    for (const auto& [kv, who] : sets)
+        if (const Report* r = a.intact_run(kv, who))
             for (const auto* v : {&r->checks, &r->timing.checks})
                 for (const Check& c : *v) {
                     auto [it, first] = seen.emplace(c.key, c.passed);

@@ -39,6 +39,8 @@ void scalars(const MemoryParams& p, const MemoryResult& m, Report& r) {
     r.scalar("kv_bytes_per_token", "Attention cache per token", "B", double(a.kv_bytes_per_token), true)
         .help = "Cache of all " + std::to_string(a.attention_layers) + " attention layers for one token.";
     r.scalar("total_bytes", "Hybrid per sequence at context", "B", total, true);
+    r.scalar("baseline_kv_bytes_per_token", "All-attention cache per token", "B",
+             double(a.baseline_kv_bytes_per_token));
     r.scalar("baseline_bytes", "All-attention baseline at context", "B", base).help =
         "The same model with every layer an attention layer of the same cache geometry.";
     r.scalar("ratio_vs_baseline", "Hybrid / all-attention", "ratio", ratio(a, ctx), true);
