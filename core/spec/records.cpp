@@ -41,6 +41,28 @@ RecordLayout RecordLayout::of(const KdaDims& d, RecordVariant v) {
     return L;
 }
 
+RecordLayout RecordLayout::under_allocated() const {
+    RecordLayout L = *this;
+    int* fields[] = {&L.k,     &L.v,     &L.g, &L.beta,       &L.delta, &L.raw_q,
+                     &L.raw_k, &L.raw_v, &L.z, &L.beta_logit, &L.x};
+    int* last = nullptr;
+    for (int* f : fields)
+        if (*f >= 0 && (!last || *f > *last)) last = f;
+    const int size = last ? floats - *last : 0;
+    if (!last || *last < size) return L;  // one field, or a last field larger than the rest
+    *last -= size;
+    L.floats -= size;
+    return L;
+}
+
+void flip_gate_bit(const RecordLayout& lay, float* record, int bit) {
+    float* f = record + (lay.g >= 0 ? lay.g : lay.z >= 0 ? lay.z : lay.x);
+    uint32_t u;
+    std::memcpy(&u, f, sizeof u);
+    u ^= 1u << (bit & 31);
+    std::memcpy(f, &u, sizeof u);
+}
+
 // ---- RecordBuffer ------------------------------------------------------------------------------
 
 void RecordBuffer::reset(const RecordLayout& lay, int layers) {
@@ -71,8 +93,15 @@ uint64_t RecordBuffer::bytes() const {
 
 // ---- Recorder ----------------------------------------------------------------------------------
 
-Recorder::Recorder(const model::Model& m, RecordVariant v) : m_(m), lay_(RecordLayout::of(m.kda(), v)) {
+Recorder::Recorder(const model::Model& m, RecordVariant v, bool under_allocated)
+    : m_(m), lay_(RecordLayout::of(m.kda(), v)) {
+    if (under_allocated) lay_ = lay_.under_allocated();
     buf_.reset(lay_, m.config().n_linear());
+}
+
+void Recorder::flip_gate_bit(int layer, int token, int bit) {
+    if (layer < 0 || layer >= buf_.layers() || token < 0 || token >= buf_.tokens()) return;
+    spec::flip_gate_bit(lay_, buf_.row(layer, token), bit);
 }
 
 void Recorder::begin(std::span<const std::byte> start) {

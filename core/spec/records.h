@@ -32,7 +32,15 @@ struct RecordLayout {
     int k = -1, v = -1, g = -1, beta = -1, delta = -1;
     int raw_q = -1, raw_k = -1, raw_v = -1, z = -1, beta_logit = -1, x = -1;
     static RecordLayout of(const model::KdaDims& d, RecordVariant v);
+    // Falsifier hook (module 7, k3cli audit-checks): the same layout with its last field laid over the
+    // end of the one before it, so a record is allotted that field's floats too few. Every write stays
+    // inside the record; the two fields clash. A one-field layout comes back unchanged.
+    RecordLayout under_allocated() const;
 };
+
+// Falsifier hook (modules 7 and 8): flips bit `bit` of a record's first gate value (g, else the gate
+// input z, else the layer input x), which every variant's replay reads.
+void flip_gate_bit(const RecordLayout& lay, float* record, int bit);
 
 // Records of consecutive tokens for every linear layer: layer l is [tokens][floats], row-major.
 class RecordBuffer {
@@ -58,11 +66,15 @@ class RecordBuffer {
 // (the delta form needs it: delta depends on S); a recording may span several forwards.
 class Recorder : public model::ForwardObserver {
   public:
-    Recorder(const model::Model& m, RecordVariant v);
+    // `under_allocated`: a falsifier hook (RecordLayout::under_allocated), false in normal use.
+    Recorder(const model::Model& m, RecordVariant v, bool under_allocated = false);
     // `start`: the state the recording starts from, Model::save_state layout (read by the delta form only).
     void begin(std::span<const std::byte> start);
     const RecordBuffer& records() const { return buf_; }
     void on_kda(int layer, int linear_index, uint64_t pos, const float* x, const model::KdaActs& a) override;
+    // Falsifier hook (module 7): flips one bit of the first gate value (g, else the gate input z, else
+    // x) of the recorded token `token` in linear layer `layer`; nothing if that token is not recorded.
+    void flip_gate_bit(int layer, int token, int bit);
 
   private:
     const model::Model& m_;

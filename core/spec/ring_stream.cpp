@@ -20,14 +20,14 @@ std::string RingStream::start(std::span<const int32_t> prompt,
     model::SequenceResult s = m_.new_sequence(*pool_, 1);
     if (!s.seq) return s.error;
     seq_ = std::move(s.seq);
-    ring_ = std::make_unique<RecordRing>(m_, o_.variant, o_.capacity);
+    ring_ = std::make_unique<RecordRing>(m_, o_.variant, o_.capacity, o_.fault);
     ref_ = reference;
     prompt_len_ = prompt.size();
     next_commit_ = o_.commit_every > 0 ? uint64_t(o_.commit_every) : ~0ull;
     committed_.clear();
     events_.clear();
     stats_ = {};
-    done_ = false;
+    done_ = fault_spent_ = false;
     if (std::string e = m_.prefill(*seq_, prompt, &logits_); !e.empty()) return e;
     pending_ = model::argmax(logits_.data(), m_.vocab());
     if (std::string e = ring_->reset(*seq_); !e.empty()) return e;
@@ -101,7 +101,8 @@ std::string RingStream::step(bool* done) {
     recorder_.begin(delta ? m_.save_state(*seq_) : std::vector<std::byte>{});
     const model::ForwardOptions fo{model::CoreMode::recurrent, model::LogitRows::all, &recorder_};
     if (std::string e = m_.forward(*seq_, tokens_, fo, &logits_); !e.empty()) return e;
-    if (std::string e = ring_->push(recorder_.records(), 0, T); !e.empty()) return e;
+    const uint64_t position = prompt_len_ + committed_.size();  // of the pending token
+    if (std::string e = ring_->push(recorder_.records(), 0, T, position, tokens_); !e.empty()) return e;
     stats_.peak_occupancy = std::max(stats_.peak_occupancy, ring_->cursor().count + T);
     event(RingEventKind::verify, T,
           "verify " + std::to_string(T) + " tokens (pending + " + std::to_string(T - 1) + " drafts" +
@@ -111,6 +112,7 @@ std::string RingStream::step(bool* done) {
     int kept = 1;
     while (kept < T && tokens_[size_t(kept)] == model::argmax(logits_.data() + size_t(kept - 1) * V, V))
         ++kept;
+    if (kept < T && o_.fault == RingFault::commit_rejected && !fault_spent_) ++kept, fault_spent_ = true;
     const int32_t next = model::argmax(logits_.data() + size_t(kept - 1) * V, V);
     if (std::string e = ring_->accept(kept); !e.empty()) return e;
     event(RingEventKind::keep, kept,

@@ -28,7 +28,8 @@ struct RingStreamOptions {
     int commit_every = 0;  // tokens between commits (flushes); 0: only at the end of the request
     RecordVariant variant = RecordVariant::minimal_exact;
     int new_tokens = 64;
-    bool check_all_positions = true;  // at each flush, replay every ring position (O(L^2) replays)
+    bool check_all_positions = true;    // at each flush, replay every ring position (O(L^2) replays)
+    RingFault fault = RingFault::none;  // module 8's falsifiers only
 };
 
 enum class RingEventKind : uint8_t { verify, keep, flush_full, flush_commit };
@@ -85,7 +86,7 @@ class RingStream {
     const std::vector<std::vector<std::byte>>* ref_ = nullptr;
     uint64_t prompt_len_ = 0, next_commit_ = 0;
     int32_t pending_ = -1;
-    bool done_ = false;
+    bool done_ = false, fault_spent_ = false;
     int step_replay_ = 0;
     std::vector<int32_t> committed_, tokens_, drafts_;
     std::vector<float> logits_;

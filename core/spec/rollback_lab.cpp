@@ -17,15 +17,17 @@
 namespace k3::spec {
 
 std::unique_ptr<RollbackLab> RollbackLab::create(model::Model& m, int draft_len, int prompt_len,
-                                                 double accept, uint64_t seed, std::string* error) {
+                                                 double accept, uint64_t seed, std::string* error,
+                                                 VerifyFault fault) {
     auto fail = [&](std::string e) {
         *error = std::move(e);
         return nullptr;
     };
     if (draft_len < 1 || prompt_len < 1) return fail("draft_len and prompt_len must be at least 1");
-    std::unique_ptr<RollbackLab> lab(new RollbackLab(m));
+    std::unique_ptr<RollbackLab> lab(new RollbackLab(m, fault));
     lab->N_ = draft_len;
-    PoolResult p = model::make_model_pool(m, 1, uint64_t(prompt_len + 2 * draft_len + 2));
+    // Two sequences: the lab's, and the cold runs'.
+    PoolResult p = model::make_model_pool(m, 2, uint64_t(prompt_len + 2 * draft_len + 2));
     if (!p.pool) return fail(p.error);
     lab->pool_ = std::move(p.pool);
     model::SequenceResult s = m.new_sequence(*lab->pool_, 1);
@@ -56,6 +58,7 @@ std::unique_ptr<RollbackLab> RollbackLab::create(model::Model& m, int draft_len,
         if (std::string e = m.decode(seq, t); !e.empty()) return fail(e);
         lab->direct_.push_back(m.save(seq));
     }
+    if (std::string e = lab->cold_runs(); !e.empty()) return fail(e);
     // Snapshot verification (token by token), kept for every compare() and time_restore().
     if (std::string e = m.restore(seq, lab->confirmed_); !e.empty()) return fail(e);
     if (std::string e = lab->snap_.begin(seq); !e.empty()) return fail(e);
@@ -63,7 +66,7 @@ std::unique_ptr<RollbackLab> RollbackLab::create(model::Model& m, int draft_len,
     lab->verified_ = m.save(seq);
     // One-pass verification with records: the same logits?
     if (std::string e = m.restore(seq, lab->confirmed_); !e.empty()) return fail(e);
-    Verifier rv(m, Rollback::replay);
+    Verifier rv(m, Rollback::replay, RecordVariant::minimal_exact, fault);
     std::vector<float> one_pass;
     if (std::string e = rv.begin(seq); !e.empty()) return fail(e);
     if (std::string e = rv.extend(seq, lab->tokens_, &one_pass); !e.empty()) return fail(e);
@@ -80,6 +83,21 @@ std::unique_ptr<RollbackLab> RollbackLab::create(model::Model& m, int draft_len,
 
 uint64_t RollbackLab::snapshot_bytes_held() const { return snap_.bytes_held(); }
 
+// The reference of the copy restores: for every n, a sequence that never saw a draft, a restore or a
+// token-by-token decode: the prompt prefilled, then the n kept tokens in one recurrent forward.
+std::string RollbackLab::cold_runs() {
+    const model::ForwardOptions fo{model::CoreMode::recurrent, model::LogitRows::none, nullptr};
+    for (int n = 0; n <= N_; ++n) {
+        model::SequenceResult s = m_.new_sequence(*pool_, 2);
+        if (!s.seq) return s.error;
+        if (std::string e = m_.prefill(*s.seq, prompt_); !e.empty()) return e;
+        const auto kept = std::span<const int32_t>(tokens_).first(size_t(n));
+        if (std::string e = m_.forward(*s.seq, kept, fo, nullptr); !e.empty()) return e;
+        cold_.push_back(m_.save(*s.seq));
+    }
+    return {};
+}
+
 // From the confirmed state, the verify pass over the draft with `rv` recording its records.
 std::string RollbackLab::verify_recording(model::Sequence& seq, Verifier& rv) {
     if (std::string e = m_.restore(seq, confirmed_); !e.empty()) return e;
@@ -87,14 +105,35 @@ std::string RollbackLab::verify_recording(model::Sequence& seq, Verifier& rv) {
     return rv.extend(seq, tokens_, nullptr);
 }
 
+namespace {
+
+// Whether every layer's S, and every layer's conv windows, have the same bits in two saved states.
+struct LayerMatch {
+    bool S = false, windows = false;
+};
+LayerMatch match_layers(const std::vector<std::byte>& a, const std::vector<std::byte>& b, size_t per,
+                        size_t S_bytes) {
+    LayerMatch m;
+    m.S = m.windows = a.size() == b.size();
+    for (size_t l = 0; m.S && l * per < a.size(); ++l) {
+        m.S = bitwise_equal(a.data() + l * per, b.data() + l * per, S_bytes);
+        m.windows = m.windows &&
+                    bitwise_equal(a.data() + l * per + S_bytes, b.data() + l * per + S_bytes, per - S_bytes);
+    }
+    return m;
+}
+
+}  // namespace
+
 std::string RollbackLab::compare(RecordVariant v, std::vector<RestoreOutcome>* out,
                                  uint64_t* record_bytes_held) {
     out->clear();
     model::Sequence& seq = *seq_;
-    Verifier rv(m_, Rollback::replay, v);
+    Verifier rv(m_, Rollback::replay, v, fault_);
     if (std::string e = verify_recording(seq, rv); !e.empty()) return e;
     *record_bytes_held = rv.bytes_held();
     const model::SequenceSnapshot verified_r = m_.save(seq);
+    const model::SequenceSnapshot& untouched = cold_[0];
     const size_t per = size_t(m_.pool_model().state_bytes_per_layer),
                  sb = m_.kda().state_floats() * sizeof(float);
     for (int n = 0; n <= N_; ++n) {
@@ -102,20 +141,21 @@ std::string RollbackLab::compare(RecordVariant v, std::vector<RestoreOutcome>* o
         o.n = n;
         if (std::string e = m_.restore(seq, verified_); !e.empty()) return e;
         if (std::string e = snap_.keep(seq, n, true); !e.empty()) return e;
-        o.copy_exact = model::same_contents(m_.save(seq), direct_[size_t(n)]);
+        const model::SequenceSnapshot copied = m_.save(seq);
+        o.copy_exact = model::same_contents(copied, cold_[size_t(n)]);
         if (std::string e = m_.restore(seq, verified_r); !e.empty()) return e;
         if (std::string e = rv.keep(seq, n, true); !e.empty()) return e;
         const model::SequenceSnapshot got = m_.save(seq);
         const model::SequenceSnapshot& want = direct_[size_t(n)];
         o.replay_exact = model::same_contents(got, want);
-        o.S_exact = o.windows_exact = got.state.size() == want.state.size();
-        for (size_t l = 0; o.S_exact && l * per < got.state.size(); ++l) {
-            o.S_exact =
-                o.S_exact && bitwise_equal(got.state.data() + l * per, want.state.data() + l * per, sb);
-            o.windows_exact = o.windows_exact && bitwise_equal(got.state.data() + l * per + sb,
-                                                               want.state.data() + l * per + sb, per - sb);
+        const LayerMatch direct = match_layers(got.state, want.state, per, sb);
+        o.S_exact = direct.S, o.windows_exact = direct.windows;
+        o.copy_replay_same = model::same_contents(copied, got);
+        o.copy_replay_S = match_layers(copied.state, got.state, per, sb).S;
+        if (n == 0) {
+            o.draft_mutated = verified_.state != untouched.state && verified_r.state != untouched.state;
+            o.untouched = model::same_contents(copied, untouched) && model::same_contents(got, untouched);
         }
-        o.untouched = n == 0 && got.state == confirmed_.state;
         out->push_back(o);
     }
     return {};
@@ -126,7 +166,7 @@ std::string RollbackLab::time_restore(RecordVariant v, int reps, std::vector<dou
     copy_ms->clear();
     replay_ms->clear();
     model::Sequence& seq = *seq_;
-    Verifier rv(m_, Rollback::replay, v);
+    Verifier rv(m_, Rollback::replay, v, fault_);
     if (std::string e = verify_recording(seq, rv); !e.empty()) return e;
     const model::SequenceSnapshot verified_r = m_.save(seq);
     for (int n = 0; n <= N_; ++n) {

@@ -2,7 +2,9 @@
 // `k3cli bench spec`): a prompt is prefilled, a chance drafter proposes N - 1 tokens after the
 // pending one, the target verifies the N tokens once token by token with a snapshot after each and
 // once in one recurrent pass with records, and for every n in 0..N the sequence is restored both ways
-// and compared, bitwise, with the n tokens decoded directly.
+// and compared, bitwise: the copy with a cold run (a new sequence, the prompt prefilled, the n kept
+// tokens in one recurrent forward), the replay with the n tokens decoded one by one from the
+// confirmed state.
 #pragma once
 
 #include <cstdint>
@@ -18,25 +20,32 @@ namespace k3::spec {
 
 struct RestoreOutcome {
     int n = 0;
-    bool copy_exact = false;     // snapshot copy == direct (state and KV)
-    bool replay_exact = false;   // replay == direct (state and KV)
-    bool S_exact = false;        // replay: every layer's S == direct
-    bool windows_exact = false;  // replay: every layer's conv windows == direct
-    bool untouched = false;      // n = 0: the state is the confirmed bytes
+    bool copy_exact = false;        // snapshot copy == the cold run of the n tokens (state and KV)
+    bool replay_exact = false;      // replay == direct, token by token (state and KV)
+    bool S_exact = false;           // replay: every layer's S == direct
+    bool windows_exact = false;     // replay: every layer's conv windows == direct
+    bool copy_replay_same = false;  // the copy and the replay restore: the same state and KV
+    bool copy_replay_S = false;     // ... every layer's S the same
+    // n = 0 only: the draft had changed the working state (both verifications), and both restores give
+    // the cold run of the prompt alone (state and KV), which no draft ever touched.
+    bool draft_mutated = false, untouched = false;
 };
 
 class RollbackLab {
   public:
     // draft_len N >= 1 tokens per verification; the drafts follow the target's greedy continuation,
     // each right with probability `accept` (ChanceDrafter).
+    // `fault`: damage for module 7's falsifiers, given to every verifier (VerifyFault).
     static std::unique_ptr<RollbackLab> create(model::Model& m, int draft_len, int prompt_len, double accept,
-                                               uint64_t seed, std::string* error);
+                                               uint64_t seed, std::string* error,
+                                               VerifyFault fault = VerifyFault::none);
 
     int draft_len() const { return N_; }
     int accepted() const { return kept_; }  // tokens the target keeps (1 .. N): the real rejection point
     // One-pass (records) and token-by-token (snapshots) verification gave the same logits, bitwise.
     bool logits_match() const { return logits_match_; }
     uint64_t snapshot_bytes_held() const;
+    uint64_t confirmed_bytes_held() const { return snap_.confirmed().size(); }
 
     // Restores every n in 0..N both ways (replay with records of `v`) and compares with direct decoding.
     [[nodiscard]] std::string compare(RecordVariant v, std::vector<RestoreOutcome>* out,
@@ -47,8 +56,11 @@ class RollbackLab {
 
   private:
     [[nodiscard]] std::string verify_recording(model::Sequence& seq, Verifier& rv);
-    RollbackLab(model::Model& m) : m_(m), snap_(m, Rollback::snapshot) {}
+    [[nodiscard]] std::string cold_runs();
+    RollbackLab(model::Model& m, VerifyFault fault)
+        : m_(m), fault_(fault), snap_(m, Rollback::snapshot, RecordVariant::minimal_exact, fault) {}
     model::Model& m_;
+    VerifyFault fault_;
     int N_ = 0, kept_ = 0;
     bool logits_match_ = false;
     std::unique_ptr<PagePool> pool_;
@@ -56,6 +68,7 @@ class RollbackLab {
     std::vector<int32_t> prompt_, tokens_;
     model::SequenceSnapshot confirmed_, verified_;
     std::vector<model::SequenceSnapshot> direct_;  // direct_[n]: prompt + n tokens decoded one by one
+    std::vector<model::SequenceSnapshot> cold_;    // cold_[n]: a new sequence, prompt, n tokens in one pass
     Verifier snap_;
     std::vector<float> snap_logits_;
 };

@@ -1,5 +1,7 @@
 #include "core/spec/verify.h"
 
+#include <algorithm>
+
 namespace k3::spec {
 
 using model::CoreMode;
@@ -8,8 +10,12 @@ using model::LogitRows;
 
 const char* rollback_name(Rollback r) { return r == Rollback::snapshot ? "snapshot" : "replay"; }
 
-Verifier::Verifier(model::Model& m, Rollback how, RecordVariant variant)
-    : m_(m), how_(how), variant_(variant), recorder_(m, variant) {}
+Verifier::Verifier(model::Model& m, Rollback how, RecordVariant variant, VerifyFault fault)
+    : m_(m),
+      how_(how),
+      variant_(variant),
+      fault_(fault),
+      recorder_(m, variant, fault == VerifyFault::short_record) {}
 
 std::string Verifier::begin(const model::Sequence& seq) {
     confirmed_ = m_.save_state(seq);
@@ -30,9 +36,11 @@ std::string Verifier::extend(model::Sequence& seq, std::span<const int32_t> toke
     if (tokens.empty()) return {};
     const size_t V = size_t(m_.vocab());
     if (how_ == Rollback::replay) {
-        const ForwardOptions fo{CoreMode::recurrent, logits ? LogitRows::all : LogitRows::none, &recorder_};
+        const CoreMode core = fault_ == VerifyFault::chunked_verify ? CoreMode::chunked : CoreMode::recurrent;
+        const ForwardOptions fo{core, logits ? LogitRows::all : LogitRows::none, &recorder_};
         if (std::string e = m_.forward(seq, tokens, fo, logits ? &row_ : nullptr); !e.empty()) return e;
         if (logits) logits->insert(logits->end(), row_.begin(), row_.begin() + ptrdiff_t(tokens.size() * V));
+        if (fault_ == VerifyFault::flip_record_bit && verified_ == 0) recorder_.flip_gate_bit(0, 0, 22);
     } else {
         const ForwardOptions fo{CoreMode::recurrent, logits ? LogitRows::last : LogitRows::none, nullptr};
         for (int32_t t : tokens) {
@@ -56,7 +64,8 @@ std::string Verifier::keep(model::Sequence& seq, int n, bool force) {
         return "keep: the sequence moved since the verification";
     if (n == verified_ && !force) return {};
     if (how_ == Rollback::snapshot) {
-        if (std::string e = m_.restore_state(seq, n == 0 ? confirmed_ : snapshots_[size_t(n - 1)]);
+        const int from = fault_ == VerifyFault::snapshot_position ? std::min(n + 1, verified_) : n;
+        if (std::string e = m_.restore_state(seq, from == 0 ? confirmed_ : snapshots_[size_t(from - 1)]);
             !e.empty())
             return e;
     } else {

@@ -29,9 +29,20 @@ namespace k3::spec {
 enum class Rollback : uint8_t { snapshot, replay };
 const char* rollback_name(Rollback r);
 
+// Deliberate damage for module 7's falsifiers (k3cli audit-checks); none in normal use. Each fault acts
+// only where its rollback method is involved.
+enum class VerifyFault : uint8_t {
+    none,
+    flip_record_bit,    // replay: extend() flips one bit of the first token's gate in layer 0's record
+    short_record,       // replay: records are under-allocated (RecordLayout::under_allocated)
+    snapshot_position,  // snapshot: keep(n) copies snapshot n + 1 (at most verified()), cuts the KV at n
+    chunked_verify,     // replay: extend() runs the chunked kernel instead of the recurrent one
+};
+
 class Verifier {
   public:
-    Verifier(model::Model& m, Rollback how, RecordVariant variant = RecordVariant::minimal_exact);
+    Verifier(model::Model& m, Rollback how, RecordVariant variant = RecordVariant::minimal_exact,
+             VerifyFault fault = VerifyFault::none);
 
     Rollback how() const { return how_; }
     RecordVariant variant() const { return variant_; }
@@ -63,6 +74,7 @@ class Verifier {
     model::Model& m_;
     Rollback how_;
     RecordVariant variant_;
+    VerifyFault fault_;
     std::vector<std::byte> confirmed_;
     std::vector<std::vector<std::byte>> snapshots_;  // state after verified token i
     Recorder recorder_;

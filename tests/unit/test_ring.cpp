@@ -201,18 +201,20 @@ TEST_CASE("ring: push, accept and flush refuse what the cursor cannot hold") {
     REQUIRE(ring.reset(*r.seq).empty());
     Recorder rec(m, RecordVariant::minimal_exact);
     rec.begin({});
-    REQUIRE(m.forward(*r.seq, random_tokens(4, 64, m.vocab()),
-                      ForwardOptions{CoreMode::recurrent, LogitRows::none, &rec}, nullptr)
-                .empty());
-    CHECK(!ring.push(rec.records(), 0, 4).empty());  // 4 records, 3 slots
-    REQUIRE(ring.push(rec.records(), 0, 3).empty());
-    CHECK(!ring.push(rec.records(), 0, 1).empty());  // already pending
-    CHECK(!ring.flush(*r.seq).empty());              // pending
+    const std::vector<int32_t> t = random_tokens(4, 64, m.vocab());
+    REQUIRE(
+        m.forward(*r.seq, t, ForwardOptions{CoreMode::recurrent, LogitRows::none, &rec}, nullptr).empty());
+    const auto ids = [&](size_t n) { return std::span<const int32_t>(t).first(n); };
+    CHECK(!ring.push(rec.records(), 0, 4, 6, ids(4)).empty());  // 4 records, 3 slots
+    CHECK(!ring.push(rec.records(), 0, 3, 6, ids(2)).empty());  // a token id short
+    REQUIRE(ring.push(rec.records(), 0, 3, 6, ids(3)).empty());
+    CHECK(!ring.push(rec.records(), 0, 1, 9, ids(1)).empty());  // already pending
+    CHECK(!ring.flush(*r.seq).empty());                         // pending
     CHECK(!ring.accept(4).empty());
     REQUIRE(ring.accept(2).empty());
     CHECK(ring.cursor().count == 2);
     CHECK(!ring.materialise(*r.seq, 3).empty());  // only 2 held
     Recorder other(m, RecordVariant::delta);
     other.begin(m.save_state(*r.seq));
-    CHECK(!ring.push(other.records(), 0, 0).empty());  // another variant
+    CHECK(!ring.push(other.records(), 0, 0, 8, {}).empty());  // another variant
 }

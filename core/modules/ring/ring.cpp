@@ -17,6 +17,36 @@ uint64_t sequence_state_bytes(ModelPreset model) {
     return spec::snapshot_bytes_per_layer(c) * uint64_t(c.n_linear());
 }
 
+std::vector<Falsifier<RingParams>> ring_falsifiers() {
+    auto set = [](RingFalsify f) { return [f](RingParams& p) { p.falsify = f; }; };
+    return {
+        {"commit_rejected",
+         "the stream commits the first draft the verifier rejected",
+         {"tokens_equal_greedy"},
+         set(RingFalsify::commit_rejected)},
+        {"record_bit",
+         "one bit of the first kept record in the ring is flipped",
+         {"rebuilds_bitwise", "ring_positions_bitwise", "final_checkpoint_bitwise"},
+         set(RingFalsify::flip_record_bit)},
+        {"fold_twice",
+         "the first flush replays its first record twice",
+         {"records_folded_once", "final_checkpoint_bitwise"},
+         set(RingFalsify::fold_twice)},
+        {"fold_skip",
+         "the first flush leaves its first record out",
+         {"records_folded_once", "final_checkpoint_bitwise"},
+         set(RingFalsify::fold_skip)},
+        {"overwrite_live",
+         "a verification's records are written one slot early, over the last kept record",
+         {"occupancy_within_capacity"},
+         set(RingFalsify::overwrite_live)},
+        {"spare_slot",
+         "every layer allocates one record slot more than the capacity",
+         {"ring_memory_equals_accounting"},
+         set(RingFalsify::spare_slot)},
+    };
+}
+
 }  // namespace
 
 ParamList<RingParams> ring_params() {
@@ -83,7 +113,8 @@ Experiment make_ring_experiment() {
         .params = ring_params(),
         .validate = validate_ring,
         .start = start_ring,
-        .live = false});
+        .live = false,
+        .falsifiers = ring_falsifiers()});
 }
 
 K3_REGISTER_EXPERIMENT(make_ring_experiment);

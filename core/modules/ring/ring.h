@@ -22,6 +22,10 @@ enum class RingDrafter : uint8_t {
     self,    // the runnable model with its projection weights quantised
 };
 
+// Deliberate corruptions that the module's checks must catch (k3cli audit-checks): each damages the
+// ring or its stream at one point (spec::RingFault).
+using RingFalsify = spec::RingFault;
+
 struct RingParams {
     ModelPreset model = ModelPreset::tiny;
     int draft_len = 4;       // N: tokens per verification
@@ -34,6 +38,7 @@ struct RingParams {
     int drafter_bits = 4;  // self drafter
     int new_tokens = 48, prompt_len = 32;
     uint64_t seed = 1;
+    RingFalsify falsify = RingFalsify::none;  // not a declared parameter
 };
 
 // One capacity of the bookkeeping sweep.
@@ -55,8 +60,12 @@ struct RingResult {
     uint64_t ring_bytes = 0;              // checkpoint + L slots, as allocated
     uint64_t checkpoint_position = 0;
     int kept_after_end = 0;  // records left unfolded after the final commit
-    spec::SpecStorage own;   // the accounting of the runnable preset at N, L
-    spec::SpecStorage kimi;  // Kimi-Linear's at N, L
+    // Read back from the ring's slots (their tags), not from its cursor or the stream's counters.
+    std::vector<spec::RecordTag> folded;  // every record the flushes replayed, in order
+    int live_overwrites = 0;              // pushes over a kept record not yet folded
+    int peak_live = 0;                    // most slots holding a kept or pending record
+    spec::SpecStorage own;                // the accounting of the runnable preset at N, L
+    spec::SpecStorage kimi;               // Kimi-Linear's at N, L
     std::vector<RingSweepPoint> sweep;
     double plain_ms = 0, stream_ms = 0;  // wall clock
 };

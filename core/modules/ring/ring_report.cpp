@@ -168,30 +168,44 @@ void bitwise_checks(const RingResult& res, Report& r) {
         std::to_string(st.positions_exact) + " of " + std::to_string(st.positions_checked) + " positions");
 }
 
+// The first committed token whose record the flushes did not fold exactly once, in order (its index),
+// or the count when every one was: read from the folded records' own tags.
+size_t folded_in_order(const RingResult& res) {
+    const size_t n = res.committed.size();
+    for (size_t i = 0; i < n; ++i)
+        if (i >= res.folded.size() || res.folded[i].position != uint64_t(res.prompt_len) + i ||
+            res.folded[i].token != res.committed[i])
+            return i;
+    return n;
+}
+
 void ring_checks(const RingParams& p, const RingResult& res, Report& r) {
     const RingStreamStats& st = res.stats;
     const int L = p.ring_capacity;
-    bool bounded = true;
-    for (const RingEvent& e : res.events) bounded &= e.count <= L;
-    r.check("occupancy_within_capacity", "Occupancy never exceeds the capacity",
-            bounded && st.peak_occupancy <= L,
-            "peak " + std::to_string(st.peak_occupancy) + " of " + std::to_string(L) + " slots");
-    const size_t n = res.committed.size();
-    r.check(
-        "records_folded_once", "Every kept record is folded into the checkpoint exactly once",
-        st.flush_replayed == uint64_t(n) && res.kept_after_end == 0 &&
-            res.checkpoint_position == size_t(res.prompt_len) + n,
-        format_grouped(double(st.flush_replayed)) + " records folded, " + std::to_string(n) + " committed");
+    r.check("occupancy_within_capacity",
+            "Occupancy never exceeds the capacity: no kept record is overwritten before it is folded",
+            res.live_overwrites == 0 && res.peak_live == st.peak_occupancy,
+            "recounted from the slots' tags: " + std::to_string(res.live_overwrites) +
+                " kept records overwritten, peak " + std::to_string(res.peak_live) + " of " +
+                std::to_string(L) + " slots (the cursor says " + std::to_string(st.peak_occupancy) + ")");
+    const size_t n = res.committed.size(), in_order = folded_in_order(res);
+    r.check("records_folded_once", "Every kept record is folded into the checkpoint exactly once, in order",
+            in_order == n && res.folded.size() == n && res.kept_after_end == 0 &&
+                res.checkpoint_position == size_t(res.prompt_len) + n,
+            format_grouped(double(res.folded.size())) + " records folded for " + std::to_string(n) +
+                " committed tokens; by their tags (position, token) the first " + std::to_string(in_order) +
+                " are the committed tokens in order");
     r.check("final_checkpoint_bitwise",
             "The final checkpoint = the state after every committed token, bitwise",
             res.final_checkpoint_exact, "position " + std::to_string(size_t(res.prompt_len) + n));
     const SpecStorage& own = res.own;
     r.check("ring_memory_equals_accounting",
-            "Ring memory = the accounting (core/spec/storage.h) for the runnable preset",
+            "Ring memory as allocated = the accounting (core/spec/storage.h) for the runnable preset",
             res.ring_bytes == own.per_sequence(own.ring_total_per_layer),
-            format_grouped(double(res.ring_bytes)) + " B = state + " + std::to_string(L) + " x " +
+            format_grouped(double(res.ring_bytes)) +
+                " B allocated (checkpoint + slot buffers); accounting: state + " + std::to_string(L) + " x " +
                 format_grouped(double(own.record_per_token)) + " B x " + std::to_string(own.linear_layers) +
-                " layers");
+                " layers = " + format_grouped(double(own.per_sequence(own.ring_total_per_layer))) + " B");
 }
 
 void notes(const RingParams& p, const RingResult& res, Report& r) {

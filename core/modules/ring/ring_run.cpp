@@ -121,6 +121,7 @@ std::string RingRun::start_stream() {
     o.commit_every = params_.commit_every;
     o.variant = params_.variant;
     o.new_tokens = params_.new_tokens;
+    o.fault = params_.falsify;
     ring_ = std::make_unique<RingStream>(*target_, *drafter_, o);
     return ring_->start(prompt_, &ref_states_);
 }
@@ -185,6 +186,9 @@ void RingRun::finish() {
         res.ring_bytes = ring.bytes();
         res.checkpoint_position = ring.checkpoint_position();
         res.kept_after_end = ring.cursor().count;
+        res.folded = ring.folded();
+        res.live_overwrites = ring.live_overwrites();
+        res.peak_live = ring.peak_live();
         const int N = params_.draft_len, L = params_.ring_capacity;
         res.own = spec_storage(target_->config(), params_.variant, N, 1, L);
         res.kimi = spec_storage(*model_preset(ModelPreset::kimi_linear_48b), params_.variant, N, 1, L);

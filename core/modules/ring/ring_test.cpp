@@ -1,9 +1,11 @@
 // Module 8 `ring`: its declaration and refusals, the ring moving in the default run, checks passing,
-// determinism outside "timing", shortened steps, commits and the self drafter.
+// determinism outside "timing", shortened steps, commits and the self drafter, and every check proven by
+// its falsifier.
 #include <doctest/doctest.h>
 
 #include <string>
 
+#include "core/experiments/check_audit.h"
 #include "core/modules/ring/ring.h"
 #include "tests/unit/test_module_util.h"
 
@@ -67,4 +69,14 @@ TEST_CASE("ring: deterministic outside timing; shorten, commits and the self dra
         test::run_module("ring", {{"new_tokens", "16"}, {"drafter", "self"}, {"drafter_bits", "6"}});
     CHECK(s.all_checks_passed());
     CHECK(test::check_keyed(s, "tokens_equal_greedy").passed);
+}
+
+TEST_CASE("ring: every check holds intact and fails when falsified") {
+    const CheckAudit a = audit_checks(*find_experiment("ring"));
+    CHECK(a.problems.empty());
+    CHECK(a.checks.size() == 7);
+    for (const CheckProof& c : a.checks) {
+        CAPTURE(c.key);
+        CHECK(c.proven());
+    }
 }

@@ -7,6 +7,41 @@
 
 namespace k3 {
 
+namespace {
+
+std::vector<Falsifier<SpecStorageParams>> spec_storage_falsifiers() {
+    auto set = [](SpecStorageFalsify f) { return [f](SpecStorageParams& p) { p.falsify = f; }; };
+    return {
+        {"window_row",
+         "the storage accounting counts each snapshot with one conv window row too few",
+         {"snapshot_equals_layer_state", "kimi_linear_reference_figures"},
+         set(SpecStorageFalsify::window_row)},
+        {"gate_per_head",
+         "the record accounting counts one gate value per head (as for gated deltanet), not one per key "
+         "channel",
+         {"kimi_linear_record_variants", "kimi_linear_reference_figures"},
+         set(SpecStorageFalsify::gate_per_head)},
+        {"short_record",
+         "each record is allotted its last field's floats too few (that field overlaps the one before)",
+         {"held_bytes_equal_accounting", "ratios_from_held_bytes"},
+         set(SpecStorageFalsify::short_record)},
+        {"record_bit",
+         "one bit of the first recorded gate value is flipped before the replay",
+         {"copy_equals_replay", "replay_equals_direct", "variant_exactness_claims"},
+         set(SpecStorageFalsify::record_bit)},
+        {"snapshot_position",
+         "the copy restore takes the snapshot of the next draft position (the kv is still cut at n)",
+         {"copy_equals_direct", "copy_equals_replay", "none_kept_leaves_confirmed_state"},
+         set(SpecStorageFalsify::snapshot_position)},
+        {"chunked_verify",
+         "the one-pass verification runs the chunked kernel instead of the recurrent one",
+         {"one_pass_logits_bitwise"},
+         set(SpecStorageFalsify::chunked_verify)},
+    };
+}
+
+}  // namespace
+
 ParamList<SpecStorageParams> spec_storage_params() {
     using P = SpecStorageParams;
     ParamList<P> l;
@@ -57,12 +92,14 @@ Experiment make_spec_storage_experiment() {
         .validate = validate_spec_storage,
         .start = start_spec_storage,
         .live = false,
-        .headlines = {
-            {"Kimi-Linear, N = 4: N snapshots against one state + N records (extra storage convention)",
-             kimi_n4, "ratio_n_snapshots"},
-            {"Kimi-Linear, N = 4: the same, counting the confirmed state on both sides", kimi_n4,
-             "ratio_counting_confirmed"},
-        }});
+        .headlines =
+            {
+                {"Kimi-Linear, N = 4: N snapshots against one state + N records (extra storage convention)",
+                 kimi_n4, "ratio_n_snapshots"},
+                {"Kimi-Linear, N = 4: the same, counting the confirmed state on both sides", kimi_n4,
+                 "ratio_counting_confirmed"},
+            },
+        .falsifiers = spec_storage_falsifiers()});
 }
 
 K3_REGISTER_EXPERIMENT(make_spec_storage_experiment);

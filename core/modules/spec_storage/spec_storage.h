@@ -2,8 +2,8 @@
 // state snapshot per verified token or by the confirmed state plus per-token records replayed on
 // rejection (reference/kda.md §6, reference/serving.md §3). The storage is exact accounting of the
 // chosen preset (core/spec/storage.h); the rollback itself runs on the runnable model
-// (core/spec/rollback_lab.h) and is compared bitwise with direct decoding, for every rejection point
-// and every record variant.
+// (core/spec/rollback_lab.h) and is compared bitwise with a cold run (copy) and with token-by-token
+// decoding (replay), for every rejection point and every record variant.
 #pragma once
 
 #include <cstdint>
@@ -13,20 +13,31 @@
 #include <vector>
 
 #include "core/experiments/module.h"
-#include "core/model/accounting.h"
 #include "core/spec/rollback_lab.h"
 #include "core/spec/storage.h"
 
 namespace k3 {
 
+// Deliberate corruptions that the module's checks must catch (k3cli audit-checks).
+enum class SpecStorageFalsify : uint8_t {
+    none,
+    window_row,         // the storage accounting is given the model with a conv window one row shorter
+    gate_per_head,      // the storage accounting counts one gate value per head, as for Gated DeltaNet
+    short_record,       // the demo's records are under-allocated (spec::VerifyFault::short_record)
+    record_bit,         // one bit of a demo record is flipped before the replay
+    snapshot_position,  // the demo's copy restore takes the snapshot of the next draft position
+    chunked_verify,     // the demo's one-pass verification runs the chunked kernel
+};
+
 struct SpecStorageParams {
     ModelPreset preset = ModelPreset::kimi_linear_48b;
     int draft_len = 4;  // N: tokens per verification
     spec::RecordVariant variant = spec::RecordVariant::minimal_exact;
-    int running_requests = 128;  // R
-    int ring_capacity = 16;      // L, for comparison with module 8
-    bool demo = true;            // run the rollback on the runnable model
-    double accept = 0.6;         // the demo drafter's acceptance
+    int running_requests = 128;                             // R
+    int ring_capacity = 16;                                 // L, for comparison with module 8
+    bool demo = true;                                       // run the rollback on the runnable model
+    double accept = 0.6;                                    // the demo drafter's acceptance
+    SpecStorageFalsify falsify = SpecStorageFalsify::none;  // not a declared parameter
 };
 
 // The largest N: the range of draft_len and of the plots against N.
@@ -39,7 +50,9 @@ struct StorageAccounting {
     std::vector<spec::SpecStorage> variants;      // every variant at N, R, L, in record_variants() order
     std::vector<spec::SpecStorage> by_draft_len;  // the chosen variant at N = 1 .. kSpecMaxDraft
     std::vector<spec::RecordField> fields;        // of one record of the chosen variant
-    MemoryAccount memory;                         // the state one sequence keeps (core/model/accounting.h)
+    // One layer's snapshot recounted from the layer's own layout (core/model/dims.h, the dims the
+    // runnable model addresses its state with), not from the accounting: S and the conv windows.
+    uint64_t layout_S_bytes = 0, layout_window_bytes = 0;
     std::optional<spec::SpecStorage> kimi_reference;  // Kimi-Linear only: minimal exact at N = 4
 };
 
@@ -49,9 +62,10 @@ struct RollbackDemo {
     bool ran = false;
     std::string error;  // why it did not run
     int draft_len = 0, accepted = 0, vocab = 0;
-    uint64_t state_bytes = 0;          // the tiny model's state per sequence
-    uint64_t snapshot_bytes_held = 0;  // confirmed + N snapshots, as held
-    bool logits_match = false;         // one-pass verification = token by token, bitwise
+    uint64_t state_bytes = 0;           // the tiny model's state per sequence
+    uint64_t snapshot_bytes_held = 0;   // confirmed + N snapshots, as held
+    uint64_t confirmed_bytes_held = 0;  // the confirmed state the snapshot verifier keeps, as held
+    bool logits_match = false;          // one-pass verification = token by token, bitwise
     std::vector<std::vector<spec::RestoreOutcome>> outcomes;  // per variant, n = 0..N
     std::vector<uint64_t> record_bytes_held;                  // per variant: confirmed + N records
     spec::SpecStorage tiny_accounting;                        // the accounting of the tiny preset, R = 1

@@ -1,5 +1,6 @@
 // Module 7 `spec-storage`: the accounting, then (with demo) the rollback on the runnable tiny model in
 // stages: load it, restore every n with every record variant, time the restores.
+#include "core/model/dims.h"
 #include "core/modules/spec_storage/spec_storage.h"
 #include "core/spec/models.h"
 
@@ -11,6 +12,24 @@ using namespace k3::spec;
 
 constexpr uint64_t kDemoSeed = 7;
 constexpr int kDemoPrompt = 24;
+
+// The damage the demo's verifiers do for the falsifier (none for the accounting's).
+VerifyFault demo_fault(SpecStorageFalsify f) {
+    switch (f) {
+        case SpecStorageFalsify::short_record: return VerifyFault::short_record;
+        case SpecStorageFalsify::record_bit: return VerifyFault::flip_record_bit;
+        case SpecStorageFalsify::snapshot_position: return VerifyFault::snapshot_position;
+        case SpecStorageFalsify::chunked_verify: return VerifyFault::chunked_verify;
+        default: return VerifyFault::none;
+    }
+}
+
+// The configuration the storage accounting is given: the model's, damaged as the falsifier says.
+ModelConfig accounting_config(const SpecStorageParams& p, ModelConfig c) {
+    if (p.falsify == SpecStorageFalsify::window_row) c.conv_width -= 1;
+    if (p.falsify == SpecStorageFalsify::gate_per_head) c.linear_name = "GDN";
+    return c;
+}
 
 class SpecStorageRun : public StagedRun {
   public:
@@ -45,8 +64,8 @@ class SpecStorageRun : public StagedRun {
 void SpecStorageRun::load_model() {
     model_ = cached_model("tiny", 1, 16, &demo_.error);
     if (!model_) return;
-    lab_ =
-        RollbackLab::create(*model_, params_.draft_len, kDemoPrompt, params_.accept, kDemoSeed, &demo_.error);
+    lab_ = RollbackLab::create(*model_, params_.draft_len, kDemoPrompt, params_.accept, kDemoSeed,
+                               &demo_.error, demo_fault(params_.falsify));
 }
 
 double SpecStorageRun::compare(const Deadline& d) {
@@ -89,6 +108,7 @@ void SpecStorageRun::finish() {
         demo_.vocab = model_->vocab();
         demo_.state_bytes = model_->pool_model().state_bytes();
         demo_.snapshot_bytes_held = lab_->snapshot_bytes_held();
+        demo_.confirmed_bytes_held = lab_->confirmed_bytes_held();
         demo_.logits_match = lab_->logits_match();
         demo_.tiny_accounting = spec_storage(model_->config(), params_.variant, demo_.draft_len, 1, 0);
     }
@@ -101,16 +121,17 @@ void SpecStorageRun::finish() {
 StorageAccounting account_spec_storage(const SpecStorageParams& p) {
     StorageAccounting a;
     a.model = *model_preset(p.preset);
+    const ModelConfig c = accounting_config(p, a.model);
     const int N = p.draft_len, R = p.running_requests, L = p.ring_capacity;
-    a.chosen = spec_storage(a.model, p.variant, N, R, L);
-    for (const VariantInfo& v : record_variants())
-        a.variants.push_back(spec_storage(a.model, v.variant, N, R, L));
-    for (int n = 1; n <= kSpecMaxDraft; ++n)
-        a.by_draft_len.push_back(spec_storage(a.model, p.variant, n, R, L));
-    a.fields = record_fields(a.model, p.variant);
-    a.memory = account_memory(a.model);
+    a.chosen = spec_storage(c, p.variant, N, R, L);
+    for (const VariantInfo& v : record_variants()) a.variants.push_back(spec_storage(c, v.variant, N, R, L));
+    for (int n = 1; n <= kSpecMaxDraft; ++n) a.by_draft_len.push_back(spec_storage(c, p.variant, n, R, L));
+    a.fields = record_fields(c, p.variant);
+    const model::KdaDims layer = model::kda_dims(a.model);
+    a.layout_S_bytes = layer.state_floats() * dtype_bytes(a.model.state_dtype);
+    a.layout_window_bytes = layer.window_floats() * dtype_bytes(a.model.conv_dtype);
     if (a.model.id == "kimi-linear-48b")
-        a.kimi_reference = spec_storage(a.model, RecordVariant::minimal_exact, 4, R, L);
+        a.kimi_reference = spec_storage(c, RecordVariant::minimal_exact, 4, R, L);
     return a;
 }
 

@@ -1,10 +1,12 @@
 // Module 7 `spec-storage`: its declaration, the default view's figures (reference/kda.md §6), checks
-// passing, determinism outside "timing", and accounting-only runs of every preset.
+// passing, determinism outside "timing", accounting-only runs of every preset, and every check proven
+// by its falsifier.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <string>
 
+#include "core/experiments/check_audit.h"
 #include "core/modules/spec_storage/spec_storage.h"
 #include "tests/unit/test_module_util.h"
 
@@ -68,4 +70,14 @@ TEST_CASE("spec-storage: deterministic outside timing; accounting-only runs; eve
     CHECK(s_only.all_checks_passed());
     CHECK(test::check_keyed(s_only, "copy_equals_replay").passed);
     CHECK(s_only.find_check("replay_equals_direct") == nullptr);
+}
+
+TEST_CASE("spec-storage: every check holds intact and fails when falsified") {
+    const CheckAudit a = audit_checks(*find_experiment("spec-storage"));
+    CHECK(a.problems.empty());
+    CHECK(a.checks.size() == 11);
+    for (const CheckProof& c : a.checks) {
+        CAPTURE(c.key);
+        CHECK(c.proven());
+    }
 }
