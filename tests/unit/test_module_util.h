@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/experiments/check_audit.h"
 #include "core/experiments/registry.h"
 
 namespace k3::test {
@@ -49,6 +50,15 @@ inline void check_keys_unique(const Report& r) {
         CHECK_MESSAGE(!r.checks[i].key.empty(), r.checks[i].name);
         for (size_t j = 0; j < i; ++j) CHECK_MESSAGE(r.checks[i].key != r.checks[j].key, r.checks[i].key);
     }
+}
+
+// The module's check audit (k3cli audit-checks): `checks` keys, each held intact and failed when
+// falsified, and no problem.
+inline void all_checks_proven(const char* module, size_t checks) {
+    const CheckAudit a = audit_checks(*find_experiment(module));
+    for (const std::string& p : a.problems) FAIL_CHECK(p);
+    CHECK(a.checks.size() == checks);
+    for (const CheckProof& c : a.checks) CHECK_MESSAGE(c.proven(), c.key << ": " << c.falsifier);
 }
 
 inline void all_checks_pass(const Report& r) {

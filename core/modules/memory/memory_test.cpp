@@ -3,7 +3,6 @@
 
 #include <cmath>
 
-#include "core/experiments/check_audit.h"
 #include "core/modules/memory/memory.h"
 #include "tests/unit/test_module_util.h"
 
@@ -81,11 +80,5 @@ TEST_CASE("memory: custom dimensions with a preset are ignored, and the report s
 }
 
 TEST_CASE("memory: every check holds intact and fails when falsified") {
-    const CheckAudit a = audit_checks(*find_experiment("memory"));
-    CHECK(a.problems.empty());
-    CHECK(a.checks.size() == 5);
-    for (const CheckProof& c : a.checks) {
-        CAPTURE(c.key);
-        CHECK(c.proven());
-    }
+    test::all_checks_proven("memory", 5);
 }

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <string>
 
-#include "core/experiments/check_audit.h"
 #include "core/modules/spec_storage/spec_storage.h"
 #include "tests/unit/test_module_util.h"
 
@@ -73,11 +72,5 @@ TEST_CASE("spec-storage: deterministic outside timing; accounting-only runs; eve
 }
 
 TEST_CASE("spec-storage: every check holds intact and fails when falsified") {
-    const CheckAudit a = audit_checks(*find_experiment("spec-storage"));
-    CHECK(a.problems.empty());
-    CHECK(a.checks.size() == 11);
-    for (const CheckProof& c : a.checks) {
-        CAPTURE(c.key);
-        CHECK(c.proven());
-    }
+    test::all_checks_proven("spec-storage", 11);
 }
