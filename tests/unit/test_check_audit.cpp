@@ -19,21 +19,21 @@ struct Toy {
 Experiment toy_experiment(std::vector<Falsifier<Toy>> falsifiers) {
     ParamList<Toy> l;
     l.integer(&Toy::items, "items", "Items", "count", 1, 100);
-    return make_experiment(Module<Toy>{
-        .id = "toy",
-        .title = "Toy",
-        .params = std::move(l),
-        .start = [](const Toy& p, const Params& raw) -> std::unique_ptr<Run> {
-            return one_step_run("toy", raw, "count", [p](Report& r) {
-                int64_t recount = 0;
-                for (int64_t i = 0; i < p.items; ++i) ++recount;
-                const int64_t total = p.items + (p.falsify == 1 ? 1 : 0);
-                r.scalar("total", "Total", "count", double(total));
-                r.check("sum", "Total equals a recount", total == recount, "");
-                r.check("tautology", "Total equals itself", total == total, "");
-            });
-        },
-        .falsifiers = std::move(falsifiers)});
+    return make_experiment(Module<Toy>{.id = "toy",
+                                       .title = "Toy",
+                                       .params = std::move(l),
+                                       .start = [](const Toy& p, const Params& raw) -> std::unique_ptr<Run> {
+                                           return one_step_run("toy", raw, "count", [p](Report& r) {
+                                               int64_t recount = 0;
+                                               for (int64_t i = 0; i < p.items; ++i) ++recount;
+                                               const int64_t total = p.items + (p.falsify == 1 ? 1 : 0);
+                                               r.scalar("total", "Total", "count", double(total));
+                                               r.check("sum", "Total equals a recount", total == recount, "");
+                                               r.check("tautology", "Total equals itself", total == total,
+                                                       "");
+                                           });
+                                       },
+                                       .falsifiers = std::move(falsifiers)});
 }
 
 const CheckProof& proof_of(const CheckAudit& a, const std::string& key) {
@@ -66,7 +66,10 @@ TEST_CASE("check audit: a falsifier naming no reported check, or refused paramet
     const Experiment e = toy_experiment({
         {"skew", "the total is skewed by one", {"sum"}, [](Toy& t) { t.falsify = 1; }},
         {"ghost", "names a check nobody reports", {"no_such_check"}, [](Toy& t) { t.falsify = 2; }},
-        {"refused", "runs with an item count out of range", {"sum"}, [](Toy& t) { t.falsify = 1; },
+        {"refused",
+         "runs with an item count out of range",
+         {"sum"},
+         [](Toy& t) { t.falsify = 1; },
          {{"items", "1000"}}},
     });
     const CheckAudit a = audit_checks(e);
@@ -84,7 +87,7 @@ TEST_CASE("doc figures: placeholders are filled from the report, and say when th
     r.scalar("hit", "Hit", "fraction", 0.3736);
     const std::string text = "A state of {state_bytes} and a hit of {hit}; {missing}; M_{r-1} stays.";
     CHECK(figure_placeholders(text) == std::vector<std::string>{"state_bytes", "hit", "missing"});
-    CHECK(fill_figures(text, &r) == std::string("A state of 41.41 MiB and a hit of 37.36 %; ") +
-                                        kFigureAbsent + "; M_{r-1} stays.");
+    CHECK(fill_figures(text, &r) ==
+          std::string("A state of 41.41 MiB and a hit of 37.36 %; ") + kFigureAbsent + "; M_{r-1} stays.");
     CHECK(fill_figures("{hit}", nullptr) == kFigureNotRun);
 }

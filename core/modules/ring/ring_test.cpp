@@ -70,6 +70,4 @@ TEST_CASE("ring: deterministic outside timing; shorten, commits and the self dra
     CHECK(test::check_keyed(s, "tokens_equal_greedy").passed);
 }
 
-TEST_CASE("ring: every check holds intact and fails when falsified") {
-    test::all_checks_proven("ring", 7);
-}
+TEST_CASE("ring: every check holds intact and fails when falsified") { test::all_checks_proven("ring", 7); }
