@@ -382,6 +382,11 @@ Match RadixCache::match(const TokenSeq& q, uint64_t len) const {
     return m;
 }
 
+CheckpointRef RadixCache::state_at(const Match& m) const {
+    if (m.state_node == kRoot || nodes_[m.state_node].checkpoint == UINT32_MAX) return {};
+    return cps_[nodes_[m.state_node].checkpoint].ref;
+}
+
 Lease RadixCache::acquire(const TokenSeq& q, uint64_t len) {
     Lease l;
     l.match = match(q, len);

@@ -148,6 +148,8 @@ class RadixCache {
     // match() + lock the KV path and the state + LRU refresh + borrow the checkpoint.
     Lease acquire(const TokenSeq& q, uint64_t len);
     void release(Lease& lease);
+    // The payload of the checkpoint a match resumes from (empty for the zero state), without a lease.
+    CheckpointRef state_at(const Match& m) const;
 
     // Caches q[0, len) (floored to whole pages) with the given checkpoints. The tree takes
     // ownership of every checkpoint passed (redundant or rejected ones are released at once).

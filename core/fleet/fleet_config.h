@@ -64,6 +64,19 @@ std::optional<Recovery> parse_recovery(std::string_view s);
 // When a moved request's state is restored on another instance (module 10's strategies).
 enum class MigrationMove : uint8_t { everything, kv_and_checkpoint };
 
+// Falsifier hook of module 13 (k3cli audit-checks): one deliberate corruption of the resumes and
+// migrations the fault checks audit (FleetSim::resume_audit, FaultOutcome::migrations). `none` in
+// every real run.
+enum class FaultsFalsify : uint8_t {
+    none,
+    guard_lets_one_through,   // the guard lets one request resume at its KV, past its state
+    checkpoint_one_page_off,  // one cache hit reports its checkpoint a page deeper than it was written
+    crash_resume_in_place,   // a request of the crashed instance resumes where it was, as if nothing was lost
+    migration_drops_page,    // one live migration leaves the request's last KV page behind
+    migration_drops_state,   // one live migration arrives without the request's state
+    migration_lost_counter,  // the drain's lost-work counter is one token high
+};
+
 struct FleetConfig {
     // Cost model: roofline estimate of one instance of `gpus` GPUs.
     ModelConfig model;
@@ -111,6 +124,7 @@ struct FleetConfig {
     // Consistency guard: a request resumes only where its KV and its recurrent state sit at the same
     // position. Off: it resumes at the KV position whatever state it has (counted as a violation).
     bool guard = true;
+    FaultsFalsify faults_falsify = FaultsFalsify::none;  // falsifier hook (module 13), not a setting
 
     double load = 1;  // arrival-rate multiplier: arrival times are divided by it
     // Simulate runs of decode-only steps as one event (same results; tests compare both ways).

@@ -66,6 +66,16 @@ uint64_t FleetSim::lookup_len(uint32_t r) const {
     return std::min<uint64_t>(live_[r].target, w_->requests[r].tokens->size());
 }
 
+// A state after the whole context cannot give the last token's logits (that token is computed again,
+// and a recurrent state does not step back): the guard resumes from the deepest checkpoint before it,
+// as vLLM caps a hybrid model's hit at the prompt length - 1.
+uint64_t FleetSim::resume_lookup_len(const RadixCache& c, uint32_t r) const {
+    const uint64_t len = lookup_len(r), target = live_[r].target;
+    if (c_.guard && target > 0 && c.match(*w_->requests[r].tokens, len).state_len >= target)
+        return target - 1;
+    return len;
+}
+
 uint64_t FleetSim::uncached_cost(uint32_t k, uint32_t r) const {
     const uint64_t len = lookup_len(r);
     if (!c_.caching) return len;
@@ -330,13 +340,19 @@ FleetSim::Hits FleetSim::find_hits(uint32_t k, uint32_t r) {
     if (L.carry) {
         h.kv = L.carry_kv;
         h.state = L.carry_state;
+        h.record = L.carry_record;
     } else if (c_.caching) {
         const Request& q = w_->requests[r];
-        L.adm = admit_request(cache_of(k, r), c_.policy, *q.tokens, lookup_len(r), q.cache_len());
+        L.adm = admit_request(cache_of(k, r), c_.policy, *q.tokens, resume_lookup_len(cache_of(k, r), r),
+                              q.cache_len());
         L.leased = true;
         h.kv = L.adm.kv_hit;
         h.state = L.adm.state_hit;
-        h.tainted_source = h.state > 0 && L.adm.lease.state.handle == kTaintedHandle;
+        h.tainted_source = h.state > 0 && (L.adm.lease.state.handle & kTaintedHandle);
+        h.record = state_record_of(L.adm.lease.state.handle);
+        const uint64_t page = c_.cache.page_size;
+        if (h.state > 0 && h.state + page <= h.kv && falsify_once(FaultsFalsify::checkpoint_one_page_off))
+            h.state += page;
     }
     return h;
 }
@@ -376,6 +392,7 @@ FleetSim::AdmitResult FleetSim::admit(uint32_t k, uint32_t r, double now) {
     const Request& q = w_->requests[r];
     const Hits h = find_hits(k, r);
     uint64_t resume = c_.guard ? h.state : h.kv;
+    if (c_.guard && h.kv > h.state && falsify_once(FaultsFalsify::guard_lets_one_through)) resume = h.kv;
     // Logits need at least one computed token: a whole-context hit recomputes the last one.
     if (L.target > 0) resume = std::min(resume, L.target - 1);
     const uint64_t base = L.carry ? 0 : resume;
@@ -394,6 +411,7 @@ FleetSim::AdmitResult FleetSim::admit(uint32_t k, uint32_t r, double now) {
     L.base = base;
     L.kv_alloc = 0;
     account_resume(r, h, resume);
+    audit_resume(r, h, resume);
     if (L.carry) {
         // Nothing leased locally: plan this request's checkpoints from where it resumes.
         const uint64_t page = c_.cache.page_size;
@@ -444,7 +462,9 @@ void FleetSim::cache_progress(uint32_t k, uint32_t r, double now, bool final) {
             const PlannedCheckpoint& p = plan[L.plan_next++];
             // A request that resumed past its state (no guard) never computed the states before it.
             if (p.pos <= L.resume) continue;
-            cp_scratch_.push_back({p.pos, {L.tainted ? kTaintedHandle : 0, cost_.state_bytes()}, p.kind});
+            const StateRecord written{p.pos, L.audit_mismatched};
+            cp_scratch_.push_back(
+                {p.pos, {checkpoint_handle(L.tainted, written), cost_.state_bytes()}, p.kind});
         }
         c.insert(q.tokens, upto, cp_scratch_);
         L.inserted = upto;

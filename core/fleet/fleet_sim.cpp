@@ -355,7 +355,7 @@ void FleetSim::reroute(uint32_t r, double now) {
         route(r, now);  // to the gateway, or failed
         return;
     }
-    const Match hm = host_->match(*q.tokens, len);
+    const Match hm = host_->match(*q.tokens, resume_lookup_len(*host_, r));
     const Match lm = view.match(uint32_t(d.instance), q, len);
     const uint64_t host_resume = c_.guard ? hm.state_len : hm.kv_len;
     const uint64_t local_resume = c_.guard ? lm.state_len : lm.kv_len;
@@ -368,6 +368,7 @@ void FleetSim::reroute(uint32_t r, double now) {
         L.carry = true;
         L.carry_kv = hm.kv_len;
         L.carry_state = hm.state_len;
+        L.carry_record = state_record_of(host_->state_at(hm).handle);
         L.carry_to = d.instance;
         L.phase = Phase::held;
         ++t_.host_restores;
@@ -403,6 +404,11 @@ void FleetSim::crash(uint32_t f, double now) {
         Live& L = live_[r];
         fo.lost_tokens += L.pos - L.base;
         t_.lost_tokens += L.pos - L.base;
+        if (L.pos > 0 && falsify_once(FaultsFalsify::crash_resume_in_place)) {
+            L.carry = true;  // what was lost is taken as carried along: KV and state at pos
+            L.carry_kv = L.carry_state = L.pos;
+            L.carry_record = {};
+        }
         release_request(k, r);
         ++fo.running_moved;
     }
@@ -473,9 +479,7 @@ void FleetSim::migrate_running(uint32_t k, double now) {
         I.link_free = std::max(now, I.link_free) + mv.transfer_s * 1000.0;
         release_request(k, r);
         L.target = uint64_t(w_->requests[r].prompt_len) + L.generated;
-        L.carry = true;
-        L.carry_kv = L.pos;
-        L.carry_state = state_pos;
+        record_migration(r, f, state_pos);  // the blob: KV to pos, the state at state_pos
         L.pos = L.base = 0;
         L.phase = Phase::held;
         ++out_[r].moves;
@@ -550,7 +554,9 @@ void FleetSim::replicate(uint32_t k, uint32_t r, uint64_t len, double now) {
     x.len = len;
     for (const PlannedCheckpoint& p : L.adm.plan)
         if (p.pos > L.replicated && p.pos <= len && p.pos > L.resume)
-            x.cps.push_back({p.pos, {L.tainted ? kTaintedHandle : 0, cost_.state_bytes()}, p.kind});
+            x.cps.push_back({p.pos,
+                             {checkpoint_handle(L.tainted, {p.pos, L.audit_mismatched}), cost_.state_bytes()},
+                             p.kind});
     const uint64_t bytes =
         (len - L.replicated) * cost_.kv_bytes_per_token() + x.cps.size() * cost_.state_bytes();
     L.replicated = len;

@@ -16,13 +16,15 @@
 //   - an iteration time from the roofline cost model (core/fleet/cost_model.h): an estimate.
 // Requests arrive, a router (core/fleet/router.h) picks an instance, the instance's wait queue
 // (core/fleet/wait_queue.h) orders admission. Faults crash or drain instances; requests move,
-// resume from a host tier or migrate; a consistency guard decides where they may resume.
+// resume from a host tier or migrate; a consistency guard decides where they may resume, and an
+// audit that does not consult it checks every resume against its state's own record.
 //
 // Deterministic: events are ordered by (time, insertion number), every container is a vector or a
 // deque iterated in order, randomness comes from k3::Rng seeded from the config, and no figure
 // depends on the wall clock. The wall clock only decides where a slice stops.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -77,6 +79,22 @@ struct InstanceStats {
     uint64_t cache_kv_evicted = 0, cache_states_evicted = 0;
 };
 
+// A live-migrated request's context at the source and at the destination (the migration's own
+// record, apart from the fault's counters): what it had computed, what the blob carried, where the
+// destination resumed it.
+struct MigrationRecord {
+    uint32_t request = 0;
+    uint64_t computed = 0;    // context computed at the source: its KV and its state sat here
+    uint64_t kv_carried = 0;  // KV tokens the blob carried
+    uint64_t state_pos = 0;   // position of the state the blob carried (0: none)
+    int64_t resumed_at = -1;  // where the destination resumed it (-1: it never resumed)
+    // Computed context that survived the move: what the destination could use and did.
+    uint64_t kept() const {
+        const uint64_t resumed = resumed_at < 0 ? 0 : uint64_t(resumed_at);
+        return std::min({computed, kv_carried, state_pos, resumed});
+    }
+};
+
 // One fault and what it cost.
 struct FaultOutcome {
     FaultSpec spec;
@@ -88,8 +106,29 @@ struct FaultOutcome {
     uint64_t migrated_bytes = 0;
     uint64_t host_restores = 0;  // requests resumed from the host tier
     uint64_t host_bytes = 0;
-    double drained_ms = -1;    // drain: when the instance was empty
-    double recovered_ms = -1;  // when the last moved request was running again
+    double drained_ms = -1;                   // drain: when the instance was empty
+    double recovered_ms = -1;                 // when the last moved request was running again
+    std::vector<MigrationRecord> migrations;  // one per live migration, in order
+};
+
+// What a resumed state is, as the request that computed it recorded it: the position it computed
+// it at, and whether that request itself had resumed on a mismatched state (then this state is
+// wrong too). Checkpoints carry it in their handle, migrations and host-tier restores with the
+// request.
+struct StateRecord {
+    uint64_t pos = 0;  // 0: the zero state
+    bool mismatched = false;
+};
+
+// An audit of every resume (admission past position 0), whatever the guard decided: the resumed
+// state's record against the KV it is paired with. A resume is consistent when the state was
+// computed at exactly the position the request continues from and the KV reaches that position.
+struct ResumeAudit {
+    uint64_t resumes = 0;
+    uint64_t mismatched = 0;       // state at another position than the resume, or KV short of it
+    uint64_t from_mismatched = 0;  // state at the right position but written after a mismatch
+    std::string first;             // the first inconsistent resume, for the check's detail
+    uint64_t inconsistent() const { return mismatched + from_mismatched; }
 };
 
 struct FleetTotals {
@@ -138,6 +177,7 @@ class FleetSim {
     const std::vector<FaultOutcome>& faults() const { return fault_out_; }
     const FleetTotals& totals() const { return t_; }
     const std::vector<LoadSample>& load_samples() const { return samples_; }
+    const ResumeAudit& resume_audit() const { return audit_; }
     // Per-instance lanes (at most config().max_timeline_spans spans): categories
     // timeline_categories(), times in seconds.
     std::vector<TimelineSpan> timeline() const;
@@ -161,6 +201,7 @@ class FleetSim {
     struct Hits {  // what a request can resume from on the instance admitting it
         uint64_t kv = 0, state = 0;
         bool tainted_source = false;  // the state comes from a tainted (inconsistent) checkpoint
+        StateRecord record;           // the state's own record (the resume audit's input)
     };
 
     // ---- events (fleet_sim.cpp) ----
@@ -205,8 +246,15 @@ class FleetSim {
     void apply_decode_steps(uint32_t k, uint32_t m);
     RadixCache& cache_of(uint32_t k, uint32_t r);
     uint64_t lookup_len(uint32_t r) const;
+    uint64_t resume_lookup_len(const RadixCache& c, uint32_t r) const;  // what r may resume from in c
     uint64_t uncached_cost(uint32_t k, uint32_t r) const;
     void reset_instance(uint32_t k);
+
+    // ---- the resume audit and migration records, and module 13's falsifier hook
+    // (fleet_resume_audit.cpp) ----
+    void audit_resume(uint32_t r, const Hits& h, uint64_t resume);
+    void record_migration(uint32_t r, int32_t f, uint64_t state_pos);
+    bool falsify_once(FaultsFalsify f);
 
     friend class FleetRouterView;
 
@@ -232,6 +280,8 @@ class FleetSim {
     std::vector<LoadSample> samples_;
     double sample_dt_ = 0;
     FleetTotals t_;
+    ResumeAudit audit_;
+    bool falsified_ = false;  // the falsifier hook has corrupted its one event
     uint64_t finished_ = 0, admit_seq_ = 0;
     uint32_t tenants_ = 1;
     // Quotas: running state slots and concurrent prefills a tenant may hold on one instance, and

@@ -22,6 +22,12 @@ enum EventKind : uint32_t {
 // A checkpoint written by a request that resumed on a mismatched state is itself wrong: the
 // metadata-mode handle carries that mark so that later resumes from it are counted.
 inline constexpr uint64_t kTaintedHandle = 1;
+// Above that mark the handle carries the checkpoint's StateRecord for the resume audit, which keeps
+// its own account of mismatches (bit 1) rather than the simulator's.
+inline uint64_t checkpoint_handle(bool tainted, const StateRecord& s) {
+    return (tainted ? kTaintedHandle : 0) | (s.mismatched ? 2 : 0) | s.pos << 2;
+}
+inline StateRecord state_record_of(uint64_t handle) { return {handle >> 2, (handle & 2) != 0}; }
 
 struct FleetSim::Live {
     Phase phase = Phase::pending;
@@ -41,6 +47,12 @@ struct FleetSim::Live {
     uint64_t inserted = 0;    // cached prefix inserted into the instance's tree
     uint64_t replicated = 0;  // prefix sent to the host tier
     bool tainted = false;     // resumed on a state that did not match its KV
+    // The resume audit's own view of this attempt (it does not read `tainted`): whether its state
+    // was inconsistent with its KV, and the record of the state it carries from elsewhere.
+    bool audit_mismatched = false;
+    StateRecord carry_record;
+    int32_t migration_fault = -1;  // live migration awaiting its resume: fault and record index
+    uint32_t migration_index = 0;
     // Brought along from elsewhere (host tier, migration): KV and state positions.
     bool carry = false;
     uint64_t carry_kv = 0, carry_state = 0;

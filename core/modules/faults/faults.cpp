@@ -38,6 +38,47 @@ void fault_params(ParamList<FaultsParams>& l) {
             "fault.");
 }
 
+// Each corrupts one event of every simulation of the run (FleetConfig::faults_falsify).
+std::vector<Falsifier<FaultsParams>> faults_falsifiers() {
+    auto set = [](FaultsFalsify f) { return [f](FaultsParams& p) { p.falsify = f; }; };
+    const std::vector<std::pair<std::string, std::string>> drain = {{"fault", "drain"},
+                                                                    {"recovery", "migrate"}};
+    return {
+        {"guard_lets_one_through",
+         "the guard lets one request resume at its kv position, past its state",
+         {"guard_no_violations*"},
+         set(FaultsFalsify::guard_lets_one_through)},
+        {"guard_lets_one_through_on_drain",
+         "the guard lets one request resume at its kv position, past its state (a drain)",
+         {"guard_no_violations*"},
+         set(FaultsFalsify::guard_lets_one_through),
+         drain},
+        {"checkpoint_one_page_off",
+         "one cache hit reports its checkpoint one page deeper than it was computed",
+         {"guard_no_violations*"},
+         set(FaultsFalsify::checkpoint_one_page_off)},
+        {"crash_resume_in_place",
+         "a request of the crashed instance resumes where it was, as if its kv and state had survived",
+         {"guard_no_violations", "guard_no_violations_recompute_guard"},
+         set(FaultsFalsify::crash_resume_in_place)},
+        {"migration_drops_page",
+         "one live migration leaves the request's last kv page behind",
+         {"migration_lost_nothing*"},
+         set(FaultsFalsify::migration_drops_page),
+         drain},
+        {"migration_drops_state",
+         "one live migration arrives without the request's state",
+         {"migration_lost_nothing*"},
+         set(FaultsFalsify::migration_drops_state),
+         drain},
+        {"migration_lost_counter",
+         "the drain's lost-work counter is one token high",
+         {"migration_lost_nothing*"},
+         set(FaultsFalsify::migration_lost_counter),
+         drain},
+    };
+}
+
 }  // namespace
 
 ParamList<FaultsParams> faults_params() {
@@ -76,7 +117,8 @@ Experiment make_faults_experiment() {
         .validate = validate_faults,
         .start = start_faults,
         .data_files = [](const FaultsParams& p) { return workload_data_files(p.workload); },
-        .live = false});
+        .live = false,
+        .falsifiers = faults_falsifiers()});
 }
 
 K3_REGISTER_EXPERIMENT(make_faults_experiment);

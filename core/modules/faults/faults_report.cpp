@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/base/numfmt.h"
+#include "core/lifecycle/migration_cost.h"
 #include "core/modules/faults/faults.h"
 
 namespace k3 {
@@ -48,6 +49,26 @@ void scalars(const FaultsResult& f, Report& r) {
         .help = "KV-visible tokens beyond the state-usable position that the guard refused to skip.";
     r.scalar("host_restores", "Resumes from the host tier", "requests", double(s.totals().host_restores));
     r.scalar("migrated_bytes", "Bytes migrated", "B", double(fo.migrated_bytes));
+}
+
+// The texts' worked example, for this run's model, link and hardware: what moving one long context
+// live costs against recomputing it (module 10's blob and roofline estimate).
+void migration_example(const FaultsResult& f, Report& r) {
+    using lifecycle::MigrationStrategy;
+    const double tokens = 100000;
+    const FleetSim& s = *f.runs[0].sim;
+    const lifecycle::MigrationCosts c = lifecycle::migration_costs(
+        f.config.model, {tokens, 0}, f.config.link, s.cost_model().instance_hardware(), f.config.efficiency);
+    const lifecycle::StrategyCost &move = c[MigrationStrategy::move_all],
+                                  &again = c[MigrationStrategy::recompute];
+    r.scalar("link_gb_per_s", "Link bandwidth (one direction)", "GB/s", f.config.link.bytes_per_s / 1e9);
+    r.scalar("example_context_tokens", "Example: a context of", "tokens", tokens);
+    r.scalar("example_kv_bytes", "... its attention KV", "B", move.kv_bytes);
+    r.scalar("example_state_bytes", "... its recurrent state", "B", move.state_bytes);
+    r.scalar("example_move_ms", "... moved live", "ms", move.transfer_s * 1000.0).help =
+        "Module 10's blob (the state, the KV of every token, token ids, sampler) at the link's line rate.";
+    r.scalar("example_recompute_ms", "... recomputed instead", "ms", again.total_s * 1000.0).help =
+        "Roofline estimate of prefilling the whole context again on one instance, alone.";
 }
 
 // Extra prefill is against the run without a fault under the same guard (the guard itself costs work).
@@ -104,24 +125,59 @@ void plots_and_tables(const FaultsResult& f, Report& r) {
     report_timeline(r, s, "Instances over time (the fault's instance goes down)");
 }
 
+std::string tagged_key(const std::string& key, const RunTag& tag) {
+    return tag.key.empty() ? key : key + "_" + tag.key;
+}
+
+std::string tagged_name(const FaultRun& x, const std::string& name) {
+    return (x.main ? std::string() : x.label + ": ") + name;
+}
+
+// The resume audit (FleetSim::resume_audit), not the guard's own count: every resume's state record
+// against the KV position it continues from.
+void guard_check(const FaultRun& x, Report& r) {
+    const ResumeAudit& a = x.sim->resume_audit();
+    r.check(tagged_key("guard_no_violations", x.tag),
+            tagged_name(x, "With the guard, no request resumed on a mismatched state"), a.inconsistent() == 0,
+            format_grouped(double(a.resumes)) + " resumes audited against the records of their states: " +
+                format_grouped(double(a.mismatched)) +
+                " on a state computed at another position than the KV they continue from, " +
+                format_grouped(double(a.from_mismatched)) + " on a state written after such a resume" +
+                (a.first.empty() ? "" : "; first: " + a.first));
+}
+
+// From the migrations' own records (FaultOutcome::migrations): what each request had computed at
+// the source against what its blob carried and where the destination resumed it.
+void migration_check(const FaultRun& x, Report& r) {
+    const FaultOutcome& fo = x.sim->faults()[0];
+    uint64_t computed = 0, kept = 0, never = 0;
+    for (const MigrationRecord& m : fo.migrations) {
+        computed += m.computed;
+        kept += m.kept();
+        never += m.resumed_at < 0;
+    }
+    const uint64_t lost = computed - kept;
+    r.check(tagged_key("migration_lost_nothing", x.tag),
+            tagged_name(x, "Live migration of KV and state lost no computed work"),
+            lost == 0 && fo.lost_tokens == lost,
+            format_grouped(double(fo.migrations.size())) + " requests migrated with " +
+                format_grouped(double(computed)) + " tokens computed at the source; " +
+                format_grouped(double(kept)) + " of them carried (KV and state) and resumed from at the " +
+                "destination, " + format_grouped(double(never)) + " requests never resumed; " +
+                format_grouped(double(lost)) + " tokens lost; the lost-work counter says " +
+                format_grouped(double(fo.lost_tokens)));
+}
+
 void checks(const FaultsResult& f, Report& r) {
     for (const FaultRun& x : f.runs) report_fleet_checks(r, *x.sim, x.tag);
-    const FleetSim& s = *f.runs[0].sim;
-    report_model_notes(r, s);
+    report_model_notes(r, *f.runs[0].sim);
     for (const FaultRun& x : f.runs)
-        if (x.guard)
-            r.check(x.tag.key.empty() ? "guard_no_violations" : "guard_no_violations_" + x.tag.key,
-                    (x.main ? std::string() : x.label + ": ") +
-                        "With the guard, no request resumed on a mismatched state",
-                    violations(*x.sim) == 0, format_grouped(double(violations(*x.sim))) + " violations");
-    const FaultRun& main = f.runs[0];
-    const FaultOutcome& fo = s.faults()[0];
-    if (main.has_fault && fo.spec.kind == FaultKind::drain && main.recovery == Recovery::migrate &&
-        main.move == MigrationMove::everything)
-        r.check("migration_lost_nothing", "Live migration of KV and state lost no computed work",
-                fo.lost_tokens == 0,
-                format_grouped(double(fo.lost_tokens)) + " tokens lost, " +
-                    format_grouped(double(fo.migrated)) + " requests migrated");
+        if (x.guard) guard_check(x, r);
+    for (const FaultRun& x : f.runs)
+        if (x.has_fault && x.sim->faults()[0].spec.kind == FaultKind::drain &&
+            x.recovery == Recovery::migrate && x.move == MigrationMove::everything &&
+            !x.sim->faults()[0].migrations.empty())
+            migration_check(x, r);
 }
 
 void notes(const FaultsResult& f, Report& r) {
@@ -146,6 +202,7 @@ void notes(const FaultsResult& f, Report& r) {
 void report_faults(const FaultsParams& p, const FaultsResult& f, Report& r) {
     report_core_scalars(r, summarize_fleet(*f.runs[0].sim), p.cost.price_per_gpu_hour);
     scalars(f, r);
+    migration_example(f, r);
     recoveries(f, r);
     plots_and_tables(f, r);
     checks(f, r);
