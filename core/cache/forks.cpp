@@ -1,6 +1,7 @@
 #include "core/cache/forks.h"
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 
 #include "core/base/bytes.h"
@@ -73,10 +74,11 @@ std::string check_input(const PagePool& pool, const std::vector<int32_t>& prompt
 class Forker {
   public:
     Forker(model::Model& m, PagePool& pool, ForkMode mode, const std::vector<int32_t>& prompt,
-           const std::vector<ForkSpec>& specs, ForkStats& st)
+           const std::vector<ForkSpec>& specs, ForkStats& st, ForkFault fault)
         : m_(m),
           pool_(pool),
           mode_(mode),
+          fault_(fault),
           prompt_(prompt),
           specs_(specs),
           st_(st),
@@ -96,10 +98,18 @@ class Forker {
     std::string step(size_t i);
     void finish(size_t i);
     void note();
+    // Whether the falsifier's fault `f` strikes now (once per run).
+    bool strike(ForkFault f) {
+        if (fault_ != f || struck_) return false;
+        return struck_ = true;
+    }
+    std::string make_writable(Fork& f, uint64_t position);
 
     model::Model& m_;
     PagePool& pool_;
     const ForkMode mode_;
+    const ForkFault fault_;
+    bool struck_ = false;
     const std::vector<int32_t>& prompt_;
     const std::vector<ForkSpec>& specs_;
     ForkStats& st_;
@@ -135,6 +145,9 @@ std::string Forker::fork_eagerly(size_t i) {
     model::SequenceResult c = m_.fork(*parent_, OwnerId(1 + i));
     if (!c.seq) return "fork " + std::to_string(i) + ": " + c.error;
     forks_[i].seq = std::move(c.seq);
+    if (std::byte* state = pool_.state_data(forks_[i].seq->state(), 0);
+        state && strike(ForkFault::flip_state_bit))
+        state[2] ^= std::byte{0x10};
     const uint64_t pt = pool_.layout().page_tokens;
     ++st_.state_copies;
     st_.state_bytes_copied += m_.pool_model().state_bytes();
@@ -175,9 +188,11 @@ std::string Forker::take_state(size_t i, bool* adopt) {
         model::SequenceResult c = m_.new_sequence(pool_, OwnerId(2 + i));
         if (!c.seq) return "fork " + std::to_string(i) + ": " + c.error;
         f.seq = std::move(c.seq);
-        pool_.copy_state(parent_->state(), f.seq->state());
-        ++st_.state_copies;
-        st_.state_bytes_copied += m_.pool_model().state_bytes();
+        if (!strike(ForkFault::skip_state_copy)) {
+            pool_.copy_state(parent_->state(), f.seq->state());
+            ++st_.state_copies;
+            st_.state_bytes_copied += m_.pool_model().state_bytes();
+        }
         *adopt = true;
     } else {  // the last reader takes the parent's slot as it is
         f.seq = std::move(parent_);
@@ -185,6 +200,27 @@ std::string Forker::take_state(size_t i, bool* adopt) {
     }
     --shared_refs_;
     return {};
+}
+
+// KvPages::make_writable on fork f's table, with the page faults of the falsifiers.
+std::string Forker::make_writable(Fork& f, uint64_t position) {
+    const size_t idx = size_t(position / pages_.page_tokens());
+    const PageRef page = idx < f.table.size() ? f.table[idx] : kNoRef;
+    const bool was_shared =
+        std::find(parent_table_.begin(), parent_table_.end(), page) != parent_table_.end();
+    // A phantom reader makes make_writable copy a page its last reader could write in place.
+    const bool phantom = was_shared && pages_.refs(page) == 1 && strike(ForkFault::extra_page_copy);
+    if (phantom) pages_.retain(page);
+    bool copied = false;
+    std::string e = pages_.make_writable(&f.table, position, &copied);
+    if (phantom) pages_.release(page);
+    if (e.empty() && copied && idx > 0 && strike(ForkFault::wrong_page_copy)) {
+        const PageRef fresh = f.table[idx], before = f.table[idx - 1];
+        const size_t bytes = size_t(pages_.held_tokens(fresh) * m_.pool_model().kv_bytes_per_token_per_layer);
+        for (int a = 0; a < m_.pool_model().attention_layers; ++a)
+            std::memcpy(pool_.kv_data(fresh, a), pool_.kv_data(before, a), bytes);
+    }
+    return e;
 }
 
 // One model call of fork i, writing at its position.
@@ -197,8 +233,7 @@ std::string Forker::write(size_t i, Call&& call) {
         if (std::string e = take_state(i, &adopt); !e.empty()) return e;
     uint64_t position = 0;
     for (PageRef p : f.table) position += pages_.held_tokens(p);
-    bool copied = false;
-    if (std::string e = pages_.make_writable(&f.table, position, &copied); !e.empty()) return e;
+    if (std::string e = make_writable(f, position); !e.empty()) return e;
     const OwnerId o = f.seq->owner();
     if (std::string e = pages_.mount(o, f.table); !e.empty()) return e;
     std::string e;
@@ -211,6 +246,7 @@ std::string Forker::write(size_t i, Call&& call) {
 void Forker::finish(size_t i) {
     Fork& f = forks_[i];
     f.done = true;
+    if (strike(ForkFault::keep_memory)) return;  // its sequence and references stay until the run ends
     if (mode_ == ForkMode::cow) {
         pages_.release_all(f.table);
         f.table.clear();
@@ -268,11 +304,11 @@ void Forker::collect(ForkRun& run) {
 }  // namespace
 
 ForkRun run_forks(model::Model& m, PagePool& pool, ForkMode mode, const std::vector<int32_t>& prompt,
-                  const std::vector<ForkSpec>& specs) {
+                  const std::vector<ForkSpec>& specs, ForkFault fault) {
     ForkRun run;
     run.error = check_input(pool, prompt, specs);
     if (!run.error.empty()) return run;
-    Forker forker(m, pool, mode, prompt, specs, run.stats);
+    Forker forker(m, pool, mode, prompt, specs, run.stats, fault);
     run.error = forker.prefill_prompt();
     if (run.error.empty()) run.error = forker.fork_all();
     if (run.error.empty()) run.error = forker.step_all();

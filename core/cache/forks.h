@@ -58,11 +58,22 @@ struct ForkRun {
     std::string release_detail;
 };
 
+// Deliberate faults for module 6's falsifiers (k3cli audit-checks); none in every real run. Each strikes
+// once, at the first fork it can.
+enum class ForkFault : uint8_t {
+    none,
+    flip_state_bit,   // eager: one bit of an eager copy's state is flipped
+    skip_state_copy,  // cow: a fork that must copy the shared state decodes from a fresh slot instead
+    wrong_page_copy,  // cow: a copy-on-write page copy is filled from the page before the shared one
+    extra_page_copy,  // cow: the last reader of a shared page copies it instead of writing in place
+    keep_memory,      // both: the first fork to finish keeps its sequence and page references
+};
+
 // Runs the prompt once, forks it n = forks.size() ways and steps every fork round-robin until each has
 // sampled its gen tokens. The pool (backing storage, the model's geometry) must be empty and hold
 // n states and the pages of n sequences; it is empty again afterwards.
 ForkRun run_forks(model::Model& m, PagePool& pool, ForkMode mode, const std::vector<int32_t>& prompt,
-                  const std::vector<ForkSpec>& forks);
+                  const std::vector<ForkSpec>& forks, ForkFault fault = ForkFault::none);
 
 // One fork run alone: a fresh sequence in `pool`, the prompt, its branch, its sampling.
 ForkOutput run_alone(model::Model& m, PagePool& pool, const std::vector<int32_t>& prompt, const ForkSpec& f,

@@ -150,6 +150,10 @@ class HybridPool final : public PagePool {
         return uint64_t(free_blocks_.size()) / A_ * A_ * plan_.block_bytes;
     }
 
+  public:
+    uint64_t free_list_bytes() const override { return uint64_t(free_blocks_.size()) * plan_.block_bytes; }
+
+  private:
     uint64_t kv_offset(PageRef p, int layer) const override {
         const uint32_t L = uint32_t(layer);
         const uint64_t tensor = L / A_;

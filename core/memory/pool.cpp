@@ -404,6 +404,19 @@ std::string PagePool::audit_map_tiling(std::array<uint64_t, 6>& by_kind) const {
     return {};
 }
 
+bool PagePool::damage(Damage d, OwnerId victim, OwnerId other) {
+    const OwnerRecord* r = find(victim);
+    if (d == Damage::lost_page) return take_page() != kNoRef;  // placed, but listed nowhere
+    if (!r || r->pages.empty()) return false;
+    if (d == Damage::page_count) {
+        --pages_;
+        return true;
+    }
+    if (other == kNoOwner || other == victim) return false;
+    page_owner_[r->pages.back()] = other;
+    return true;
+}
+
 // ---- storage -------------------------------------------------------------------------------------
 
 std::byte* PagePool::kv_data(PageRef p, int layer) {

@@ -18,9 +18,11 @@
 //             pool's compaction moves bytes but never handles).
 //
 // Byte accounting is exact: kv + state + padding + free + unusable == budget at all times, and
-// audit() recomputes it from the physical tables and compares. Contents are optional: a pool made
-// with backing storage hands out pointers to each page's and slot's bytes (kv_data, state_data);
-// without it the pool keeps metadata only (the simulations of modules 3 and 11).
+// audit() recomputes it from the physical tables and compares. free_list_bytes() counts the free
+// side from each design's own free structures, so a caller can recount the bytes without the running
+// totals (module 3's byte audit). Contents are optional: a pool made with backing storage hands out
+// pointers to each page's and slot's bytes (kv_data, state_data); without it the pool keeps metadata
+// only (the simulations of modules 3 and 11).
 //
 // Misuse (freeing a handle that is not allocated, an unknown owner) returns an error value and
 // changes nothing; nothing here throws.
@@ -179,6 +181,20 @@ class PagePool {
     // one place, owners' lists match, pages cover exactly their tokens, the map tiles the budget
     // and its per-kind sums equal stats(). Empty when consistent, else the first violation.
     std::string audit() const;
+    // Free bytes counted from the design's free structures (free lists, holes, the gap between the
+    // regions), not as the budget's remainder: with owner_bytes() of every owner and the unusable
+    // bytes they tile the budget.
+    virtual uint64_t free_list_bytes() const = 0;
+
+    // ---- falsifier hooks (k3cli audit-checks, module 3); a correct run never calls them ----
+    // Each damages the pool's tables once, in bounds, so that audit() or a byte recount must notice:
+    //   second_owner  the owner table records `victim`'s last page as `other`'s (its lists unchanged);
+    //   page_count    the running page count drops by one while `victim` keeps the page (what a
+    //                 page freed twice does to the count);
+    //   lost_page     a page leaves the free structures and reaches no owner.
+    // False (nothing changed) when `victim` holds no page, `other` is no other owner, or no page is free.
+    enum class Damage : uint8_t { second_owner, page_count, lost_page };
+    bool damage(Damage d, OwnerId victim, OwnerId other);
 
     // ---- compaction (unified pool; the others never need it) ----
     // Closes holes so free bytes become one contiguous gap. Handles do not change; with backing

@@ -82,6 +82,7 @@ class Scheduler {
         first_admit_.assign(reqs_.size(), UINT64_MAX);
         for (size_t i = 0; i < reqs_.size(); ++i) prompt_[i] = reqs_[i].prompt, left_[i] = reqs_[i].output;
         res_.hits_by_prefix.assign(plen_.size(), 0);
+        res_.outcomes.assign(reqs_.size(), RequestOutcome::none);
         audit_every_ = o.audit_every > 0 ? uint64_t(o.audit_every) : 0;
     }
 
@@ -100,9 +101,16 @@ class Scheduler {
     void preempt(size_t pos);
     void drop_running(size_t pos);
     void finish(size_t pos);
+    void arrive();
+    void admit();
     void sample();
+    std::string recount_bytes(const PoolSample& p) const;
     void audit();
     void finalise();
+    void set_outcome(uint32_t i, RequestOutcome o);
+    void drop_waiting_head();
+    bool fault_due(PoolSimFault f) const { return o_.fault == f && !fault_done_ && t_ >= o_.fault_step; }
+    void damage_pool();
 
     PagePool& pool_;
     const std::vector<SimRequest> reqs_;
@@ -121,12 +129,41 @@ class Scheduler {
     uint32_t admitted_first_ = 0;
     uint32_t step_refused_[5] = {};  // refusals in the current step, by cause
     uint32_t step_with_room_ = 0;
-    uint64_t need_bytes_ = 0;
+    uint64_t need_bytes_ = 0;  // data bytes the request being admitted needs at least
     uint64_t audit_every_ = 0;
     size_t next_ = 0;  // next request to arrive
     uint64_t slice_start_ = 0;
-    bool done_ = false;  // data bytes the request being admitted needs at least
+    bool done_ = false;
+    bool fault_done_ = false;  // the falsifier's fault has struck (once per run)
 };
+
+void Scheduler::set_outcome(uint32_t i, RequestOutcome o) {
+    if (res_.outcomes[i] != RequestOutcome::none) ++res_.outcome_conflicts;
+    res_.outcomes[i] = o;
+}
+
+// The queue's head leaves unserved: it cannot fit even in an otherwise empty pool (or a falsifier
+// says so).
+void Scheduler::drop_waiting_head() {
+    const uint32_t head = waiting_.front();
+    waiting_.pop_front();
+    res_.drops.push_back({head, uint64_t(o_.states_per_request), prompt_[head]});
+    set_outcome(head, RequestOutcome::dropped);
+    ++res_.dropped;
+}
+
+// The falsifier's damage to the pool: the oldest running request is the victim, the next the other owner.
+void Scheduler::damage_pool() {
+    PagePool::Damage d;
+    switch (o_.fault) {
+        case PoolSimFault::second_owner: d = PagePool::Damage::second_owner; break;
+        case PoolSimFault::page_count: d = PagePool::Damage::page_count; break;
+        case PoolSimFault::lost_page: d = PagePool::Damage::lost_page; break;
+        default: return;
+    }
+    if (fault_done_ || t_ < o_.fault_step || running_.size() < 2) return;
+    fault_done_ = pool_.damage(d, req_owner(running_[0].idx), req_owner(running_[1].idx));
+}
 
 // Evict the least recently used unreferenced cache entry. False when none is evictable.
 bool Scheduler::evict_one() {
@@ -232,17 +269,27 @@ void Scheduler::preempt(size_t pos) {
     ++res_.preemptions;
 }
 
+// A request alone in the pool (with the cache entry it reads) that cannot grow by one token.
 void Scheduler::drop_running(size_t pos) {
     const Live l = running_[pos];
+    const bool reads_entry = l.entry >= 0;
+    const uint64_t entry_tokens = reads_entry ? entries_[size_t(l.entry)].tokens : 0;
+    res_.drops.push_back(
+        {l.idx, uint64_t(o_.states_per_request) + (reads_entry ? 1 : 0), l.own_tokens + 1 + entry_tokens});
+    set_outcome(l.idx, RequestOutcome::dropped);
     pool_.release(req_owner(l.idx));
-    if (l.entry >= 0) --entries_[size_t(l.entry)].refs, entries_[size_t(l.entry)].last_use = t_;
+    if (reads_entry) --entries_[size_t(l.entry)].refs, entries_[size_t(l.entry)].last_use = t_;
     running_.erase(running_.begin() + std::ptrdiff_t(pos));
     ++res_.dropped;
 }
 
 void Scheduler::finish(size_t pos) {
     const Live l = running_[pos];
-    pool_.release(req_owner(l.idx));
+    if (fault_due(PoolSimFault::leak_request))
+        fault_done_ = true;  // its memory stays with an owner nobody will release
+    else
+        pool_.release(req_owner(l.idx));
+    set_outcome(l.idx, RequestOutcome::finished);
     if (l.entry >= 0) --entries_[size_t(l.entry)].refs, entries_[size_t(l.entry)].last_use = t_;
     latency_sum_ += double(t_ - reqs_[l.idx].arrival);
     running_.erase(running_.begin() + std::ptrdiff_t(pos));
@@ -292,6 +339,9 @@ void Scheduler::sample() {
     for (uint32_t& c : step_refused_) c = 0;
     step_with_room_ = 0;
     if (t_ % res_.sample_stride == 0) {
+        ++res_.recounts;
+        if (std::string e = recount_bytes(p); !e.empty() && res_.recount_mismatches++ == 0)
+            res_.recount_error = "step " + std::to_string(t_) + ": " + e;
         res_.samples.push_back(p);
         if (res_.samples.size() >= 2 * PoolSimResult::kMaxSamples) {  // keep every other: stride doubles
             std::vector<PoolSample> half;
@@ -301,6 +351,39 @@ void Scheduler::sample() {
         }
     }
     res_.peak_running = std::max(res_.peak_running, uint32_t(running_.size()));
+}
+
+// One sample's bytes recounted from the pool's own tables, apart from the running totals the sample
+// was made from: each owner's page and slot lists (split between requests and cache entries as the
+// sample splits them) and the design's free structures. Empty when they tile the budget and equal the
+// sample; else the first difference.
+std::string Scheduler::recount_bytes(const PoolSample& p) const {
+    const PoolLayout& l = pool_.layout();
+    const uint64_t kv_per_token = pool_.model().kv_bytes_per_token();
+    uint64_t kv[2] = {0, 0}, state[2] = {0, 0}, held = 0;  // [request, cache entry]
+    for (OwnerId o : pool_.owners()) {
+        const size_t cached = is_cache_owner(o) ? 1 : 0;
+        const uint64_t slots = pool_.states(o).size();
+        kv[cached] += pool_.kv_tokens(o) * kv_per_token;
+        state[cached] += slots * l.state_data_bytes;
+        held += uint64_t(pool_.kv_pages(o).size()) * l.kv_page_bytes + slots * l.state_slot_bytes;
+    }
+    const uint64_t free = pool_.free_list_bytes();
+    auto differ = [](const char* what, uint64_t recounted, uint64_t against) {
+        return std::string(what) + ": recounted " + std::to_string(recounted) + " B against " +
+               std::to_string(against) + " B";
+    };
+    if (held + free + l.unusable_bytes != l.budget_bytes)
+        return differ("held + free + unusable, the budget", held + free + l.unusable_bytes, l.budget_bytes);
+    if (kv[0] != p.kv_running) return differ("running KV", kv[0], p.kv_running);
+    if (kv[1] != p.kv_cached) return differ("cached KV", kv[1], p.kv_cached);
+    if (state[0] != p.state_running) return differ("running state", state[0], p.state_running);
+    if (state[1] != p.state_cached) return differ("cached state", state[1], p.state_cached);
+    const uint64_t structure = held - kv[0] - kv[1] - state[0] - state[1];
+    if (structure != p.padding + p.kv_unfilled)
+        return differ("padding and unfilled KV", structure, p.padding + p.kv_unfilled);
+    if (free != p.free) return differ("free", free, p.free);
+    return {};
 }
 
 void Scheduler::audit() {
@@ -325,6 +408,43 @@ void Scheduler::audit() {
     if (!e.empty()) res_.audit_error = "step " + std::to_string(t_) + ": " + e;
 }
 
+// This step's arrivals join the queue.
+void Scheduler::arrive() {
+    while (next_ < reqs_.size() && reqs_[next_].arrival <= t_) {
+        if (fault_due(PoolSimFault::lose_request)) {
+            fault_done_ = true;
+            ++next_;
+            continue;
+        }
+        if (reqs_[next_].prefix >= 0) res_.wanted_prefix_tokens += plen_[size_t(reqs_[next_].prefix)];
+        waiting_.push_back(uint32_t(next_++));
+    }
+}
+
+// Admission: FCFS while the head fits.
+void Scheduler::admit() {
+    while (!waiting_.empty()) {
+        const uint32_t head = waiting_.front();
+        if (fault_due(PoolSimFault::refuse_fitting)) {
+            fault_done_ = true;
+            drop_waiting_head();
+            continue;
+        }
+        if (try_admit(head)) {
+            waiting_.pop_front();
+            continue;
+        }
+        ++res_.blocked_steps;
+        ++res_.blocked_by[size_t(last_fail_)];
+        ++step_refused_[size_t(last_fail_)];
+        const uint64_t free = pool_.stats().free_bytes;
+        res_.free_at_block_sum += free;
+        if (free >= need_bytes_) ++res_.refused_with_room, ++step_with_room_;
+        if (!running_.empty()) return;
+        drop_waiting_head();  // it cannot fit even in an otherwise empty pool
+    }
+}
+
 bool Scheduler::advance(const Deadline* deadline) {
     if (done_) return true;
     const size_t n = reqs_.size();
@@ -334,30 +454,9 @@ bool Scheduler::advance(const Deadline* deadline) {
             slice_start_ = t_;
             return false;
         }
-        while (next_ < n && reqs_[next_].arrival <= t_) {
-            if (reqs_[next_].prefix >= 0) res_.wanted_prefix_tokens += plen_[size_t(reqs_[next_].prefix)];
-            waiting_.push_back(uint32_t(next_++));
-        }
-        // Admission: FCFS while the head fits.
-        while (!waiting_.empty()) {
-            const uint32_t head = waiting_.front();
-            if (try_admit(head)) {
-                waiting_.pop_front();
-                continue;
-            }
-            ++res_.blocked_steps;
-            ++res_.blocked_by[size_t(last_fail_)];
-            ++step_refused_[size_t(last_fail_)];
-            const uint64_t free = pool_.stats().free_bytes;
-            res_.free_at_block_sum += free;
-            if (free >= need_bytes_) ++res_.refused_with_room, ++step_with_room_;
-            if (running_.empty()) {  // cannot fit even in an otherwise empty pool
-                waiting_.pop_front();
-                ++res_.dropped;
-                continue;
-            }
-            break;
-        }
+        arrive();
+        admit();
+        damage_pool();
         // Decode: one token per running request.
         for (size_t pos = 0; pos < running_.size();) {
             Live& l = running_[pos];
@@ -414,7 +513,7 @@ void Scheduler::finalise() {
     res_.end_stats = pool_.stats();
     const PoolStats& s = res_.end_stats;
     res_.freed_at_end = s.kv_pages == 0 && s.states == 0 && s.kv_tokens == 0 && pool_.owners().empty() &&
-                        s.free_bytes + s.unusable_bytes == s.budget_bytes;
+                        pool_.free_list_bytes() + s.unusable_bytes == s.budget_bytes;
     audit();
     res_.mean_running = res_.steps ? running_sum_ / double(res_.steps) : 0;
     res_.mean_wait = admitted_first_ ? wait_sum_ / admitted_first_ : 0;

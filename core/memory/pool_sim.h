@@ -50,12 +50,37 @@ std::vector<SimRequest> make_request_stream(const PoolWorkload& w);
 inline constexpr OwnerId kCacheOwnerBase = OwnerId(1) << 40;
 inline bool is_cache_owner(OwnerId o) { return o >= kCacheOwnerBase; }
 
+// Deliberate faults for module 3's falsifiers (k3cli audit-checks); none in every real run. A pool
+// damage (PagePool::Damage) strikes at the first step at or after fault_step with two requests running:
+// the oldest is the victim, the next the other owner.
+enum class PoolSimFault : uint8_t {
+    none,
+    second_owner,    // PagePool::Damage::second_owner
+    page_count,      // PagePool::Damage::page_count
+    lost_page,       // PagePool::Damage::lost_page
+    leak_request,    // the first request to finish at or after fault_step keeps its pages and slots
+    lose_request,    // the first request to arrive at or after fault_step is never queued nor counted
+    refuse_fitting,  // the queue's head at fault_step is dropped as if it could never fit
+};
+
 struct PoolSimOptions {
     uint32_t cache_grid = 64;      // a cached prefix is a whole number of these tokens (a page multiple)
     int states_per_request = 1;    // working state slots a running request holds
     uint64_t snapshot_step = 0;    // record the pool map at this step
     int audit_every = 16;          // full pool audit every this many steps, doubling every 128 audits
     uint64_t max_steps = 4000000;  // safety stop
+    PoolSimFault fault = PoolSimFault::none;  // falsifiers only
+    uint64_t fault_step = 0;
+};
+
+// What became of one request of the stream.
+enum class RequestOutcome : uint8_t { none, finished, dropped };
+
+// A request dropped because it could not fit even with the pool to itself (and the prefix-cache entry
+// it reads, if any): the state slots and KV tokens it needed then.
+struct PoolDrop {
+    uint32_t request = 0;
+    uint64_t states = 0, tokens = 0;
 };
 
 // The grid a design's prefix cache works in (PoolSimOptions::cache_grid): vLLM caches whole blocks;
@@ -112,7 +137,15 @@ struct PoolSimResult {
     uint64_t snapshot_step = 0;
     uint32_t audits = 0;
     std::string audit_error;  // first failure, empty if every audit passed
-    PoolStats end_stats;      // after the last request and the cache were released
+    // Every recorded sample's bytes recounted from the owners' page and slot lists and the pool's
+    // free structures (PagePool::free_list_bytes), apart from the running totals the sample shows.
+    uint32_t recounts = 0, recount_mismatches = 0;
+    std::string recount_error;  // the first mismatch
+    // Per request, what became of it (each set once; a second outcome counts in outcome_conflicts).
+    std::vector<RequestOutcome> outcomes;
+    uint32_t outcome_conflicts = 0;
+    std::vector<PoolDrop> drops;
+    PoolStats end_stats;  // after the last request and the cache were released
     bool freed_at_end = false;
 };
 

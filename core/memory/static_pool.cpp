@@ -71,6 +71,13 @@ class StaticPool final : public PagePool {
     }
     uint64_t free_for_kv() const override { return uint64_t(free_pages_.size()) * layout_.kv_page_bytes; }
 
+  public:
+    uint64_t free_list_bytes() const override {
+        return uint64_t(free_pages_.size()) * layout_.kv_page_bytes +
+               uint64_t(free_states_.size()) * layout_.state_slot_bytes;
+    }
+
+  private:
     uint64_t kv_offset(PageRef p, int layer) const override {
         return kv_base() + p * layout_.kv_page_bytes +
                uint64_t(layer) * layout_.page_tokens * model_.kv_bytes_per_token_per_layer;

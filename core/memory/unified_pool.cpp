@@ -210,6 +210,12 @@ class UnifiedPool final : public PagePool {
     }
     uint64_t free_for_kv() const override { return (kv_holes_.size() + gap() / E_) * E_; }
 
+  public:
+    uint64_t free_list_bytes() const override {
+        return gap() + uint64_t(kv_holes_.size()) * E_ + uint64_t(st_holes_.size()) * S_;
+    }
+
+  private:
     uint64_t kv_offset(PageRef p, int layer) const override {
         return env_offset(page_env_[p]) +
                uint64_t(layer) * layout_.page_tokens * model_.kv_bytes_per_token_per_layer;

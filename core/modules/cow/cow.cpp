@@ -11,6 +11,36 @@ namespace {
 
 constexpr uint64_t kMaxTokens = 40000;  // tokens the run computes (forks x (prompt + branch + gen), twice)
 
+std::vector<Falsifier<CowParams>> cow_falsifiers() {
+    auto set = [](CowFalsify f) { return [f](CowParams& p) { p.falsify = f; }; };
+    return {
+        {"flip_state_bit",
+         "one bit of an eager fork's copied state is flipped",
+         {"eager_equals_alone"},
+         set(CowFalsify::flip_state_bit)},
+        {"skip_state_copy",
+         "a fork that must copy the shared state decodes from a fresh slot instead",
+         {"cow_equals_alone", "cow_state_copies"},
+         set(CowFalsify::skip_state_copy)},
+        {"wrong_page_copy",
+         "a copy-on-write copy of the shared page is filled from the page before it",
+         {"cow_equals_alone"},
+         set(CowFalsify::wrong_page_copy)},
+        {"extra_page_copy",
+         "the last reader of the shared page copies it instead of writing in place",
+         {"cow_copies_partial_page_only"},
+         set(CowFalsify::extra_page_copy)},
+        {"keep_memory",
+         "the first fork to finish keeps its sequence and page references",
+         {"released_eager", "released_cow"},
+         set(CowFalsify::keep_memory)},
+        {"one_state_slot",
+         "the pool is made with one state slot whatever the forks need",
+         {"run_completed"},
+         set(CowFalsify::one_state_slot)},
+    };
+}
+
 }  // namespace
 
 ParamList<CowParams> cow_params() {
@@ -70,6 +100,7 @@ Experiment make_cow_experiment() {
         .validate = validate_cow,
         .start = start_cow,
         .live = false,
+        .falsifiers = cow_falsifiers(),
     });
 }
 

@@ -15,6 +15,17 @@ namespace k3 {
 
 enum class CowScenario : uint8_t { sampling, branching };
 
+// Deliberate corruptions that the module's checks must catch (k3cli audit-checks).
+enum class CowFalsify : uint8_t {
+    none,
+    flip_state_bit,   // serve::ForkFault::flip_state_bit in the eager run
+    skip_state_copy,  // serve::ForkFault::skip_state_copy in the copy-on-write run
+    wrong_page_copy,  // serve::ForkFault::wrong_page_copy in the copy-on-write run
+    extra_page_copy,  // serve::ForkFault::extra_page_copy in the copy-on-write run
+    keep_memory,      // serve::ForkFault::keep_memory in both runs
+    one_state_slot,   // every pool is made with one state slot, whatever the forks need
+};
+
 struct CowParams {
     CowScenario scenario = CowScenario::sampling;
     int forks = 4;
@@ -23,7 +34,8 @@ struct CowParams {
     int gen = 6;             // tokens sampled per fork
     double temperature = 0.8;
     uint64_t seed = 1;
-    int page_size = 16;  // tokens per KV page
+    int page_size = 16;                     // tokens per KV page
+    CowFalsify falsify = CowFalsify::none;  // not a declared parameter
 };
 
 // One way of forking, run over all forks together.
@@ -41,11 +53,14 @@ struct CowResult {
     double alone_ms = 0;
     // Per fork: its output under eager copies / copy-on-write has the bits of the fork run alone.
     std::vector<bool> eager_same, cow_same;
-    size_t writing_forks = 0;                          // forks with a branch or more than one sampled token
+    size_t writing_forks = 0;                          // forks that write (fork_writes)
     uint64_t state_bytes = 0, kv_bytes_per_token = 0;  // the tiny model's pool geometry
 
     const CowMethodRun& method(serve::ForkMode m) const { return m == serve::ForkMode::eager ? eager : cow; }
 };
+
+// Whether a fork writes after the fork: a branch to prefill, or a sampled token to decode before its last.
+inline bool fork_writes(const serve::ForkSpec& s) { return !s.branch.empty() || s.gen > 1; }
 
 ParamList<CowParams> cow_params();
 void validate_cow(const CowParams& p, Issues& issues);

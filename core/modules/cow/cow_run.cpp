@@ -15,6 +15,20 @@ uint64_t branch_tokens(const CowParams& p) {
     return p.scenario == CowScenario::branching ? uint64_t(p.branch_tokens) : 0;
 }
 
+// The fault a falsifier plants in the run of one fork mode (none for the other mode).
+serve::ForkFault fork_fault(CowFalsify f, serve::ForkMode mode) {
+    using serve::ForkFault;
+    const bool eager = mode == serve::ForkMode::eager;
+    switch (f) {
+        case CowFalsify::flip_state_bit: return eager ? ForkFault::flip_state_bit : ForkFault::none;
+        case CowFalsify::skip_state_copy: return eager ? ForkFault::none : ForkFault::skip_state_copy;
+        case CowFalsify::wrong_page_copy: return eager ? ForkFault::none : ForkFault::wrong_page_copy;
+        case CowFalsify::extra_page_copy: return eager ? ForkFault::none : ForkFault::extra_page_copy;
+        case CowFalsify::keep_memory: return ForkFault::keep_memory;
+        default: return ForkFault::none;
+    }
+}
+
 class CowRun : public StagedRun {
   public:
     CowRun(const CowParams& p, const Params& raw) : StagedRun("cow", raw), p_(p) {
@@ -43,7 +57,7 @@ class CowRun : public StagedRun {
 std::unique_ptr<PagePool> CowRun::new_pool() {
     StaticSplitConfig c;
     c.page_tokens = uint32_t(p_.page_size);
-    c.state_slots = uint64_t(p_.forks) + 1;
+    c.state_slots = p_.falsify == CowFalsify::one_state_slot ? 1 : uint64_t(p_.forks) + 1;
     c.budget_bytes = cow_pool_bytes(p_, model_->config());
     PoolResult pool = make_static_pool(model_->pool_model(), c, PoolOptions{true});
     if (!pool.pool) m_.failed = "pool: " + pool.error;
@@ -71,7 +85,7 @@ void CowRun::setup() {
             for (int i = 0; i < p_.branch_tokens; ++i) s.branch.push_back(int32_t(rng.below(vocab)));
         m_.specs.push_back(std::move(s));
     }
-    for (const serve::ForkSpec& s : m_.specs) m_.writing_forks += !s.branch.empty() || s.gen > 1;
+    for (const serve::ForkSpec& s : m_.specs) m_.writing_forks += fork_writes(s);
 }
 
 void CowRun::run_method(serve::ForkMode mode, CowMethodRun& out) {
@@ -79,7 +93,7 @@ void CowRun::run_method(serve::ForkMode mode, CowMethodRun& out) {
     std::unique_ptr<PagePool> pool = new_pool();
     if (!pool) return;
     const Stopwatch sw;
-    out.run = serve::run_forks(*model_, *pool, mode, m_.prompt, m_.specs);
+    out.run = serve::run_forks(*model_, *pool, mode, m_.prompt, m_.specs, fork_fault(p_.falsify, mode));
     out.ms = sw.ms();
     if (!out.run.error.empty())
         m_.failed =

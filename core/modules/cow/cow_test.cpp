@@ -2,6 +2,7 @@
 // not on states, same report twice.
 #include <doctest/doctest.h>
 
+#include "core/model/accounting.h"
 #include "core/modules/cow/cow.h"
 #include "tests/unit/test_module_util.h"
 
@@ -28,6 +29,7 @@ TEST_CASE("cow: defaults run, every check passes, same report twice") {
     CHECK(scalar(a, "peak_bytes_cow") < scalar(a, "peak_bytes_eager"));
     CHECK(scalar(a, "kv_bytes_copied_cow") < scalar(a, "kv_bytes_copied_eager"));
     CHECK(scalar(a, "state_copies_cow") == scalar(a, "state_copies_eager"));  // only deferred
+    CHECK(scalar(a, "state_bytes") == double(account_memory(*model_preset("tiny")).state_bytes));
     CHECK(test::without_timing(a) == test::without_timing(run_cow({})));
 }
 

@@ -68,13 +68,57 @@ std::string design_short_of_one_request(const PoolParams& p, const PoolModel& m,
     if (static_slots < states)
         return "the static split's state pool (" + std::to_string(static_slots) + " slots)";
     HybridBlockPlan plan;
-    const bool planned = plan_hybrid_blocks(m, uint32_t(p.block_multiple), 16, &plan).empty();
+    const bool planned =
+        plan_hybrid_blocks(m, uint32_t(p.block_multiple), kVllmUserBlockTokens, &plan).empty();
     if (planned && budget / plan.block_bytes < plan.blocks_per_request(p.states_per_request))
         return "vLLM's blocks (" + std::to_string(budget / plan.block_bytes) + " of " +
                format_bytes(double(plan.block_bytes)) + ")";
     if (budget < states * state_bytes + uint64_t(p.page_tokens) * m.kv_bytes_per_token())
         return "the unified pool";
     return "";
+}
+
+std::vector<Falsifier<PoolParams>> pool_falsifiers() {
+    auto set = [](PoolFalsify f) { return [f](PoolParams& p) { p.falsify = f; }; };
+    return {
+        {"budget",
+         "every design's pool is made from one byte less than one state slot",
+         {"pool_built_*"},
+         set(PoolFalsify::budget)},
+        {"second_owner",
+         "the owner table records a running request's page as another request's",
+         {"no_page_owned_twice_*"},
+         set(PoolFalsify::second_owner)},
+        {"page_count",
+         "the pool's count of held pages drops by one while the page stays held (freed twice)",
+         {"bytes_add_up_*"},
+         set(PoolFalsify::page_count)},
+        {"lost_page",
+         "a page leaves the free list without reaching an owner",
+         {"bytes_add_up_*"},
+         set(PoolFalsify::lost_page)},
+        {"leak_request",
+         "a finished request's pages and state slots are never freed",
+         {"freed_at_end_*"},
+         set(PoolFalsify::leak_request)},
+        {"lose_request",
+         "one arriving request is lost: never queued, never counted",
+         {"requests_accounted_*"},
+         set(PoolFalsify::lose_request)},
+        {"refuse_fitting",
+         "a request that fits is dropped as if it never could",
+         {"requests_accounted_*"},
+         set(PoolFalsify::refuse_fitting)},
+        {"state_size",
+         "vLLM's block derivation is told each linear layer's state is half its size",
+         {"vllm_block_minimal"},
+         set(PoolFalsify::state_size)},
+        {"state_size_qwen",
+         "vLLM's block derivation is told Qwen3-Next's state is half its size",
+         {"vllm_block_qwen3_next_observed"},
+         set(PoolFalsify::state_size),
+         {{"preset", "qwen3-next-80b"}}},
+    };
 }
 
 }  // namespace
@@ -155,11 +199,14 @@ Experiment make_pool_experiment() {
         .start = start_pool,
         // About 70 ms natively at defaults, more in the browser: run on release, with progress.
         .live = false,
-        .headlines = {
-            {"Kimi-Linear under vLLM's one page size: attention block needed to hold one KDA layer's state",
-             {},
-             "vllm_block_tokens"},
-        }});
+        .headlines =
+            {
+                {"Kimi-Linear under vLLM's one page size: attention block needed to hold one KDA layer's "
+                 "state",
+                 {},
+                 "vllm_block_tokens"},
+            },
+        .falsifiers = pool_falsifiers()});
 }
 
 K3_REGISTER_EXPERIMENT(make_pool_experiment);

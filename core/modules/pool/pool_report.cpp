@@ -1,5 +1,5 @@
-// Module 3 `pool`: the three designs side by side as figures, plots over the run, tables, pool maps,
-// checks and notes.
+// Module 3 `pool`: the three designs side by side as figures, plots over the run, tables, pool maps
+// and notes (its checks are in pool_checks.cpp).
 #include <algorithm>
 
 #include "core/base/numfmt.h"
@@ -7,10 +7,7 @@
 
 namespace k3 {
 
-namespace {
-
-// The designs as figures, rows and checks name them (pool_design_title is the long form).
-std::string design_label(PoolDesign d) {
+std::string pool_design_label(PoolDesign d) {
     switch (d) {
         case PoolDesign::static_split: return "static split";
         case PoolDesign::hybrid_pages: return "vLLM one page size";
@@ -18,6 +15,8 @@ std::string design_label(PoolDesign d) {
     }
     return "?";
 }
+
+namespace {
 
 // A time mean over the run's steps.
 double per_step(double sum, uint64_t steps) { return sum / double(std::max<uint64_t>(1, steps)); }
@@ -41,7 +40,7 @@ double per_step(double sum, uint64_t steps) { return sum / double(std::max<uint6
 //   prefix_hit_tokens_static, prefix_hit_tokens_vllm, prefix_hit_tokens_unified
 // Help longer than a line is in pool.md under these keys.
 void design_scalars(const PoolDesignRun& run, double budget, Report& r) {
-    const std::string id = pool_design_id(run.design), label = design_label(run.design);
+    const std::string id = pool_design_id(run.design), label = pool_design_label(run.design);
     auto figure = [&](const char* key, const char* name, const char* unit, double value,
                       bool headline = false) -> Scalar& {
         return r.scalar(key + ("_" + id), name + (": " + label), unit, value, headline);
@@ -88,7 +87,7 @@ void scalars(const PoolComparison& c, Report& r) {
 void plots(const PoolComparison& c, Report& r) {
     const double budget = double(c.budget);
     for (const PoolDesignRun& run : c.designs) {
-        const std::string label = design_label(run.design);
+        const std::string label = pool_design_label(run.design);
         Series running =
             make_series(label, "Running requests", "step", "running requests", "steps", "requests");
         running.style = SeriesStyle::step;
@@ -103,7 +102,7 @@ void plots(const PoolComparison& c, Report& r) {
         r.add_series(std::move(used));
     }
     for (const PoolDesignRun& run : c.designs) {
-        const std::string plot = "Pool bytes over time: " + design_label(run.design);
+        const std::string plot = "Pool bytes over time: " + pool_design_label(run.design);
         const char* names[6] = {
             "KV (running)", "cached KV", "state (running)", "cached state", "padding + unfilled KV slots",
             "free"};
@@ -135,7 +134,7 @@ void layout_table(const PoolComparison& c, Report& r) {
                                                                               {"cache grid", "tokens"}}));
     for (const PoolDesignRun& run : c.designs) {
         const PoolLayout& l = run.layout;
-        t.add({design_label(run.design), double(l.page_tokens), double(l.kv_page_bytes),
+        t.add({pool_design_label(run.design), double(l.page_tokens), double(l.kv_page_bytes),
                double(l.state_slot_bytes), double(l.state_padding()), double(l.kv_page_padding()),
                double(l.max_kv_pages), double(l.max_states), double(l.unusable_bytes),
                double(run.cache_grid)});
@@ -160,8 +159,8 @@ void serving_table(const PoolComparison& c, Report& r) {
     for (const PoolDesignRun& run : c.designs) {
         const PoolSimResult& s = run.sim;
         auto refused = [&](AllocStatus why) { return double(s.blocked_by[size_t(why)]); };
-        t.add({design_label(run.design), double(s.peak_running), s.mean_running, double(s.steps), s.mean_wait,
-               s.mean_latency, double(s.blocked_steps), refused(AllocStatus::no_kv_page),
+        t.add({pool_design_label(run.design), double(s.peak_running), s.mean_running, double(s.steps),
+               s.mean_wait, s.mean_latency, double(s.blocked_steps), refused(AllocStatus::no_kv_page),
                refused(AllocStatus::no_state_id), refused(AllocStatus::no_state_space),
                double(s.refused_with_room),
                s.blocked_steps ? double(s.free_at_block_sum) / s.blocked_steps : 0.0, double(s.preemptions),
@@ -183,10 +182,10 @@ void memory_table(const PoolComparison& c, Report& r) {
     const double budget = double(c.budget);
     for (const PoolDesignRun& run : c.designs) {
         const PoolSimResult& s = run.sim;
-        t.add({design_label(run.design), per_step(s.sum_data, s.steps) / budget, double(s.peak_data) / budget,
-               per_step(s.sum_padding, s.steps) / budget, per_step(s.sum_unfilled, s.steps) / budget,
-               per_step(s.sum_free, s.steps) / budget, s.fragmentation(), double(s.compactions),
-               double(s.bytes_moved)});
+        t.add({pool_design_label(run.design), per_step(s.sum_data, s.steps) / budget,
+               double(s.peak_data) / budget, per_step(s.sum_padding, s.steps) / budget,
+               per_step(s.sum_unfilled, s.steps) / budget, per_step(s.sum_free, s.steps) / budget,
+               s.fragmentation(), double(s.compactions), double(s.bytes_moved)});
     }
 }
 
@@ -209,7 +208,7 @@ void phase_table(const PoolComparison& c, Report& r) {
         for (int k = 0; k < 2; ++k) {
             const PoolSimResult::Phase& x = run.sim.phases[k];
             auto refused = [&](AllocStatus why) { return double(x.refused_by[size_t(why)]); };
-            t.add({design_label(run.design), std::string(k ? "after" : "before"), double(x.steps),
+            t.add({pool_design_label(run.design), std::string(k ? "after" : "before"), double(x.steps),
                    per_step(x.running, x.steps), per_step(x.data, x.steps) / budget,
                    per_step(x.free, x.steps) / budget,
                    x.states_ideal > 0 ? 1.0 - x.states_placeable / x.states_ideal : 0.0,
@@ -258,74 +257,6 @@ uint64_t pool_maps(const PoolComparison& c, Report& r) {
             &cell_bytes));
     }
     return cell_bytes;
-}
-
-// ---- checks ----
-
-// pool_built_static, pool_built_vllm, pool_built_unified; false when a pool could not be made.
-bool built_checks(const PoolComparison& c, Report& r) {
-    bool all = true;
-    for (const PoolDesignRun& run : c.designs) {
-        r.check("pool_built_" + std::string(pool_design_id(run.design)),
-                "Pool built: " + design_label(run.design), run.error.empty(),
-                run.error.empty() ? "ok" : run.error);
-        all &= run.error.empty();
-    }
-    return all;
-}
-
-// One design's checks, keyed <check>_<design id>:
-//   no_page_owned_twice_static, no_page_owned_twice_vllm, no_page_owned_twice_unified
-//   freed_at_end_static, freed_at_end_vllm, freed_at_end_unified
-//   bytes_add_up_static, bytes_add_up_vllm, bytes_add_up_unified
-//   stream_served_static, stream_served_vllm, stream_served_unified
-void design_checks(const PoolComparison& c, const PoolDesignRun& run, Report& r) {
-    const std::string id = pool_design_id(run.design), label = design_label(run.design);
-    const PoolSimResult& s = run.sim;
-    const double budget = double(c.budget);
-    r.check("no_page_owned_twice_" + id, "No page owned twice: " + label,
-            s.audit_error.empty() && s.audits > 0,
-            s.audit_error.empty()
-                ? std::to_string(s.audits) + " full audits (owner tables, physical placement, map) passed"
-                : s.audit_error);
-    r.check("freed_at_end_" + id, "Everything freed at the end: " + label, s.freed_at_end,
-            format_grouped(double(s.end_stats.free_bytes + s.end_stats.unusable_bytes)) + " of " +
-                format_grouped(budget) + " B free, " + std::to_string(s.end_stats.kv_pages) + " pages and " +
-                std::to_string(s.end_stats.states) + " states still held");
-    const uint64_t unusable = run.layout.unusable_bytes;
-    uint64_t bad = 0;
-    for (const PoolSample& x : s.samples) {
-        const uint64_t counted = x.kv_running + x.kv_cached + x.kv_unfilled + x.state_running +
-                                 x.state_cached + x.padding + x.free;
-        bad += counted + unusable != c.budget;
-    }
-    r.check("bytes_add_up_" + id, "Bytes add up to the budget: " + label, bad == 0,
-            std::to_string(s.samples.size() - bad) + " of " + std::to_string(s.samples.size()) +
-                " sampled steps: KV + unfilled + state + padding + free + unusable (" +
-                format_grouped(double(unusable)) + " B) = " + format_grouped(budget) + " B");
-    r.check("stream_served_" + id, "Stream served to the end: " + label,
-            s.completed && s.finished + s.dropped == c.requests,
-            std::to_string(s.finished) + " finished, " + std::to_string(s.dropped) + " dropped of " +
-                std::to_string(c.requests) + " in " + format_grouped(double(s.steps)) + " steps");
-}
-
-void block_checks(const PoolParams& p, const PoolComparison& c, Report& r) {
-    const HybridBlockPlan& plan = c.plan;
-    const uint64_t kv = c.model.kv_bytes_per_token_per_layer, state = c.model.state_bytes_per_layer;
-    const bool fits = uint64_t(plan.block_tokens) * kv >= state;
-    const bool minimal =
-        plan.block_tokens <= 16 || uint64_t(plan.block_tokens - plan.kernel_multiple) * kv < state;
-    r.check("vllm_block_minimal",
-            "vLLM block: one attention page holds one layer's state, and no smaller multiple would",
-            fits && minimal,
-            std::to_string(plan.block_tokens) + " tokens x " + format_grouped(double(kv)) +
-                " B = " + format_grouped(double(plan.block_tokens * kv)) +
-                " B >= " + format_grouped(double(state)) + " B per layer");
-    if (c.config.id == "qwen3-next-80b")
-        r.check("vllm_block_qwen3_next_observed",
-                "vLLM block matches the observed Qwen3-Next figure (reference/serving.md §7)",
-                plan.block_tokens == 1056 || p.block_multiple != 16,
-                std::to_string(plan.block_tokens) + " tokens (observed 1056)");
 }
 
 // ---- notes ----
@@ -379,13 +310,12 @@ void notes(const PoolComparison& c, uint64_t cell_bytes, Report& r) {
 }  // namespace
 
 void report_pool(const PoolParams& p, const PoolComparison& c, Report& r) {
-    if (!built_checks(c, r)) return;
+    if (!pool_built_checks(c, r)) return;
     scalars(c, r);
     plots(c, r);
     tables(p, c, r);
     const uint64_t cell_bytes = pool_maps(c, r);
-    for (const PoolDesignRun& run : c.designs) design_checks(c, run, r);
-    block_checks(p, c, r);
+    pool_checks(p, c, r);
     notes(c, cell_bytes, r);
 }
 

@@ -1,7 +1,8 @@
 // Module 3 `pool`: the report at defaults, determinism, the two "where it does not pay" effects,
-// other presets, and refused parameter combinations.
+// other presets, refused parameter combinations, and every check failing under its falsifiers.
 #include <doctest/doctest.h>
 
+#include "core/experiments/check_audit.h"
 #include "core/modules/pool/pool.h"
 #include "tests/unit/test_module_util.h"
 
@@ -30,7 +31,7 @@ TEST_CASE("pool: defaults") {
     CHECK(r.checks.size() >= 15);
     for (const char* design : {"static", "vllm", "unified"})
         for (const char* check :
-             {"pool_built_", "no_page_owned_twice_", "freed_at_end_", "bytes_add_up_", "stream_served_"})
+             {"pool_built_", "no_page_owned_twice_", "freed_at_end_", "bytes_add_up_", "requests_accounted_"})
             CHECK(test::check_keyed(r, std::string(check) + design).passed);
     CHECK(test::check_keyed(r, "vllm_block_minimal").passed);
     CHECK(r.find_check("vllm_block_qwen3_next_observed") == nullptr);  // Qwen3-Next only
@@ -154,4 +155,41 @@ TEST_CASE("pool: refused parameter combinations") {
     refused({{"requests", "5000"}, {"output_tokens", "16384"}}, "output_tokens");
     refused({{"requests", "5000"}, {"arrival_rate", "0.001"}}, "arrival_rate");
     refused({{"preset", "tiny"}, {"page_tokens", "1"}, {"budget_mib", "65536"}}, "page_tokens");
+}
+
+TEST_CASE("pool: a factory can refuse a layout the validator accepts, and the report says which") {
+    // At r = 20 the static split's KV share of 60 MiB (2.9 MiB) holds no page of 1,024 tokens (8.3 MB).
+    const Report r =
+        test::run_module("pool", {{"state_ratio", "20"}, {"page_tokens", "1024"}, {"budget_mib", "60"}});
+    CHECK_FALSE(test::check_keyed(r, "pool_built_static").passed);
+    CHECK(test::check_keyed(r, "pool_built_vllm").passed);
+    CHECK(test::check_keyed(r, "pool_built_unified").passed);
+    CHECK(r.find_check("bytes_add_up_static") == nullptr);  // the run stops there
+}
+
+TEST_CASE("pool: every check holds intact and fails when falsified, under each of its falsifiers") {
+    const Experiment& e = *find_experiment("pool");
+    const CheckAudit a = audit_checks(e);
+    CHECK(a.problems.empty());
+    CHECK(a.checks.size() == 17);
+    for (const CheckProof& c : a.checks) {
+        CAPTURE(c.key);
+        CHECK(c.proven());
+    }
+    // The audit needs one falsifier to break a check; here each breaks every check it names, in every design.
+    for (size_t i = 0; i < e.falsifiers.size(); ++i) {
+        const FalsifierInfo& f = e.falsifiers[i];
+        CAPTURE(f.id);
+        const Report bad =
+            run_falsified_to_end(e, parse_params(e.params, f.params, RangePolicy::strict).params, i);
+        for (const std::string& pattern : f.keys) {
+            size_t named = 0;
+            for (const Check& c : bad.checks)
+                if (key_matches(pattern, c.key)) {
+                    ++named;
+                    CHECK_MESSAGE(!c.passed, c.key);
+                }
+            CHECK_MESSAGE(named == (pattern.back() == '*' ? kPoolDesigns.size() : 1), pattern);
+        }
+    }
 }
