@@ -45,8 +45,4 @@ const FleetSim& AffinitySweep::run(size_t ix, size_t iy, bool affinity) const {
     return *runs_[index(ix, iy, affinity)];
 }
 
-RequestSummary AffinitySweep::summary(size_t ix, size_t iy, bool affinity) const {
-    return summarize_requests(run(ix, iy, affinity).outcomes());
-}
-
 }  // namespace k3::boundaries

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "core/base/clock.h"
-#include "core/fleet/fleet_metrics.h"
 #include "core/fleet/fleet_sim.h"
 
 namespace k3::boundaries {
@@ -37,7 +36,6 @@ class AffinitySweep {
     double capacity_per_s() const { return capacity_; }
     // The run of cell (ix, iy): least loaded or the affinity router. Only after done().
     const FleetSim& run(size_t ix, size_t iy, bool affinity) const;
-    RequestSummary summary(size_t ix, size_t iy, bool affinity) const;
     size_t runs() const { return runs_.size(); }
     const FleetSim& run(size_t i) const { return *runs_[i]; }
 

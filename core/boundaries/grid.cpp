@@ -74,34 +74,6 @@ std::optional<SignChange> first_sign_change_int(const std::function<double(doubl
     });
 }
 
-LineAgreement line_agrees(const std::vector<double>& z, const std::vector<double>& axis, double level,
-                          const std::function<double(double)>& g, bool log, bool integer) {
-    LineAgreement a;
-    // The line's extent: the axis values that have a cell.
-    double lo = 0, hi = 0;
-    bool any = false;
-    for (size_t i = 0; i < z.size(); ++i)
-        if (!std::isnan(z[i])) {
-            if (!any) lo = axis[i];
-            hi = axis[i];
-            any = true;
-        }
-    if (!any) return a;
-    a.change = integer ? first_sign_change_int(g, lo, hi) : first_sign_change(g, lo, hi, log);
-    const bool pays_at_lo = g(lo) >= 0;
-    for (size_t i = 0; i < z.size(); ++i) {
-        if (std::isnan(z[i])) continue;
-        bool want = pays_at_lo;
-        if (a.change) {
-            const double x = a.change->x;
-            if (std::abs(axis[i] - x) <= 1e-6 * std::max(std::abs(x), 1.0) && !integer) continue;
-            want = a.change->pays_above ? axis[i] >= x : axis[i] < x;
-        }
-        a.mismatches += (z[i] >= level) != want;
-    }
-    return a;
-}
-
 bool has_both_signs(const std::vector<double>& z, double level) {
     bool above = false, below = false;
     for (double v : z) {

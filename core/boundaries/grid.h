@@ -26,18 +26,6 @@ std::optional<SignChange> first_sign_change(const std::function<double(double)>&
 std::optional<SignChange> first_sign_change_int(const std::function<double(double)>& f, double lo, double hi,
                                                 int samples = 200);
 
-// Whether the cells `z` of one line of a map (a row or a column, NaN = no cell) lie on the side of
-// `level` that a direct evaluation puts them: g(x) = (the direct value at x) - level, whose sign change
-// between the first and last axis value is found by first_sign_change (first_sign_change_int when
-// `integer`). Cells within 1e-6 of the boundary are not judged.
-struct LineAgreement {
-    std::optional<SignChange> change;  // the boundary along the line, if any
-    int mismatches = 0;                // cells on the wrong side
-    bool ok() const { return mismatches == 0; }
-};
-LineAgreement line_agrees(const std::vector<double>& z, const std::vector<double>& axis, double level,
-                          const std::function<double(double)>& g, bool log, bool integer = false);
-
 // Whether the values z (any order) take both signs around `level` (z >= level and z < level); NaN
 // values are skipped.
 bool has_both_signs(const std::vector<double>& z, double level);

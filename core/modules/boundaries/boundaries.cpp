@@ -46,6 +46,62 @@ void fleet_map_params(ParamList<BoundariesParams>& l) {
         .describe("Seeds the synthetic workloads of maps 2 and 6.");
 }
 
+// Every falsifier runs on small maps and fleet runs (the audit stays cheap), with a destination
+// checkpoint so that map 5's cells and their recount compare moving only the KV too.
+std::vector<Falsifier<BoundariesParams>> boundaries_falsifiers() {
+    using F = BoundariesFalsify;
+    auto set = [](F f) { return [f](BoundariesParams& p) { p.falsify = f; }; };
+    const std::vector<std::pair<std::string, std::string>> small = {
+        {"resolution", "6"}, {"fleet_grid", "2"}, {"fleet_requests", "40"}, {"dest_checkpoint", "1"}};
+    return {
+        {"prefix_cell",
+         "one cell of map 1 is priced without its checkpoint",
+         {"map1_cells_match_entry_ledger"},
+         set(F::prefix_cell),
+         small},
+        {"interval_replays_swapped",
+         "the replays of the two finest checkpoint intervals get each other's totals",
+         {"map2_finer_interval_nested"},
+         set(F::interval_replays_swapped),
+         small},
+        {"replay_row_records",
+         "one acceptance row of map 3 counts core-only records instead of minimal exact ones",
+         {"map3_cells_match_verification_ledger"},
+         set(F::replay_row_records),
+         small},
+        {"module7_record_size",
+         "module 7's storage is counted with core-only records (the wrong record size)",
+         {"map3_module7_storage"},
+         set(F::module7_record_size),
+         small},
+        {"cp_link",
+         "map 4's exchanges are costed over a link twice as fast as the chosen one",
+         {"map4_cells_match_ledger"},
+         set(F::cp_link),
+         small},
+        {"migration_row_bandwidth",
+         "one bandwidth row of map 5 moves the request at twice that bandwidth",
+         {"map5_cells_match_ledger"},
+         set(F::migration_row_bandwidth),
+         small},
+        {"move_kv_link",
+         "move_kv's break-even distance is searched over a link twice as fast as the instance link",
+         {"map5_move_kv_break_even_closed_form"},
+         set(F::move_kv_link),
+         small},
+        {"fleet_record_dropped",
+         "one request's completion record of one fleet run is dropped",
+         {"map6_fleet_runs_clean"},
+         set(F::fleet_record_dropped),
+         small},
+        {"affinity_misroute",
+         "one request of a reuse-0 affinity run is recorded on another instance",
+         {"map6_no_reuse_routes_as_least_loaded"},
+         set(F::affinity_misroute),
+         small},
+    };
+}
+
 }  // namespace
 
 ParamList<BoundariesParams> boundaries_params() {
@@ -95,14 +151,17 @@ Experiment make_boundaries_experiment() {
         .validate = validate_boundaries,
         .start = start_boundaries,
         .live = false,
-        .headlines = {
-            {"Shortest prefix worth caching with a state checkpoint (Kimi Linear, H100, held 30 s; estimate)",
-             {{"resolution", "6"}, {"fleet_grid", "2"}, {"fleet_requests", "40"}},
-             "prefix_min_tokens"},
-            {"Context parallelism over 8 ranks pays from this many tokens per rank (estimate)",
-             {{"resolution", "6"}, {"fleet_grid", "2"}, {"fleet_requests", "40"}},
-             "cp_min_tokens_per_rank"},
-        }});
+        .headlines =
+            {
+                {"Shortest prefix worth caching with a state checkpoint (Kimi Linear, H100, held 30 s; "
+                 "estimate)",
+                 {{"resolution", "6"}, {"fleet_grid", "2"}, {"fleet_requests", "40"}},
+                 "prefix_min_tokens"},
+                {"Context parallelism over 8 ranks pays from this many tokens per rank (estimate)",
+                 {{"resolution", "6"}, {"fleet_grid", "2"}, {"fleet_requests", "40"}},
+                 "cp_min_tokens_per_rank"},
+            },
+        .falsifiers = boundaries_falsifiers()});
 }
 
 K3_REGISTER_EXPERIMENT(make_boundaries_experiment);

@@ -31,6 +31,7 @@ struct BoundariesParams {
     int fleet_grid = 5;
     RouterKind affinity = RouterKind::prefix;
     uint64_t seed = 1;
+    BoundariesFalsify falsify = BoundariesFalsify::none;  // not a declared parameter
 };
 
 struct BoundariesResult {
@@ -38,6 +39,7 @@ struct BoundariesResult {
     std::shared_ptr<const Workload> interval_workload;  // map 2's
     ReplayQueue interval_replays;
     std::unique_ptr<boundaries::AffinitySweep> sweep;  // map 6's fleet runs
+    FleetRecords fleet_records;                        // their request records, as map 6 reads them
     PrefixMap prefix;
     IntervalMap interval;
     ReplayMap replay;

@@ -8,19 +8,23 @@
 #include "core/boundaries/grid.h"
 #include "core/cp/variants.h"
 #include "core/cp/work.h"
+#include "core/fleet/fleet_metrics.h"
 #include "core/model/accounting.h"
+#include "core/modules/boundaries/boundaries_ledger.h"
 #include "core/modules/shared/fleet_report.h"
 #include "core/spec/storage.h"
 
 namespace k3 {
 
 using namespace k3::boundaries;
-using lifecycle::MigrationStrategy;
 
 namespace {
 
 constexpr double kMaxPrompt = 1048576;  // the longest prompt on the CP map (Kimi Linear's context)
 constexpr int kMaxDraft = 16;
+// Cells and their second count take different paths through floating point; beyond this (relative to
+// the terms netted) they disagree.
+constexpr double kLedgerTolerance = 1e-9;
 
 HeatMap heat(std::string name, std::string xl, std::string yl, std::string zl, std::vector<double> x,
              std::vector<double> y, bool log_x, bool log_y, double contour) {
@@ -38,15 +42,8 @@ HeatMap heat(std::string name, std::string xl, std::string yl, std::string zl, s
     return h;
 }
 double& at(HeatMap& h, size_t ix, size_t iy) { return h.z[iy * h.x.size() + ix]; }
-double at(const HeatMap& h, size_t ix, size_t iy) { return h.z[iy * h.x.size() + ix]; }
-std::vector<double> row(const HeatMap& h, size_t iy) {
-    return {h.z.begin() + ptrdiff_t(iy * h.x.size()), h.z.begin() + ptrdiff_t((iy + 1) * h.x.size())};
-}
-std::vector<double> column(const HeatMap& h, size_t ix) {
-    std::vector<double> v;
-    for (size_t iy = 0; iy < h.y.size(); ++iy) v.push_back(at(h, ix, iy));
-    return v;
-}
+// The cell a falsifier damages: the middle of an axis.
+bool middle(size_t i, const std::vector<double>& axis) { return i == axis.size() / 2; }
 double log10_of(double x) { return log_f64(x) / log_f64(10.0); }
 // The boundary of a sign change that pays above it, if there is one.
 std::optional<double> pays_above(const std::optional<SignChange>& c) {
@@ -67,12 +64,15 @@ PrefixMap prefix_map(const BoundaryInputs& in) {
              integer_log_axis(64, 262144, in.resolution), linear_axis(0, 1, in.resolution), true, false, 0);
     for (size_t ix = 0; ix < h.x.size(); ++ix) {
         const PrefixCacheValue v = prefix_cache_value(c, hw, h.x[ix], in.residence_s, in.eff);
-        for (size_t iy = 0; iy < h.y.size(); ++iy) at(h, ix, iy) = v.net(h.y[iy]) / h.x[ix] * 1e6;
-        const double p = v.break_even_reuse();  // the closed form, against the cells of this column
-        m.mismatched += line_agrees(
-                            column(h, ix), h.y, 0, [&](double y) { return y - p; }, false)
-                            .mismatches;
+        for (size_t iy = 0; iy < h.y.size(); ++iy) {
+            PrefixCacheValue cell = v;
+            if (in.falsify == BoundariesFalsify::prefix_cell && middle(ix, h.x) && middle(iy, h.y))
+                cell.checkpoint = 0;
+            at(h, ix, iy) = cell.net(h.y[iy]) / h.x[ix] * 1e6;
+        }
     }
+    m.ledger = agree(
+        h, [&](double P, double p) { return prefix_ledger(in, P, p); }, kLedgerTolerance);
     m.checkpoint_s = checkpoint_cost(c, hw, in.residence_s, in.eff);
     m.checkpoint_tokens = std::floor(m.checkpoint_s / recompute_seconds_per_token(c, hw, 0, in.eff));
     m.shortest = pays_above(first_sign_change_int(
@@ -142,18 +142,24 @@ ReplayMap replay_map(const BoundaryInputs& in) {
                                "tokens per verification N", "draft acceptance probability",
                                "GPU-us saved per kept token by replay (estimate)", ns,
                                linear_axis(0, 1, in.resolution), false, false, 0);
+    using spec::RecordVariant;
     for (size_t iy = 0; iy < h.y.size(); ++iy) {
+        const bool wrong_records = in.falsify == BoundariesFalsify::replay_row_records && middle(iy, h.y);
+        const RecordVariant v = wrong_records ? RecordVariant::core_only : RecordVariant::minimal_exact;
         for (size_t ix = 0; ix < ns.size(); ++ix) {
-            const ReplayVsSnapshots x = replay_vs_snapshots(c, hw, int(ns[ix]), h.y[iy], step, in.eff);
+            const ReplayVsSnapshots x = replay_vs_snapshots(c, hw, int(ns[ix]), h.y[iy], step, in.eff, v);
             at(h, ix, iy) = x.net() / x.kept * 1e6;
         }
-        auto net = [&](double N) { return replay_vs_snapshots(c, hw, int(N), h.y[iy], step, in.eff).net(); };
-        m.mismatched += line_agrees(row(h, iy), ns, 0, net, false, true).mismatches;
     }
+    m.ledger = agree(
+        h, [&](double N, double a) { return replay_ledger(in, int(N), a); }, kLedgerTolerance);
     // Module 7's storage figures (Kimi-Linear, minimal exact records, N = 4) from the map's own accounting.
     const ModelConfig kimi = *model_preset("kimi-linear-48b");
-    const spec::SpecStorage ks = spec::spec_storage(kimi, spec::RecordVariant::minimal_exact, 4, 1);
-    const ReplayVsSnapshots k = replay_vs_snapshots(kimi, hw, 4, 0.5, step, in.eff);
+    const RecordVariant kimi_records = in.falsify == BoundariesFalsify::module7_record_size
+                                           ? RecordVariant::core_only
+                                           : RecordVariant::minimal_exact;
+    const spec::SpecStorage ks = spec::spec_storage(kimi, kimi_records, 4, 1);
+    const ReplayVsSnapshots k = replay_vs_snapshots(kimi, hw, 4, 0.5, step, in.eff, kimi_records);
     m.snapshot_bytes = k.snapshot_bytes;
     m.replay_bytes = k.replay_bytes;
     m.ratio_counting_confirmed = ks.ratio_counting_confirmed;
@@ -190,26 +196,25 @@ CpMap cp_map(const BoundaryInputs& in) {
         heat("4. Context parallelism: speed-up of a prefill over one rank", "tokens per rank", "ranks R",
              "speed-up (estimate)", integer_log_axis(256, 262144, in.resolution), ranks, true, true, 1);
     m.tokens_per_rank_at_8 = NAN;
+    Link link = in.cp_link;
+    if (in.falsify == BoundariesFalsify::cp_link) link.bytes_per_s *= 2;
     for (size_t iy = 0; iy < ranks.size(); ++iy) {
         const int R = int(ranks[iy]);
         for (size_t ix = 0; ix < h.x.size(); ++ix) {
             if (h.x[ix] * R > kMaxPrompt) continue;  // longer than any prompt on the map
-            const CpPrefill x = cp_prefill(c, hw, in.cp_link, int(h.x[ix]), R, in.eff);
-            at(h, ix, iy) = x.speedup();
-            if (R == 1)
-                m.one_rank_exact = m.one_rank_exact && x.speedup() == 1 &&
-                                   x.cp_s() == prefill_cost(c, hw, h.x[ix], 0, in.eff).seconds;
+            at(h, ix, iy) = cp_prefill(c, hw, link, int(h.x[ix]), R, in.eff).speedup();
         }
         if (R == 1) continue;
-        auto gain = [&](double n) { return cp_prefill(c, hw, in.cp_link, int(n), R, in.eff).speedup() - 1; };
-        m.mismatched += line_agrees(row(h, iy), h.x, 1, gain, true, true).mismatches;
+        auto gain = [&](double n) { return cp_prefill(c, hw, link, int(n), R, in.eff).speedup() - 1; };
         // The read-off looks below and beyond the map's columns too.
         const auto be = first_sign_change_int(gain, 1, kMaxPrompt / R);
         const double from = be ? (be->pays_above ? be->x : NAN) : (gain(1) >= 0 ? 1.0 : NAN);
         if (R == 8) m.tokens_per_rank_at_8 = from;
-        m.rows.push_back({double(R), from, from * R,
-                          cp_prefill(c, hw, in.cp_link, int(kMaxPrompt / R), R, in.eff).speedup()});
+        m.rows.push_back(
+            {double(R), from, from * R, cp_prefill(c, hw, link, int(kMaxPrompt / R), R, in.eff).speedup()});
     }
+    m.ledger = agree(
+        h, [&](double n, double R) { return cp_ledger(in, n, int(R)); }, kLedgerTolerance);
     const kda::Shape s{c.lin_heads, c.lin_v_heads, c.head_k, c.head_v};
     m.map_bytes_per_round = cp::map_bytes(cp::Variant::kda, s) * c.n_linear();
     return m;
@@ -227,29 +232,21 @@ MigrationMap migration_map(const BoundaryInputs& in) {
         "link bandwidth (B/s)", "log10 of the time ratio (estimate)",
         integer_log_axis(256, 1048576, in.resolution), log_axis(1e8, 1e12, in.resolution), true, true, 0);
     for (size_t iy = 0; iy < h.y.size(); ++iy) {
-        for (size_t ix = 0; ix < h.x.size(); ++ix) {
-            at(h, ix, iy) = log10_of(move_vs_recompute(c, hw, h.y[iy], h.x[ix], d, in.eff).advantage());
-            if (iy > 0) m.monotone = m.monotone && at(h, ix, iy) >= at(h, ix, iy - 1);
-        }
-        // Directly from core/lifecycle: recompute time over the faster move, minus 1.
-        const Link l{"", "", h.y[iy]};
-        auto direct = [&](double P) {
-            const bool ck = d >= 0 && d < std::floor(P);
-            const lifecycle::MigrationCosts mc = lifecycle::migration_costs(
-                c, {P, ck ? d : P}, l, hw, in.eff, lifecycle::RecomputeRegime::in_batch);
-            double move = mc[MigrationStrategy::move_all].total_s;
-            if (ck) move = std::min(move, mc[MigrationStrategy::move_kv].total_s);
-            return mc[MigrationStrategy::recompute].total_s / move - 1;
-        };
-        m.mismatched += line_agrees(row(h, iy), h.x, 0, direct, true, true).mismatches;
+        const bool wrong_bandwidth =
+            in.falsify == BoundariesFalsify::migration_row_bandwidth && middle(iy, h.y);
+        const double bandwidth = wrong_bandwidth ? 2 * h.y[iy] : h.y[iy];
+        for (size_t ix = 0; ix < h.x.size(); ++ix)
+            at(h, ix, iy) = log10_of(move_vs_recompute(c, hw, bandwidth, h.x[ix], d, in.eff).advantage());
     }
-    // move_kv's own break-even distance against the strategies compared at the chosen context and link.
-    m.distance = std::min(in.checkpoint_distance, in.context);
-    m.break_even_distance = lifecycle::move_kv_break_even_distance(c, in.context, in.link, hw, in.eff,
+    const BlobSizes blobs = measure_blob_sizes(c);
+    m.ledger = agree(
+        h, [&](double P, double bw) { return migration_ledger(in, blobs, bw, P); }, kLedgerTolerance);
+    // move_kv's own break-even distance, searched by core/lifecycle and solved in closed form.
+    Link search_link = in.link;
+    if (in.falsify == BoundariesFalsify::move_kv_link) search_link.bytes_per_s *= 2;
+    m.break_even_distance = lifecycle::move_kv_break_even_distance(c, in.context, search_link, hw, in.eff,
                                                                    lifecycle::RecomputeRegime::in_batch);
-    const lifecycle::MigrationCosts mc = lifecycle::migration_costs(
-        c, {in.context, m.distance}, in.link, hw, in.eff, lifecycle::RecomputeRegime::in_batch);
-    m.kv_wins = mc[MigrationStrategy::move_kv].total_s <= mc[MigrationStrategy::move_all].total_s;
+    m.closed_form_distance = move_kv_break_even_closed_form(in, blobs);
     auto advantage = [&](double bw, double P) {
         return move_vs_recompute(c, hw, bw, P, d, in.eff).advantage() - 1;
     };
@@ -265,21 +262,38 @@ MigrationMap migration_map(const BoundaryInputs& in) {
 
 namespace {
 
-// Every run must account for every request and release its caches and pools (module 11's checks).
-void audit_runs(const AffinitySweep& s, AffinityMap& m) {
+// Every run must account for every request and release its caches and pools (module 11's checks), and
+// its records, as this map reads them, must hold one completed record per request of its workload.
+void audit_runs(const AffinitySweep& s, const FleetRecords& records, AffinityMap& m) {
     m.runs = s.runs();
     for (size_t i = 0; i < s.runs(); ++i) {
         Report scratch;
         report_fleet_checks(scratch, s.run(i));
         for (const Check& k : scratch.checks)
             if (!k.passed && m.failed_checks++ == 0) m.first_failure = k.name + ": " + k.detail;
-        for (const RequestOutcome& o : s.run(i).outcomes()) m.incomplete += !o.completed;
     }
+    for (size_t ix = 0; ix < records.size(); ++ix)
+        for (size_t iy = 0; iy < records[ix].size(); ++iy)
+            for (size_t aff = 0; aff < 2; ++aff) {
+                const std::vector<RequestOutcome>& v = records[ix][iy][aff];
+                const size_t requests = s.run(ix, iy, aff == 1).workload().requests.size();
+                m.missing += v.size() > requests ? v.size() - requests : requests - v.size();
+                for (const RequestOutcome& o : v) m.incomplete += !o.completed;
+            }
 }
 
 }  // namespace
 
-AffinityMap affinity_map(const AffinitySweep& s) {
+FleetRecords fleet_records(const AffinitySweep& s) {
+    const AffinitySweepConfig& c = s.config();
+    FleetRecords r(c.reuse.size(), std::vector<std::array<std::vector<RequestOutcome>, 2>>(c.load.size()));
+    for (size_t ix = 0; ix < c.reuse.size(); ++ix)
+        for (size_t iy = 0; iy < c.load.size(); ++iy)
+            for (size_t aff = 0; aff < 2; ++aff) r[ix][iy][aff] = s.run(ix, iy, aff == 1).outcomes();
+    return r;
+}
+
+AffinityMap affinity_map(const AffinitySweep& s, const FleetRecords& records) {
     const AffinitySweepConfig& c = s.config();
     AffinityMap m;
     m.instances = c.fleet.instances;
@@ -291,18 +305,17 @@ AffinityMap affinity_map(const AffinitySweep& s) {
              "TTFT ratio (simulated, estimate)", c.reuse, c.load, false, false, 1);
     for (size_t ix = 0; ix < c.reuse.size(); ++ix)
         for (size_t iy = 0; iy < c.load.size(); ++iy) {
-            const RequestSummary a = s.summary(ix, iy, false), b = s.summary(ix, iy, true);
+            const auto &oa = records[ix][iy][0], &ob = records[ix][iy][1];
+            const RequestSummary a = summarize_requests(oa), b = summarize_requests(ob);
             at(h, ix, iy) = a.ttft_ms.mean / b.ttft_ms.mean;
             m.rows.push_back({c.reuse[ix], c.load[iy], a.ttft_ms.mean, b.ttft_ms.mean, at(h, ix, iy),
                               a.hit_state(), b.hit_state()});
-            if (c.reuse[ix] == 0) {
-                const auto &oa = s.run(ix, iy, false).outcomes(), &ob = s.run(ix, iy, true).outcomes();
+            if (c.reuse[ix] == 0)
                 for (size_t i = 0; i < oa.size() && i < ob.size(); ++i)
                     m.same_without_reuse = m.same_without_reuse && oa[i].instance == ob[i].instance &&
                                            oa[i].first_token_ms == ob[i].first_token_ms;
-            }
         }
-    audit_runs(s, m);
+    audit_runs(s, records, m);
     m.has_no_reuse_column = !c.reuse.empty() && c.reuse[0] == 0;
     // Read-offs: how often and by how much affinity wins; the smallest reuse share where it wins at every
     // load.

@@ -1,9 +1,11 @@
 // The six maps of module 14 `boundaries`, computed: each heat map with its break-even contour, the
 // figures its checks judge and the read-offs its verdict quotes. The costs come from core/boundaries;
-// the simulations (maps 2 and 6) are run by the module and passed in. boundaries_report.cpp turns
-// them into the report.
+// the simulations (maps 2 and 6) are run by the module and passed in. Every computed map is compared
+// cell by cell with a second count of its costs (boundaries_ledger.h). boundaries_report.cpp turns them
+// into the report.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -15,6 +17,21 @@
 #include "core/model/roofline.h"
 
 namespace k3 {
+
+// Deliberate corruptions that the module's checks must catch (k3cli audit-checks): the run damages its
+// own data at one point, the checks stay the same code.
+enum class BoundariesFalsify : uint8_t {
+    none,
+    prefix_cell,               // map 1: one cell is priced without its checkpoint
+    interval_replays_swapped,  // map 2: the replays of the two finest intervals are swapped
+    replay_row_records,        // map 3: one row counts core-only records instead of minimal exact ones
+    module7_record_size,       // map 3: module 7's storage is counted with core-only records
+    cp_link,                   // map 4: the exchanges are costed over a link twice as fast as the chosen one
+    migration_row_bandwidth,   // map 5: one row moves the request at twice the row's bandwidth
+    move_kv_link,              // map 5: the break-even distance is searched over a link twice as fast
+    fleet_record_dropped,      // map 6: one completion record of one fleet run is dropped
+    affinity_misroute,         // map 6: one request of a reuse-0 affinity run is recorded on another instance
+};
 
 struct BoundaryInputs {
     ModelConfig model;
@@ -28,12 +45,20 @@ struct BoundaryInputs {
     bool dest_checkpoint = false;
     double checkpoint_distance = 512;  // map 5: when the destination holds a checkpoint
     int resolution = 20;
+    BoundariesFalsify falsify = BoundariesFalsify::none;  // read by the map code only, never by the checks
+};
+
+// How the cells of a map agree with the second count of their costs (boundaries_ledger.h).
+struct LedgerAgreement {
+    int cells = 0, mismatches = 0;  // cells compared; cells further from the count than the tolerance
+    double tolerance = 0;           // relative to the size of the terms a cell nets
+    double worst = 0;               // the largest difference, in the same measure
 };
 
 // 1. Prefix caching with a checkpoint: net saving per cached token over prefix length and reuse.
 struct PrefixMap {
     HeatMap heat;
-    int mismatched = 0;              // cells on the wrong side of the closed-form break-even reuse
+    LedgerAgreement ledger;          // the cells against a ledger of the cache entry
     double checkpoint_s = 0;         // one checkpoint written and held for the residence (GPU-s)
     double checkpoint_tokens = 0;    // ... in tokens of prefill
     std::optional<double> shortest;  // the shortest prefix that pays at reuse 1, if any does
@@ -60,7 +85,7 @@ IntervalMap interval_map(const BoundaryInputs& in, const Workload& w, const std:
 // 3. Projection replay against per-token snapshots: saving per kept token over N and acceptance.
 struct ReplayMap {
     HeatMap heat;
-    int mismatched = 0;
+    LedgerAgreement ledger;  // the cells against a ledger of the verification's traffic and storage
     // Module 7's storage at Kimi-Linear dimensions, N = 4, from the map's own accounting and module 7's.
     double snapshot_bytes = 0, replay_bytes = 0, ratio_counting_confirmed = 0, ratio_n_snapshots = 0;
     std::optional<int> pays_from;                // the smallest N from which replay pays at every acceptance
@@ -75,9 +100,8 @@ struct CpMap {
         double ranks, tokens_per_rank, prompt, speedup_at_1m;
     };
     HeatMap heat;
-    std::vector<Row> rows;  // R >= 2: the shortest slice at which R ranks beat one
-    bool one_rank_exact = true;
-    int mismatched = 0;
+    std::vector<Row> rows;            // R >= 2: the shortest slice at which R ranks beat one
+    LedgerAgreement ledger;           // the cells against the speed-ups recounted
     double tokens_per_rank_at_8 = 0;  // NaN if none pays
     double map_bytes_per_round = 0;   // the affine scan's maps, all linear layers
 };
@@ -86,10 +110,10 @@ CpMap cp_map(const BoundaryInputs& in);
 // 5. Moving a request against recomputing it, over context and link bandwidth.
 struct MigrationMap {
     HeatMap heat;
-    int mismatched = 0;
-    bool monotone = true;  // more bandwidth never makes moving worse
-    double distance = 0, break_even_distance = 0;
-    bool kv_wins = false;  // moving only the KV beats moving everything at the chosen context and link
+    LedgerAgreement ledger;  // the cells against the moves recounted with the blob writer's sizes
+    // move_kv's break-even distance at the chosen context and instance link: lifecycle's search, and the
+    // root of the condition in closed form.
+    double break_even_distance = 0, closed_form_distance = 0;
     std::optional<double> min_bandwidth;  // moving the chosen context pays above (B/s)
     std::optional<double> min_context;    // over the instance link, moving pays from (tokens)
     double state_bytes = 0;
@@ -106,12 +130,16 @@ struct AffinityMap {
     uint32_t instances = 0, requests = 0;
     size_t runs = 0, failed_checks = 0;
     uint64_t incomplete = 0;    // requests not completed, over all runs
+    uint64_t missing = 0;       // requests without a completion record, over all runs
     std::string first_failure;  // "name: detail" of the first failed check
     bool has_no_reuse_column = false, same_without_reuse = true;
     size_t wins = 0, worst = 0, best = 0;  // cells where affinity wins; indices of the extremes
     double wins_everywhere_from = 0;       // the smallest reuse share where it wins at every load (NaN)
     double capacity_per_s = 0;
 };
-AffinityMap affinity_map(const boundaries::AffinitySweep& s);
+// The request records of every fleet run, as map 6 reads them: [reuse][load][affinity].
+using FleetRecords = std::vector<std::vector<std::array<std::vector<RequestOutcome>, 2>>>;
+FleetRecords fleet_records(const boundaries::AffinitySweep& s);
+AffinityMap affinity_map(const boundaries::AffinitySweep& s, const FleetRecords& records);
 
 }  // namespace k3

@@ -24,14 +24,18 @@ std::string crossing(const HeatMap& h) {
 }
 std::string tokens(double v) { return format_grouped(v) + " tokens"; }
 std::string gbs(double bytes_per_s) { return format_sig(bytes_per_s / 1e9, 3) + " GB/s"; }
-std::string wrong(int n) { return std::to_string(n) + (n == 1 ? " cell" : " cells") + " on the wrong side"; }
+std::string agreement(const LedgerAgreement& a) {
+    return std::to_string(a.mismatches) + " of " + std::to_string(a.cells) +
+           " cells differ from the recount by more than " + format_number(a.tolerance) +
+           " of their terms (largest difference " + format_sig(a.worst, 2) + ")";
+}
 std::string seconds(double s) { return format_sig(s, 3) + " s"; }
 
 Verdict prefix(const BoundaryInputs& in, const PrefixMap& m, Report& r) {
-    r.check("map1_cells_match_break_even",
-            "Map 1: every cell lies on the side of the closed-form break-even reuse (KV rent + checkpoint) / "
-            "saving",
-            m.mismatched == 0, wrong(m.mismatched) + "; " + crossing(m.heat));
+    r.check("map1_cells_match_entry_ledger",
+            "Map 1: every cell equals a ledger of the cache entry: the prefill a hit skips (the fleet cost "
+            "model), the rent of its blob-layout bytes and the checkpoint's copy",
+            m.ledger.mismatches == 0, agreement(m.ledger) + "; " + crossing(m.heat));
     r.scalar("prefix_min_tokens", "Shortest prefix worth caching (surely reused)", "tokens",
              m.shortest ? *m.shortest : NAN, true);
     r.scalar("prefix_reuse_needed", "Reuse probability a prefix of the chosen context needs", "fraction",
@@ -87,9 +91,10 @@ Verdict interval(const BoundaryInputs& in, const IntervalMap& m, Report& r) {
 }
 
 Verdict replay(const BoundaryInputs& in, const ReplayMap& m, Report& r) {
-    r.check("map3_rows_change_sign_at_crossing",
-            "Map 3: every row changes sign where the replay and snapshot costs cross", m.mismatched == 0,
-            wrong(m.mismatched) + "; " + crossing(m.heat));
+    r.check("map3_cells_match_verification_ledger",
+            "Map 3: every cell equals a ledger of the verification: states and records sized from the blob "
+            "layout, tokens kept from where the first draft is rejected, the step from the fleet cost model",
+            m.ledger.mismatches == 0, agreement(m.ledger) + "; " + crossing(m.heat));
     r.check(
         "map3_module7_storage",
         "Map 3 holds module 7's storage: at Kimi-Linear dimensions and N = 4, 4.65:1 counting the confirmed "
@@ -123,12 +128,10 @@ Verdict replay(const BoundaryInputs& in, const ReplayMap& m, Report& r) {
 }
 
 Verdict cp(const BoundaryInputs& in, const CpMap& m, Report& r) {
-    r.check("map4_one_rank_is_plain_prefill",
-            "Map 4: one rank is exactly the single-rank prefill (speed-up 1 in the R = 1 row)",
-            m.one_rank_exact, "cp_prefill with R = 1 against prefill_cost of the same tokens, every column");
-    r.check("map4_rows_change_sign_at_break_even",
-            "Map 4: every row changes sign where bisection on the speed-up puts the break-even",
-            m.mismatched == 0, wrong(m.mismatched) + "; " + crossing(m.heat));
+    r.check("map4_cells_match_ledger",
+            "Map 4: every speed-up equals a recount: both prefills from the fleet cost model, the earlier "
+            "tokens' KV from the blob layout, the scan's maps round by round (module 9's work counts)",
+            m.ledger.mismatches == 0, agreement(m.ledger) + "; " + crossing(m.heat));
     Table& t = r.add_table(
         make_table("Map 4: the shortest slice at which R ranks beat one (" + in.cp_link.name + ")",
                    {{"ranks", "ranks"},
@@ -151,17 +154,16 @@ Verdict cp(const BoundaryInputs& in, const CpMap& m, Report& r) {
 }
 
 Verdict migration(const BoundaryInputs& in, const MigrationMap& m, Report& r) {
-    r.check("map5_rows_match_migration_costs",
-            "Map 5: every bandwidth row changes sign where lifecycle::migration_costs puts the break-even",
-            m.mismatched == 0, wrong(m.mismatched) + "; " + crossing(m.heat));
-    r.check("map5_bandwidth_monotone", "Map 5: more bandwidth never makes moving worse", m.monotone,
-            "every context column, bottom to top");
-    r.check(
-        "map5_move_kv_break_even_agrees",
-        "Map 5: move_kv_break_even_distance agrees with the strategy costs at the chosen context and link",
-        m.kv_wins == (m.distance <= m.break_even_distance),
-        "checkpoint " + tokens(m.distance) + " back, break-even distance " + tokens(m.break_even_distance) +
-            ": moving only the KV " + (m.kv_wins ? "wins" : "loses"));
+    r.check("map5_cells_match_ledger",
+            "Map 5: every cell equals a recount of the moves with the sizes of blobs the writer produces and "
+            "the recompute from the fleet cost model",
+            m.ledger.mismatches == 0, agreement(m.ledger) + "; " + crossing(m.heat));
+    r.check("map5_move_kv_break_even_closed_form",
+            "Map 5: moving only the KV breaks even where the closed-form root of its condition puts it "
+            "(within a token)",
+            std::fabs(m.break_even_distance - m.closed_form_distance) <= 1,
+            "at " + tokens(in.context) + " over " + in.link.id + ": move_kv_break_even_distance " +
+                tokens(m.break_even_distance) + ", closed form " + tokens(m.closed_form_distance));
     r.scalar("move_kv_break_even_distance", "Moving only the KV beats moving everything up to", "tokens",
              m.break_even_distance);
     r.scalar("migration_min_bandwidth", "Moving a request of the chosen context pays above", "GB/s",
@@ -183,9 +185,10 @@ Verdict migration(const BoundaryInputs& in, const MigrationMap& m, Report& r) {
 void affinity_checks(const AffinityMap& m, Report& r) {
     r.check("map6_fleet_runs_clean",
             "Map 6: every fleet run completes every request, accounts for its work and releases its caches",
-            m.failed_checks == 0 && m.incomplete == 0,
+            m.failed_checks == 0 && m.incomplete == 0 && m.missing == 0,
             std::to_string(m.runs) + " runs: " + std::to_string(m.failed_checks) + " failed checks, " +
-                format_grouped(double(m.incomplete)) + " requests not completed" +
+                format_grouped(double(m.incomplete)) + " requests not completed, " +
+                format_grouped(double(m.missing)) + " without exactly one record" +
                 (m.first_failure.empty() ? "" : "; first: " + m.first_failure));
     if (m.has_no_reuse_column)
         r.check("map6_no_reuse_routes_as_least_loaded",
@@ -249,17 +252,19 @@ void verdict_table(const std::vector<Verdict>& rows, Report& r) {
 
 void notes(const BoundaryInputs& in, Report& r) {
     const Hardware& hw = in.hardware;
-    r.notes.push_back(
-        "Every time is a roofline ESTIMATE for " + in.model.name + " on " + hw.name + " (" + hw.source +
-        ") at 50 % of peak compute and 80 % of peak bandwidth, not a measurement. Memory rent is "
-        "bytes x seconds / " +
-        format_bytes(hw.mem_bytes) + " of device memory, in GPU-seconds.");
+    r.notes.push_back("Every time is a roofline ESTIMATE for " + in.model.name + " on " + hw.name + " (" +
+                      hw.source + ") at " + format_number(in.eff.compute * 100) + " %" +
+                      " of peak compute and " + format_number(in.eff.memory * 100) + " %" +
+                      " of peak bandwidth, not a measurement. Memory rent is bytes x seconds / " +
+                      format_bytes(hw.mem_bytes) + " of device memory, in GPU-seconds.");
     r.notes.push_back(
         "Maps 2 and 6 come from simulations of small synthetic workloads (module 5's replay, module 11's "
         "fleet "
         "simulator); the others are computed from formulas of the core. Break-evens in the verdict are found "
         "by "
         "bisection on the same cost functions, not read from the grid.");
+    r.scalar("compute_efficiency", "Share of peak compute the roofline assumes", "fraction", in.eff.compute);
+    r.scalar("memory_efficiency", "Share of peak bandwidth the roofline assumes", "fraction", in.eff.memory);
 }
 
 }  // namespace

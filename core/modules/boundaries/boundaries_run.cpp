@@ -46,6 +46,31 @@ std::unique_ptr<boundaries::AffinitySweep> plan_fleet(const BoundariesParams& p,
     return std::make_unique<boundaries::AffinitySweep>(c);
 }
 
+// The replays as map 2 reads them, damaged as the falsifier says: the two finest intervals get each
+// other's totals.
+std::vector<ReplayResult> interval_runs(const BoundariesParams& p, const ReplayQueue& q) {
+    std::vector<ReplayResult> runs = q.results();
+    if (p.falsify == BoundariesFalsify::interval_replays_swapped && runs.size() >= 2) {
+        std::swap(runs[0].t, runs[1].t);
+        std::swap(runs[0].s, runs[1].s);
+    }
+    return runs;
+}
+
+// The fleet runs' records as map 6 reads them, damaged as the falsifier says: the reuse-0 column at
+// the lowest load.
+FleetRecords read_fleet_records(const BoundariesParams& p, const boundaries::AffinitySweep& s) {
+    FleetRecords r = fleet_records(s);
+    if (r.empty() || r[0].empty()) return r;
+    std::vector<RequestOutcome>& least_loaded = r[0][0][0];
+    std::vector<RequestOutcome>& affinity = r[0][0][1];
+    if (p.falsify == BoundariesFalsify::fleet_record_dropped && !least_loaded.empty())
+        least_loaded.pop_back();
+    if (p.falsify == BoundariesFalsify::affinity_misroute && !affinity.empty())
+        affinity[0].instance = int32_t((uint32_t(affinity[0].instance) + 1) % p.instances);
+    return r;
+}
+
 class BoundariesRun final : public StagedRun {
   public:
     BoundariesRun(const BoundariesParams& p, const Params& raw) : StagedRun("boundaries", raw) {
@@ -55,9 +80,9 @@ class BoundariesRun final : public StagedRun {
         add_stage("map 2: replaying it at each checkpoint interval", 3, [this](const Deadline& d) {
             return result_.interval_replays.step(*result_.interval_workload, d);
         });
-        add_step("map 2: checkpoint interval", 0.2, [this] {
-            result_.interval =
-                interval_map(result_.in, *result_.interval_workload, result_.interval_replays.results());
+        add_step("map 2: checkpoint interval", 0.2, [this, p] {
+            result_.interval = interval_map(result_.in, *result_.interval_workload,
+                                            interval_runs(p, result_.interval_replays));
         });
         add_step("map 3: projection replay", 0.5, [this] { result_.replay = replay_map(result_.in); });
         add_step("map 4: context parallelism", 0.5, [this] { result_.cp = cp_map(result_.in); });
@@ -66,7 +91,10 @@ class BoundariesRun final : public StagedRun {
                  [this, p] { result_.sweep = plan_fleet(p, result_.in); });
         add_stage("map 6: fleet runs, affinity vs least loaded", 6,
                   [this](const Deadline& d) { return result_.sweep->step(d); });
-        add_step("map 6: affinity", 0.2, [this] { result_.affinity = affinity_map(*result_.sweep); });
+        add_step("map 6: affinity", 0.2, [this, p] {
+            result_.fleet_records = read_fleet_records(p, *result_.sweep);
+            result_.affinity = affinity_map(*result_.sweep, result_.fleet_records);
+        });
         add_step("verdict", 0.1, [this] { report_boundaries(result_, report_); });
     }
 
@@ -88,6 +116,7 @@ BoundaryInputs boundary_inputs(const BoundariesParams& p) {
     in.dest_checkpoint = p.dest_checkpoint;
     in.checkpoint_distance = p.checkpoint_distance;
     in.resolution = p.resolution;
+    in.falsify = p.falsify;
     return in;
 }
 

@@ -1,6 +1,7 @@
 // Module 14 `boundaries`: defaults pass every check, six maps with contours, break-evens that agree
 // with direct evaluation of core/boundaries, monotone where physics says so, reproducible reports,
-// other presets and settings, refusals.
+// other presets and settings, refusals; the second count's blob sizes and closed form against the
+// format's arithmetic and lifecycle's search; every falsifier fails exactly the checks it names.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -8,7 +9,10 @@
 
 #include "core/boundaries/economics.h"
 #include "core/boundaries/grid.h"
+#include "core/experiments/check_audit.h"
+#include "core/lifecycle/blob_layout.h"
 #include "core/modules/boundaries/boundaries.h"
+#include "core/modules/boundaries/boundaries_ledger.h"
 #include "tests/unit/test_module_util.h"
 
 using namespace k3;
@@ -39,7 +43,7 @@ TEST_CASE("boundaries: module 14, every check passes, six maps with contours, a 
     CHECK(e->how_it_works.find("Sources") != std::string::npos);
     CHECK(e->where_it_does_not_pay.find("roofline estimate") != std::string::npos);
     const Report r = run({});
-    CHECK(r.checks.size() >= 10);
+    CHECK(r.checks.size() == 9);
     test::all_checks_pass(r);
     test::check_keys_unique(r);
     CHECK(test::check_keyed(r, "map6_no_reuse_routes_as_least_loaded").passed);
@@ -116,4 +120,74 @@ TEST_CASE("boundaries: other presets and settings, refusals") {
     bool refused = false;
     for (const ParamIssue& i : e.check(big.params)) refused |= i.level == ParamIssue::error;
     CHECK(refused);
+}
+
+TEST_CASE("boundaries: blob sizes measured from the writer are the format's arithmetic") {
+    using namespace lifecycle;
+    for (const char* id : {"kimi-linear-48b", "qwen3-next-80b"}) {
+        CAPTURE(id);
+        const ModelConfig c = *model_preset(id);
+        const BlobLayout l = BlobLayout::of(c);
+        const BlobSizes b = measure_blob_sizes(c);
+        for (uint64_t P : {0, 1, 4096, 1048576}) {
+            CHECK(b.all(double(P), double(P + 1)) == double(blob_bytes(l, P, P + 1, kBlobAll)));
+            CHECK(b.kv(double(P), double(P + 1)) ==
+                  double(blob_bytes(l, P, P + 1, kBlobKv | kBlobTokens | kBlobSampler)));
+            CHECK(b.ids(double(P + 1)) == double(blob_bytes(l, 0, P + 1, kBlobTokens | kBlobSampler)));
+        }
+    }
+}
+
+TEST_CASE("boundaries: the closed-form move_kv break-even is lifecycle's search, within a token") {
+    BoundariesParams p;
+    for (ModelPreset m : {ModelPreset::kimi_linear_48b, ModelPreset::qwen3_next_80b}) {
+        const BlobSizes blobs = measure_blob_sizes(*model_preset(m));
+        for (const std::string& hw : hardware_preset_ids())
+            for (const std::string& link : link_preset_ids())
+                for (uint32_t context : {256u, 2896u, 32768u, 185364u, 1048576u}) {
+                    p.preset = m;
+                    p.hardware = *hardware_preset(hw);
+                    p.link = *link_preset(link);
+                    p.context = context;
+                    const BoundaryInputs in = boundary_inputs(p);
+                    const double searched =
+                        lifecycle::move_kv_break_even_distance(in.model, in.context, in.link, in.hardware,
+                                                               in.eff, lifecycle::RecomputeRegime::in_batch);
+                    CAPTURE(in.model.id);
+                    CAPTURE(hw);
+                    CAPTURE(link);
+                    CAPTURE(context);
+                    CHECK(std::fabs(move_kv_break_even_closed_form(in, blobs) - searched) <= 1);
+                }
+    }
+}
+
+TEST_CASE("boundaries: every falsifier fails exactly the checks it names") {
+    const Experiment& e = *find_experiment("boundaries");
+    REQUIRE(!e.falsifiers.empty());
+    auto pp = parse_params(e.params, e.falsifiers.front().params, RangePolicy::strict);
+    REQUIRE(pp.ok());
+    const Report intact = run_to_end(e, pp.params);
+    test::all_checks_pass(intact);
+    for (size_t i = 0; i < e.falsifiers.size(); ++i) {
+        const FalsifierInfo& f = e.falsifiers[i];
+        REQUIRE(f.params == e.falsifiers.front().params);  // one intact run serves them all
+        const Report bad = run_falsified_to_end(e, pp.params, i);
+        for (const Check& c : bad.checks) {
+            bool named = false;
+            for (const std::string& k : f.keys) named = named || key_matches(k, c.key);
+            CAPTURE(f.id);
+            CHECK_MESSAGE(c.passed != named, c.key << ": " << c.detail);
+        }
+    }
+}
+
+TEST_CASE("boundaries: every check holds intact and fails when falsified") {
+    const CheckAudit a = audit_checks(*find_experiment("boundaries"));
+    CHECK(a.problems.empty());
+    CHECK(a.checks.size() == 9);
+    for (const CheckProof& c : a.checks) {
+        CAPTURE(c.key);
+        CHECK(c.proven());
+    }
 }
