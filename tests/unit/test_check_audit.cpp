@@ -90,4 +90,7 @@ TEST_CASE("doc figures: placeholders are filled from the report, and say when th
     CHECK(fill_figures(text, &r) ==
           std::string("A state of 41.41 MiB and a hit of 37.36 %; ") + kFigureAbsent + "; M_{r-1} stays.");
     CHECK(fill_figures("{hit}", nullptr) == kFigureNotRun);
+    r.scalar("efficiency", "Efficiency", "fraction", 0.5);
+    r.scalar("size", "Size", "B", 1024 * 1024 * 2.5);
+    CHECK(fill_figures("{efficiency} of {size}", &r) == "50 % of 2.5 MiB");
 }
