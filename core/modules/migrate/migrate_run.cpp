@@ -58,7 +58,8 @@ RequestState captured(const Model& m, const Request& r, MigrationStrategy s, uin
     if (f == MigrateFalsify::pending_token_lost && s == MigrationStrategy::move_kv &&
         st.tokens.size() > st.consumed)
         st.tokens.pop_back();
-    if (f == MigrateFalsify::kv_row_dropped && s == MigrationStrategy::move_all && st.position > 0) {
+    if (f == MigrateFalsify::kv_row_dropped && s == MigrationStrategy::move_all && st.position > 0 &&
+        st.layout.attention_layers > 0) {
         // Every attention layer's rows are stored in turn: keep the first position - 1 of each.
         const size_t layers = st.layout.attention_layers, row = st.kv.size() / layers / size_t(st.position);
         std::vector<std::byte> kv;
