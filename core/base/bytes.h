@@ -42,4 +42,15 @@ bool bitwise_equal(const A& a, const B& b) {
     return std::size(a) == std::size(b) && bitwise_equal(std::data(a), std::data(b), std::size(a));
 }
 
+// Flips bit `bit` (0 = least significant of the first byte) of x's object representation: the one-bit
+// corruption falsifiers inject into states and outputs (k3cli audit-checks).
+template <class T>
+void flip_bit(T& x, int bit) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    unsigned char b[sizeof(T)];
+    std::memcpy(b, &x, sizeof(T));
+    b[size_t(bit) / 8 % sizeof(T)] ^= static_cast<unsigned char>(1u << (bit % 8));
+    std::memcpy(&x, b, sizeof(T));
+}
+
 }  // namespace k3

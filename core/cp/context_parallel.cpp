@@ -98,33 +98,47 @@ std::vector<RankMap> local_maps(Variant v, const Shape& s, const std::vector<Tok
 
 namespace {
 
-// S_in of every rank and the final state from the maps (step 2). For naive_sum the final state is the
-// sum; for the exact combiners it is left to the fix-up (the last rank's S_out).
+double buffer_bytes(const FloatBuf& b) { return 4.0 * double(b.size()); }
+
+// S_in of every rank and the final state from the maps (step 2), counting into sent[r] the bytes rank
+// r sends. For naive_sum the final state is the sum; for the exact combiners it is left to the fix-up
+// (the last rank's S_out).
 std::vector<FloatBuf> start_states(const Shape& s, const std::vector<RankMap>& maps, const float* S0,
-                                   Combiner c, FloatBuf* naive_final, Impl impl) {
+                                   Combiner c, FloatBuf* naive_final, std::vector<double>& sent, Impl impl) {
     const size_t R = maps.size(), n = s.state_floats();
     std::vector<FloatBuf> S_in(R, FloatBuf(S0, S0 + n));
+    sent.assign(R, 0.0);
     switch (c) {
         case Combiner::naive_sum: {
             FloatBuf acc(S0, S0 + n);
             for (size_t r = 0; r < R; ++r) {
                 S_in[r] = acc;
                 for (size_t e = 0; e < n; ++e) acc[e] = acc[e] + maps[r].B[e];
+                if (r + 1 < R) sent[r] += buffer_bytes(acc);
             }
             *naive_final = acc;
             break;
         }
         case Combiner::serial:
-            for (size_t r = 0; r + 1 < R; ++r)
+            for (size_t r = 0; r + 1 < R; ++r) {
                 kda::affine_apply(s, maps[r].M.data(), maps[r].B.data(), S_in[r].data(), S_in[r + 1].data(),
                                   impl);
+                sent[r] += buffer_bytes(S_in[r + 1]);
+            }
             break;
         case Combiner::scan: {
             // Hillis-Steele: after the round with offset d, P[r] = map_r ∘ ... ∘ map_{max(0, r-2d+1)}.
             std::vector<kda::AffineMap> P(R), next(R);
             for (size_t r = 0; r < R; ++r) P[r] = {s, maps[r].M, maps[r].B};
             for (size_t d = 1; d < R; d *= 2) {
-                for (size_t r = 0; r < R; ++r) next[r] = r >= d ? kda::compose(P[r], P[r - d], impl) : P[r];
+                for (size_t r = 0; r < R; ++r) {
+                    if (r < d) {
+                        next[r] = P[r];
+                        continue;
+                    }
+                    sent[r - d] += buffer_bytes(P[r - d].M) + buffer_bytes(P[r - d].B);  // to rank r
+                    next[r] = kda::compose(P[r], P[r - d], impl);
+                }
                 std::swap(P, next);
             }
             for (size_t r = 0; r + 1 < R; ++r)
@@ -142,7 +156,7 @@ CpResult combine(Variant v, const Shape& s, const std::vector<Tokens>& slices,
                  Impl impl) {
     CpResult out;
     FloatBuf naive_final;
-    out.S_in = start_states(s, maps, S0, c, &naive_final, impl);
+    out.S_in = start_states(s, maps, S0, c, &naive_final, out.bytes_sent, impl);
     const size_t R = maps.size();
     int T = 0;
     for (const RankMap& m : maps) T += m.T;

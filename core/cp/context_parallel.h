@@ -63,6 +63,10 @@ struct CpResult {
     FloatBuf o;                  // [T][HV][V], every rank's outputs in order
     FloatBuf S;                  // final state [HV][K][V]
     std::vector<FloatBuf> S_in;  // start state of every rank
+    // Step 2's messages as the simulation passes them, counted from the buffers' sizes (fp32): what each
+    // rank sends (naive_sum: its running sum to the next rank; serial: the state it computed for the
+    // next; scan: its composite [M | B] in each round it has a receiver). To check cp_cost against.
+    std::vector<double> bytes_sent;
 };
 
 // Steps 2 and 3 from the local maps. slices[r] are the ranks' inputs (used by the rerun fix-up).

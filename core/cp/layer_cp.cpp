@@ -89,6 +89,16 @@ class RawRows {
     const int W1_, QK_, VC_;
 };
 
+// Zeroes the newest row of the q, k and v windows of a KdaState layout (the falsifier hook).
+void drop_newest_row(const KdaDims& d, FloatBuf& state) {
+    const KdaState st = KdaState::at(d, state.data());
+    const size_t last = size_t(d.window_rows() - 1), QK = size_t(d.qk_channels()),
+                 VC = size_t(d.v_channels());
+    std::fill_n(st.win_q + last * QK, QK, 0.0f);
+    std::fill_n(st.win_k + last * QK, QK, 0.0f);
+    std::fill_n(st.win_v + last * VC, VC, 0.0f);
+}
+
 // Halo exchange, then conv and activation per rank. Rank 0 always takes its window (from the start
 // state); without the halo every later rank starts from a zero window. Counts what the halos send.
 void conv_ranks(const model::KdaWeights& w, const KdaDims& d, const Bounds& b, const LayerCpOptions& o,
@@ -99,6 +109,7 @@ void conv_ranks(const model::KdaWeights& w, const KdaDims& d, const Bounds& b, c
         FloatBuf local(d.layer_floats(), 0.0f);
         if (r == 0 || o.halo) {
             raw.window_before(b[r], local);
+            if (r == o.drop_newest_halo_row && W1 > 0) drop_newest_row(d, local);
             std::set<int> from;
             for (int t = std::max(0, b[r] - W1); t < b[r]; ++t) {
                 from.insert(rank_of(b, t));

@@ -22,6 +22,8 @@ struct LayerCpOptions {
     bool halo = true;  // false: every rank after the first starts its conv from a zero window
     int chunk = 64;
     Impl impl = Impl::simd;
+    // Falsifier hook (k3cli audit-checks): this rank's halo loses its newest raw row (zeroed); -1: none.
+    int drop_newest_halo_row = -1;
 };
 
 struct LayerRun {

@@ -11,7 +11,7 @@ namespace k3::kda {
 //   S [HV][K][V] (in/out); q, k [H][K]; v [HV][V]; g [HV][K]; beta [HV]; o [HV][V] (out, may be null)
 // Per head, in this order (FLA naive_recurrent_kda): S = Diag(exp g) S; p = S^T k; u = beta (v - p);
 // S += k u^T; o = S^T (scale q). Sums run over the key rows i = 0 ... K-1 for p and K-1 ... 0 for o.
-// Cost 4 K V multiply-adds + K V multiplies + K exp per head.
+// Cost 3 K V multiply-adds (predict, write, read) + K V multiplies (decay) + K exp per head.
 void recurrent_step(const Shape& s, float* S, const float* q, const float* k, const float* v, const float* g,
                     const float* beta, float scale, float* o, Impl impl = Impl::simd);
 

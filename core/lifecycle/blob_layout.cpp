@@ -33,10 +33,6 @@ uint64_t BlobLayout::conv_bytes_per_layer() const {
 
 uint64_t BlobLayout::kv_bytes_per_token_per_layer() const { return uint64_t(kv_row) * dtype_bytes(kv_dtype); }
 
-uint64_t BlobLayout::state_bytes() const {
-    return (recurrent_bytes_per_layer() + conv_bytes_per_layer()) * linear_layers;
-}
-
 std::string BlobLayout::problem() const {
     auto range = [](const char* name, uint64_t v, uint64_t lo, uint64_t hi) -> std::string {
         if (v >= lo && v <= hi) return {};

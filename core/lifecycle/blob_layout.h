@@ -2,7 +2,8 @@
 // Numerics) and the exact byte size of a blob for a given geometry, position and contents. Pure
 // arithmetic: it works for the accounting presets (Kimi-Linear-48B-A3B in bf16) as well as for the
 // runnable model (fp32), so the migration cost model (migration_cost.h) counts the very bytes the
-// writer (blob.h) would produce.
+// writer (blob.h) would produce. (What a sequence holds in all, summed over its layers, is the
+// accounting's: core/model/accounting.h; this is the format's per-section arithmetic.)
 //
 // Blob format, version 1 (all integers little-endian; the full description is in blob.h):
 //   header 112 B | sections, each a 16 B section header + payload | CRC-32C of everything before, 4 B
@@ -45,7 +46,6 @@ struct BlobLayout {
     uint64_t recurrent_bytes_per_layer() const;  // HV K V in state_dtype
     uint64_t conv_bytes_per_layer() const;       // (W - 1) x conv channels in conv_dtype
     uint64_t kv_bytes_per_token_per_layer() const;
-    uint64_t state_bytes() const;  // all linear layers, recurrent + conv
 
     // Empty when every field is within the format's limits, else what is out of range.
     std::string problem() const;

@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "core/lifecycle/blob_layout.h"
+#include "core/model/accounting.h"
 
 namespace k3::lifecycle {
 
@@ -45,12 +46,14 @@ using RecomputeFn = std::function<Recompute(double tokens, double cached)>;
 
 MigrationCosts costs(const ModelConfig& cfg, const MigrationCase& mc, double link_bytes_per_s,
                      const RecomputeFn& recompute) {
+    // The blob's size is the format's (blob_layout.h); the state and KV in it are the accounting's.
     const BlobLayout l = BlobLayout::of(cfg);
+    const MemoryAccount a = account_memory(cfg);
     const double P = std::max(0.0, std::floor(mc.context));
     const double d = std::clamp(std::floor(mc.checkpoint_distance), 0.0, P);
     const double ids = P + 1;  // the blob carries the pending (sampled, not yet fed) token too
-    const double state = double(l.state_bytes());
-    const double kv_row = double(l.kv_bytes_per_token_per_layer()) * l.attention_layers;
+    const double state = double(a.state_bytes);
+    const double kv_row = double(a.kv_bytes_per_token);
     MigrationCosts out;
     auto fill = [&](MigrationStrategy s, uint32_t contents, double kv_tokens, double re_tokens) {
         StrategyCost& c = out.by[size_t(s)];

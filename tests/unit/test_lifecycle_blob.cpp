@@ -26,7 +26,7 @@ RequestState small_state() {
     r.position = 3, r.consumed = 3, r.prompt_tokens = 2;
     r.contents = kBlobAll;
     Rng rng(7);
-    r.state.resize(size_t(l.state_bytes()));
+    r.state.resize(size_t((l.recurrent_bytes_per_layer() + l.conv_bytes_per_layer()) * l.linear_layers));
     r.kv.resize(size_t(3 * l.kv_bytes_per_token_per_layer()));
     for (auto& b : r.state) b = std::byte(rng.below(256));
     for (auto& b : r.kv) b = std::byte(rng.below(256));

@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -64,6 +65,41 @@ inline void all_checks_proven(const char* module, size_t checks) {
 inline void all_checks_pass(const Report& r) {
     CHECK(!r.checks.empty());
     for (const Check& c : r.checks) CHECK_MESSAGE(c.passed, c.name << ": " << c.detail);
+}
+
+// Every falsifier of the module, applied to a run with `kv` (on top of the falsifier's own parameters),
+// fails every check it names, each of which held on the intact run with the same parameters (k3cli
+// audit-checks needs only one falsifier to fail each check). A key may repeat (once per strategy).
+inline void falsifiers_fail_their_checks(const char* module,
+                                         const std::vector<std::pair<std::string, std::string>>& kv) {
+    const Experiment& e = *find_experiment(module);
+    REQUIRE(!e.falsifiers.empty());
+    std::map<std::vector<std::pair<std::string, std::string>>, Report> intact;
+    for (size_t i = 0; i < e.falsifiers.size(); ++i) {
+        const FalsifierInfo& f = e.falsifiers[i];
+        auto all = f.params;
+        all.insert(all.end(), kv.begin(), kv.end());
+        auto pp = parse_params(e.params, all, RangePolicy::strict);
+        REQUIRE_MESSAGE(pp.ok(), f.id);
+        if (!intact.count(all)) intact.emplace(all, run_to_end(e, pp.params));
+        const Report &good = intact.at(all), bad = run_falsified_to_end(e, pp.params, i);
+        for (const std::string& pattern : f.keys) {
+            CAPTURE(f.id);
+            CAPTURE(pattern);
+            size_t named = 0;
+            for (const auto* v : {&good.checks, &good.timing.checks})
+                for (const Check& c : *v) {
+                    if (!key_matches(pattern, c.key)) continue;
+                    ++named;
+                    CHECK_MESSAGE(c.passed, c.key);
+                    bool failed = false;
+                    for (const auto* w : {&bad.checks, &bad.timing.checks})
+                        for (const Check& b : *w) failed = failed || (b.key == c.key && !b.passed);
+                    CHECK_MESSAGE(failed, c.key);
+                }
+            CHECK(named > 0);
+        }
+    }
 }
 
 // The report's JSON without the wall-clock part: equal across runs and builds.

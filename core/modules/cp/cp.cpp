@@ -9,6 +9,46 @@
 
 namespace k3 {
 
+namespace {
+
+// Each corrupts the run's data at one point; the check code is the same as in the intact run.
+std::vector<Falsifier<CpParams>> cp_falsifiers() {
+    auto set = [](CpFalsify f) { return [f](CpParams& p) { p.falsify = f; }; };
+    return {
+        {"fp64_state_bit",
+         "one exponent bit of the fp64 single-rank final state is flipped",
+         {"naive_error_closed_form_fp64"},
+         set(CpFalsify::fp64_state_bit)},
+        {"map_b_bit",
+         "the largest entry of rank 0's map B is doubled or halved before the ranks combine",
+         {"naive_error_closed_form_fp32", "linear_naive_sum_exact", "exact_combiners_equal_one_rank"},
+         set(CpFalsify::map_b_bit)},
+        {"zero_start_output",
+         "the largest zero-start output of the last rank, which the linear fix-up corrects, is doubled or "
+         "halved",
+         {"fixups_agree", "exact_combiners_equal_one_rank"},
+         set(CpFalsify::zero_start_output)},
+        {"kda_as_linear",
+         "the KDA rows run plain linear attention (M = I)",
+         {"naive_sum_wrong_for_kda"},
+         set(CpFalsify::kda_as_linear)},
+        {"halo_row",
+         "rank 1's halo loses its newest raw q/k/v row",
+         {"halo_core_inputs_bitwise", "halo_layer_equals_one_rank"},
+         set(CpFalsify::halo_row)},
+        {"no_halo_reads_halo",
+         "the run without the halo reads the previous rank's rows anyway",
+         {"no_halo_wrong_tokens"},
+         set(CpFalsify::no_halo_reads_halo)},
+        {"map_formula",
+         "the map size is counted with a diagonal M (K floats per value head instead of K x K)",
+         {"bytes_per_rank_match_held_maps"},
+         set(CpFalsify::map_formula)},
+    };
+}
+
+}  // namespace
+
 ParamList<CpParams> cp_params() {
     ParamList<CpParams> l;
     l.integer(&CpParams::tokens, "tokens", "Prompt tokens", "tokens", 16, 4096).log().in_group("Run");
@@ -69,15 +109,17 @@ Experiment make_cp_experiment() {
         .params = cp_params(),
         .validate = validate_cp,
         .start = start_cp,
-        .headlines = {
-            {"Adding KDA states over 7 ranks (an all-reduce '+') leaves this relative error in the final "
-             "state",
-             {{"tokens", "200"}, {"ranks", "7"}},
-             "naive_state_rel_err"},
-            {"Each rank sends this much per KDA layer of Kimi Linear to make the split exact",
-             {{"tokens", "200"}, {"ranks", "7"}},
-             "bytes_per_rank_preset"},
-        }});
+        .headlines =
+            {
+                {"Adding KDA states over 7 ranks (an all-reduce '+') leaves this relative error in the final "
+                 "state",
+                 {{"tokens", "200"}, {"ranks", "7"}},
+                 "naive_state_rel_err"},
+                {"Each rank sends this much per KDA layer of Kimi Linear to make the split exact",
+                 {{"tokens", "200"}, {"ranks", "7"}},
+                 "bytes_per_rank_preset"},
+            },
+        .falsifiers = cp_falsifiers()});
 }
 
 K3_REGISTER_EXPERIMENT(make_cp_experiment);

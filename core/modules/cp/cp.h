@@ -20,6 +20,18 @@ namespace k3 {
 enum class CpSplit : uint8_t { uneven, even };
 enum class CpStart : uint8_t { zero, prefix };  // the layer state before the prompt
 
+// Deliberate corruptions that the module's checks must catch (k3cli audit-checks).
+enum class CpFalsify : uint8_t {
+    none,
+    fp64_state_bit,      // one exponent bit of the fp64 single-rank final state is flipped
+    map_b_bit,           // one entry of rank 0's map B is doubled or halved before the combination
+    zero_start_output,   // one zero-start output of the last rank (the linear fix-up's) is doubled or halved
+    kda_as_linear,       // the KDA rows run plain linear attention (M = I)
+    halo_row,            // rank 1's halo loses its newest raw row
+    no_halo_reads_halo,  // the run without the halo reads the previous rank's rows anyway
+    map_formula,         // the map size is counted with a diagonal M (K floats per head, not K x K)
+};
+
 struct CpParams {
     int tokens = 500;  // T
     int ranks = 7;     // R
@@ -30,6 +42,7 @@ struct CpParams {
     ModelPreset preset = ModelPreset::kimi_linear_48b;  // for the figures at scale
     int64_t context = 131072;                           // tokens split over the ranks at scale
     Link link = *link_preset("nvlink4");
+    CpFalsify falsify = CpFalsify::none;  // not a declared parameter
 };
 
 // Relative RMS against the same variant on one rank.
@@ -68,8 +81,9 @@ struct CpRank {
 struct CpAtScale {
     ModelConfig model;
     kda::Shape shape;
-    double map_bytes = 0;  // one rank's KDA map per layer
-    struct Row {           // per variant
+    double map_bytes = 0;       // one rank's KDA map per layer
+    double held_map_bytes = 0;  // a one-token KDA map at this shape, as local_maps holds it (M and B)
+    struct Row {                // per variant
         double map_bytes = 0, m_bytes = 0, send_seconds = 0, compose = 0, apply = 0;
     };
     Row rows[3];
@@ -87,11 +101,14 @@ struct CpOutcome {
     bool even_fallback = false;  // uneven slices asked for, too few tokens
     cp::Bounds bounds;
     kda::Shape shape;
-    CpError errors[3][3][2];            // [variant][combiner][fix-up], in kVariants / kCombiners order
-    double fixups_disagree[3][3] = {};  // the two fix-ups' largest relative difference
-    CpClosedForm closed_form[3];        // per variant
-    cp::CpCost costs[3][3];             // this layer, rerun fix-up
-    double map_bytes = 0;               // KDA map per rank per round, this layer
+    CpError errors[3][3][2];             // [variant][combiner][fix-up], in kVariants / kCombiners order
+    double fixups_disagree[3][3] = {};   // the two fix-ups' largest relative difference
+    CpClosedForm closed_form[3];         // per variant
+    cp::CpCost costs[3][3];              // this layer, rerun fix-up
+    double map_bytes = 0;                // KDA map per rank per round, this layer
+    std::vector<double> held_map_bytes;  // every rank's KDA map as local_maps holds it (M and B)
+    // KDA, per combiner: the bytes the ranks sent in step 2, counted from the buffers passed
+    double sent_busiest[3] = {}, sent_total[3] = {};
     CpHalo halo;
     std::vector<double> token_error_naive, token_error_scan, token_error_no_halo;  // per output row
     std::vector<CpRank> rank_rows;

@@ -20,6 +20,29 @@ using namespace k3::cp;
 
 double rel(const FloatBuf& x, const FloatBuf& ref) { return rel_rms(x.data(), ref.data(), ref.size()); }
 
+// The index of the element of largest magnitude (where a falsifier's corruption cannot drown).
+template <class Buf>
+size_t largest(const Buf& x) {
+    size_t at = 0;
+    for (size_t i = 1; i < x.size(); ++i)
+        if (std::fabs(x[i]) > std::fabs(x[at])) at = i;
+    return at;
+}
+
+// A KDA map at shape s as a rank holds it: local_maps on one token (the map's size does not depend on
+// the tokens), M and B in fp32.
+double held_map_bytes(const kda::Shape& s) {
+    FloatBuf q(s.qk_row()), k(s.qk_row()), v(s.v_row()), g(s.g_row()), beta(size_t(s.HV));
+    const Tokens one{q.data(), k.data(), v.data(), g.data(), beta.data(), 1};
+    const std::vector<RankMap> maps = local_maps(Variant::kda, s, {one}, 1.0f, 64, false);
+    return 4.0 * double(maps[0].M.size() + maps[0].B.size());
+}
+
+// The map size the module counts: the cost model's, or (falsified) one with a diagonal M.
+double counted_map_bytes(const CpParams& p, const kda::Shape& s) {
+    return map_bytes(p.falsify == CpFalsify::map_formula ? Variant::diagonal : Variant::kda, s);
+}
+
 // The lengths of the slices at `b`.
 std::vector<int> slice_lengths(const Bounds& b) {
     std::vector<int> lens;
@@ -53,6 +76,8 @@ class CpRun : public StagedRun {
     void single();
     void layer();
     double variants(const Deadline& dl);
+    void damage(std::vector<RankMap>& maps) const;
+    void count_sent(size_t ci, const CpResult& r);
     void closed_form();
     CpClosedForm closed_form_of(size_t vi, const Tokens& x, const std::vector<Tokens>& slices) const;
     void costs();
@@ -114,27 +139,54 @@ void CpRun::single() {
 void CpRun::layer() {
     const model::KdaDims& d = model_->kda();
     const Stopwatch sw;
-    halo_ = layer_context_parallel(model_->kda_weights(0), d, x_.data(), m_.bounds, start_.data(),
-                                   {Combiner::scan, Fixup::rerun, true, m_.chunk});
+    LayerCpOptions with{Combiner::scan, Fixup::rerun, true, m_.chunk};
+    if (p_.falsify == CpFalsify::halo_row) with.drop_newest_halo_row = 1;
+    halo_ = layer_context_parallel(model_->kda_weights(0), d, x_.data(), m_.bounds, start_.data(), with);
     m_.cp_ms = sw.ms();
+    const bool reads_halo = p_.falsify == CpFalsify::no_halo_reads_halo;
     nohalo_ = layer_context_parallel(model_->kda_weights(0), d, x_.data(), m_.bounds, start_.data(),
-                                     {Combiner::scan, Fixup::rerun, false, m_.chunk});
+                                     {Combiner::scan, Fixup::rerun, reads_halo, m_.chunk});
+}
+
+// The falsifiers that damage the ranks' maps between step 1 and the combination.
+void CpRun::damage(std::vector<RankMap>& maps) const {
+    if (p_.falsify == CpFalsify::map_b_bit) flip_bit(maps.front().B[largest(maps.front().B)], 23);
+    if (p_.falsify == CpFalsify::zero_start_output && !maps.back().o0.empty())
+        flip_bit(maps.back().o0[largest(maps.back().o0)], 23);
+}
+
+// What the KDA ranks sent in step 2 with combiner ci, from the buffers the combination passed.
+void CpRun::count_sent(size_t ci, const CpResult& r) {
+    m_.sent_busiest[ci] = m_.sent_total[ci] = 0;
+    for (double b : r.bytes_sent) {
+        m_.sent_busiest[ci] = std::max(m_.sent_busiest[ci], b);
+        m_.sent_total[ci] += b;
+    }
 }
 
 double CpRun::variants(const Deadline& dl) {
     // The three recurrences on the same core inputs: the layer's q, k, v, g, beta (single rank).
     const Tokens x = core_inputs();
     const kda::Shape& s = m_.shape;
+    const std::vector<Tokens> slices = split(s, x, m_.bounds);
     const size_t total = 3 * 3 * 2;
     while (next_ < total) {
         const size_t vi = next_ / 6, ci = next_ / 2 % 3, fi = next_ % 2;
-        const Variant v = kVariants[vi];
+        const bool kda = kVariants[vi] == Variant::kda;
+        const Variant v = kda && p_.falsify == CpFalsify::kda_as_linear ? Variant::linear : kVariants[vi];
         if (ci == 0 && fi == 0) {
             single_[vi] = {FloatBuf(size_t(m_.tokens) * s.v_row()), S0_};
             run(v, s, single_[vi].S.data(), x, scale_, m_.chunk, single_[vi].o.data());
         }
+        // context_parallel() in its two steps, so that the maps can be weighed and damaged in between.
+        std::vector<RankMap> maps = local_maps(v, s, slices, scale_, m_.chunk, Fixup(fi) == Fixup::linear);
+        if (kda && ci == 0 && fi == 0)
+            for (const RankMap& rm : maps)
+                m_.held_map_bytes.push_back(4.0 * double(rm.M.size() + rm.B.size()));
+        damage(maps);
         const CpResult r =
-            context_parallel(v, s, x, m_.bounds, S0_.data(), scale_, m_.chunk, kCombiners[ci], Fixup(fi));
+            combine(v, s, slices, maps, S0_.data(), scale_, m_.chunk, kCombiners[ci], Fixup(fi));
+        if (kda && fi == 0) count_sent(ci, r);
         m_.errors[vi][ci][fi] = {rel(r.o, single_[vi].o), rel(r.S, single_[vi].S)};
         combined_[vi][ci][fi] = {r.o, r.S};
         ++next_;
@@ -151,6 +203,7 @@ CpClosedForm CpRun::closed_form_of(size_t vi, const Tokens& x, const std::vector
     // fp64: the identity S_true - (S_0 + sum B) = closed form, on maps computed independently.
     std::vector<double> S_true = S0d, naive = S0d;
     ref::run(v, s, S_true.data(), x, 1.0, nullptr);
+    if (p_.falsify == CpFalsify::fp64_state_bit) flip_bit(S_true[largest(S_true)], 52);
     std::vector<ref::MapF64> maps;
     for (const Tokens& sl : slices) {
         maps.push_back(ref::map(v, s, sl));
@@ -195,7 +248,7 @@ void CpRun::costs() {
     for (size_t vi = 0; vi < 3; ++vi)
         for (size_t ci = 0; ci < 3; ++ci)
             m_.costs[vi][ci] = cp_cost(kVariants[vi], s, lens, m_.chunk, kCombiners[ci], Fixup::rerun);
-    m_.map_bytes = map_bytes(Variant::kda, s);
+    m_.map_bytes = counted_map_bytes(p_, s);
     for (size_t i = 0; i < lens.size(); ++i)
         m_.rank_rows.push_back({m_.bounds[i], lens[i], map_work(Variant::kda, s, lens[i], m_.chunk, false),
                                 fixup_work(Variant::kda, s, lens[i], m_.chunk, Fixup::rerun)});
@@ -256,7 +309,8 @@ CpAtScale cp_at_scale(const CpParams& p) {
     const ModelConfig& pc = a.model;
     const kda::Shape ps{pc.lin_heads, pc.lin_v_heads, pc.head_k, pc.head_v};
     a.shape = ps;
-    a.map_bytes = map_bytes(Variant::kda, ps);
+    a.map_bytes = counted_map_bytes(p, ps);
+    a.held_map_bytes = held_map_bytes(ps);
     for (size_t vi = 0; vi < 3; ++vi) {
         const Variant v = kVariants[vi];
         a.rows[vi] = {map_bytes(v, ps), 4.0 * ps.HV * double(map_floats_per_head(v, ps)),

@@ -61,7 +61,7 @@ TEST_CASE("cp: small runs pass every check and report the errors and costs") {
         CHECK(r.checks.size() >= 8);
         for (const char* key :
              {"naive_error_closed_form_fp64", "naive_error_closed_form_fp32", "linear_naive_sum_exact",
-              "bytes_per_rank_formula", "exact_combiners_equal_one_rank", "fixups_agree",
+              "bytes_per_rank_match_held_maps", "exact_combiners_equal_one_rank", "fixups_agree",
               "halo_core_inputs_bitwise", "halo_layer_equals_one_rank"})
             CHECK(test::check_keyed(r, key).passed);
         for (const char* key : {"rel_err_scan", "rel_err_serial", "rel_err_naive", "naive_state_rel_err",
@@ -83,10 +83,11 @@ TEST_CASE("cp: small runs pass every check and report the errors and costs") {
     CHECK(test::scalar_of(k, "bytes_per_rank") == 4.0 * 4 * (64 * 64 + 64 * 64));
 }
 
-TEST_CASE("cp: the figures at scale are formulas of the preset alone") {
+TEST_CASE("cp: the figures at scale come from the preset alone") {
     CpParams p;
     const CpAtScale kimi = cp_at_scale(p);
-    CHECK(kimi.map_bytes == 4194304.0);  // reference/kda.md §4.2: 4 MiB per layer per rank
+    CHECK(kimi.map_bytes == 4194304.0);            // reference/kda.md §4.2: 4 MiB per layer per rank
+    CHECK(kimi.held_map_bytes == kimi.map_bytes);  // what local_maps allocates at that shape
     REQUIRE(!kimi.sweep.empty());
     CHECK(kimi.sweep.front().ranks == 1);
     CHECK(kimi.sweep.back().ranks == 256);
@@ -101,4 +102,8 @@ TEST_CASE("cp: everything outside timing is the same on a second run") {
     const std::vector<std::pair<std::string, std::string>> kv = {
         {"tokens", "90"}, {"ranks", "5"}, {"seed", "3"}};
     CHECK(test::without_timing(run_cp(kv)) == test::without_timing(run_cp(kv)));
+}
+
+TEST_CASE("cp: each falsifier fails every check it names (a small run)") {
+    test::falsifiers_fail_their_checks("cp", {{"tokens", "90"}, {"ranks", "5"}});
 }

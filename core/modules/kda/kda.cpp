@@ -32,6 +32,39 @@ double work_estimate(const KdaParams& p) {
     return double(p.tokens) * s.HV * s.K * s.V;
 }
 
+// Each corrupts the run's data at one point; the check code is the same as in the intact run.
+std::vector<Falsifier<KdaParams>> kda_falsifiers() {
+    auto set = [](KdaFalsify f) { return [f](KdaParams& p) { p.falsify = f; }; };
+    std::vector<Falsifier<KdaParams>> out = {
+        {"fp32_gate",
+         "one gate of the last token is lowered by 1 for the fp32 kernels, not for the fp64 reference",
+         {"recurrent_close_to_fp64", "chunked_close_to_fp64", "affine_map_gives_final_state"},
+         set(KdaFalsify::fp32_gate)},
+        {"sweep_state",
+         "the largest entry of the C = 1 sweep run's final state is doubled or halved (one exponent bit)",
+         {"chunked_close_to_fp64"},
+         set(KdaFalsify::sweep_state)},
+        {"decode_state_bit",
+         "one bit of the state is flipped between two decode steps",
+         {"decode_steps_reproduce_prefill"},
+         set(KdaFalsify::decode_state_bit)},
+        {"split_carry",
+         "the second call of the split prefill starts from the start state instead of the carried one",
+         {"split_prefill_off_grid_close_to_fp64"},
+         set(KdaFalsify::split_carry)},
+        {"affine_b_sign",
+         "the sign of the segment map's largest B entry is flipped",
+         {"affine_map_gives_final_state"},
+         set(KdaFalsify::affine_b_sign)},
+    };
+    if (kda::simd_enabled())  // a scalar build has no SIMD kernel, and no check of one
+        out.push_back({"simd_output_bit",
+                       "the lowest bit of one output of the SIMD chunked kernel is flipped",
+                       {"scalar_simd_same_bits"},
+                       set(KdaFalsify::simd_output_bit)});
+    return out;
+}
+
 }  // namespace
 
 kda::Shape kda_shape(const KdaParams& p) { return kda::Shape{p.heads, p.heads * p.group, p.k, p.v}; }
@@ -98,6 +131,7 @@ Experiment make_kda_experiment() {
         .validate = validate_kda,
         .start = start_kda,
         .live = false,
+        .falsifiers = kda_falsifiers(),
     });
 }
 

@@ -16,6 +16,17 @@
 
 namespace k3 {
 
+// Deliberate corruptions that the module's checks must catch (k3cli audit-checks).
+enum class KdaFalsify : uint8_t {
+    none,
+    fp32_gate,         // one gate of the fp32 kernels' inputs differs from the one the fp64 reference saw
+    sweep_state,       // one element of a chunk-size sweep run's final state is doubled or halved
+    simd_output_bit,   // the lowest bit of one output of the SIMD chunked kernel is flipped
+    decode_state_bit,  // one bit of the state is flipped between two decode steps
+    split_carry,       // the second call of the split prefill starts from S0, not the carried state
+    affine_b_sign,     // the sign of the segment map's largest B entry is flipped
+};
+
 struct KdaParams {
     int heads = 2;         // H: query/key heads
     int group = 1;         // value heads per q/k head: HV = heads x group
@@ -25,6 +36,7 @@ struct KdaParams {
     kda::GateRecipe gate = kda::GateRecipe::logsigmoid;
     double gate_strength = 1;
     uint64_t seed = 1;
+    KdaFalsify falsify = KdaFalsify::none;  // not a declared parameter
 };
 
 // Relative RMS every fp32 kernel must stay within against fp64 (reference/kda.md §7).
@@ -64,14 +76,13 @@ struct KdaResult {
     std::vector<double> sweep_rel_err, sweep_max_diff;
     uint32_t bits_digest = 0;  // CRC-32C of the fp32 outputs and states
     bool scalar_simd_same_bits = false;
-    bool decode_same_bits = false;  // single-token steps against the recurrent prefill
-    int split_at = 0;               // tokens of the first half of the split prefill; 0: no split (T <= C)
-    bool split_same_bits = false;
+    bool decode_same_bits = false;   // single-token steps against the recurrent prefill
+    int split_at = 0;                // tokens of the first call of the split prefill; 0: no split (T = 1)
+    kda::ErrorStats split_vs_fp64;   // the two calls' outputs and final state against fp64
     kda::ErrorStats affine_vs_fp64;  // M S0 + B against the fp64 final state
-    size_t gates_non_finite = 0, gates_positive = 0;
-    float gate_min = 0;
-    bool simd = false;                                   // the build has SIMD kernels (K3_SIMD=1)
-    std::string simd_arch;                               // their architecture ("avx512bw", "wasm", ...)
+    float gate_min = 0;              // the most negative log-decay the inputs drew
+    bool simd = false;               // the build has SIMD kernels (K3_SIMD=1)
+    std::string simd_arch;           // their architecture ("avx512bw", "wasm", ...)
     int timed_tokens_scalar = 0, timed_tokens_simd = 0;  // prefix of the tokens the timings run on
     KdaThroughput throughput;
 };

@@ -77,6 +77,55 @@ void scale_params(ParamList<MigrateParams>& l) {
     scale(l.choice(&MigrateParams::regime, "regime", "Recompute regime", regime_choices()));
 }
 
+// Each corrupts the run's data at one point; the check code is the same as in the intact run.
+std::vector<Falsifier<MigrateParams>> migrate_falsifiers() {
+    auto set = [](MigrateFalsify f) { return [f](MigrateParams& p) { p.falsify = f; }; };
+    return {
+        {"resumed_state_bit",
+         "one bit of the resumed KDA state is flipped before the continuation",
+         {"migrated_bitwise_*"},
+         set(MigrateFalsify::resumed_state_bit)},
+        {"section_size_lie",
+         "the recompute blob's first section header declares 4 bytes more than it holds (checksum "
+         "recomputed)",
+         {"blob_recount_matches_accounting_recompute"},
+         set(MigrateFalsify::section_size_lie)},
+        {"pending_token_lost",
+         "the move-KV capture loses its pending (sampled, not yet fed) token before its blob is written",
+         {"blob_recount_matches_accounting_move_kv"},
+         set(MigrateFalsify::pending_token_lost)},
+        {"kv_row_dropped",
+         "the move-everything capture drops its newest KV row and moves its position back one token",
+         {"blob_recount_matches_accounting_move_all"},
+         set(MigrateFalsify::kv_row_dropped)},
+        {"cost_model_kv_dtype",
+         "the cost model counts the runnable model's KV in another dtype than it is stored in",
+         {"blob_recount_matches_accounting_move_all", "blob_recount_matches_accounting_move_kv"},
+         set(MigrateFalsify::cost_model_kv_dtype)},
+        {"intact_blob_bit",
+         "one bit of the intact blob's first state value is flipped and the checksum recomputed",
+         {"intact_blob_resumes_bitwise"},
+         set(MigrateFalsify::intact_blob_bit)},
+        {"same_instance_bit",
+         "one bit of the blob the same instance resumes from is flipped and the checksum recomputed",
+         {"same_instance_resumes_bitwise"},
+         set(MigrateFalsify::same_instance_bit)},
+        {"fault_resealed",
+         "the injected bit flip is followed by a recomputed checksum",
+         {"injected_fault_detected"},
+         set(MigrateFalsify::fault_resealed),
+         {{"fault", "bit_flip"}}},
+        {"scale_conv_dtype",
+         "the cost model at scale counts the conv windows in fp32 (the configuration says bf16)",
+         {"scale_blob_is_accounted"},
+         set(MigrateFalsify::scale_conv_dtype)},
+        {"scale_wrong_model",
+         "the costs at scale are computed for the other preset",
+         {"scale_blob_is_accounted"},
+         set(MigrateFalsify::scale_wrong_model)},
+    };
+}
+
 }  // namespace
 
 const char* regime_id(RecomputeRegime r) {
@@ -112,14 +161,16 @@ Experiment make_migrate_experiment() {
         .params = migrate_params(),
         .validate = validate_migrate,
         .start = start_migrate,
-        .headlines = {
-            {"Bytes to migrate a Kimi-Linear request of 128k tokens (state + KV)",
-             {{"prompt", "16"}, {"before", "1"}, {"after", "1"}},
-             "scale_move_all_bytes"},
-            {"Recomputing that request instead: seconds on an H100 (roofline estimate)",
-             {{"prompt", "16"}, {"before", "1"}, {"after", "1"}},
-             "scale_recompute_s"},
-        }});
+        .headlines =
+            {
+                {"Bytes to migrate a Kimi-Linear request of 128k tokens (state + KV)",
+                 {{"prompt", "16"}, {"before", "1"}, {"after", "1"}},
+                 "scale_move_all_bytes"},
+                {"Recomputing that request instead: seconds on an H100 (roofline estimate)",
+                 {{"prompt", "16"}, {"before", "1"}, {"after", "1"}},
+                 "scale_recompute_s"},
+            },
+        .falsifiers = migrate_falsifiers()});
 }
 
 K3_REGISTER_EXPERIMENT(make_migrate_experiment);

@@ -25,6 +25,22 @@ inline constexpr int kMigrateChunk = 64;
 // forged: the blob is re-checksummed, so only the check that targets the field can catch them.
 enum class BlobFault : uint8_t { none, bit_flip, truncate, wrong_model, wrong_layout, wrong_position };
 
+// Deliberate corruptions that the module's checks must catch (k3cli audit-checks); apart from the
+// injected fault above, which the reader is meant to catch.
+enum class MigrateFalsify : uint8_t {
+    none,
+    resumed_state_bit,    // one bit of the resumed KDA state is flipped before the continuation
+    section_size_lie,     // the recompute blob's first section header declares 4 B more than it holds
+    pending_token_lost,   // the move-KV capture loses its pending token before its blob is written
+    kv_row_dropped,       // the move-everything capture drops its newest KV row, position one token back
+    cost_model_kv_dtype,  // the cost model counts the runnable model's KV in another dtype
+    intact_blob_bit,      // a high bit of the intact blob's first payload is flipped (resealed)
+    same_instance_bit,    // the same for the blob resumed in the same instance
+    fault_resealed,       // the injected fault is followed by a recomputed checksum
+    scale_conv_dtype,     // the cost model at scale counts the conv windows in fp32
+    scale_wrong_model,    // the costs at scale are computed for the other preset
+};
+
 struct MigrateParams {
     // The live request on the runnable tiny model.
     int prompt = 100, before = 8, after = 8;  // tokens
@@ -41,6 +57,7 @@ struct MigrateParams {
     std::string link = "ib-ndr";                // link_preset() id (core/model/roofline.h)
     std::string hardware = "h100";              // hardware_preset() id
     lifecycle::RecomputeRegime regime = lifecycle::RecomputeRegime::alone;
+    MigrateFalsify falsify = MigrateFalsify::none;  // not a declared parameter
 };
 
 // A step the run could not do: its failed check. The run stops there.
@@ -56,10 +73,34 @@ struct PausedRequest {
     double prefill_ms = 0, pause_ms = 0;  // measured on this device
 };
 
+// A written blob parsed back from its own bytes (migrate_recount.cpp): its header's size and section
+// count, then every section header in turn, the payloads summed by kind. Not the blob reader: it checks
+// nothing against a layout, it only measures.
+struct BlobRecount {
+    struct Section {
+        uint32_t kind = 0;
+        uint64_t offset = 0, payload = 0;  // of the payload, in the blob
+    };
+    std::vector<Section> sections;
+    std::string problem;  // where the walk failed; empty when header, sections and CRC tile the blob
+    uint64_t state = 0, kv = 0, tokens = 0, sampler = 0;  // payload bytes: S + conv windows, KV, ids, sampler
+};
+BlobRecount recount_blob(const std::vector<std::byte>& blob);
+
+// What a strategy's blob must carry by the accounting (core/model/accounting.h) and the request.
+struct BlobAccount {
+    double state = 0;            // the accounted KDA state, or 0 when the strategy recomputes it
+    double kv_rows = 0, kv = 0;  // KV rows the strategy moves, and their accounted bytes
+    double ids = 0;              // token ids: the prompt, the generated tokens and the pending one
+};
+
 // One strategy: written on A, read and resumed on B, continued.
 struct StrategyOutcome {
     lifecycle::MigrationStrategy strategy = lifecycle::MigrationStrategy::move_all;
     double blob_bytes = 0;
+    BlobRecount recount;                 // the written blob, parsed back
+    BlobAccount accounted;               // what it must carry
+    bool resumed = false;                // read and resumed on B (else the run failed there)
     lifecycle::StrategyCost counted;     // what the cost model counts for it
     std::optional<uint64_t> checkpoint;  // position of the checkpoint move_kv restarted from
     lifecycle::ResumeInfo resume;

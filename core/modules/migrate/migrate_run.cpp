@@ -39,6 +39,47 @@ Instances* instances(uint64_t seed, std::string* error) {
     return &(cache[seed] = std::move(in));
 }
 
+// Flips bit 22 (a float's highest mantissa bit: up to half its value, still finite) of the first value
+// of the blob's first non-empty payload and reseals the blob: the reader accepts it, the state it
+// carries is damaged.
+void flip_first_payload(std::vector<std::byte>& blob) {
+    for (const BlobRecount::Section& s : recount_blob(blob).sections)
+        if (s.payload >= 4) {
+            blob[size_t(s.offset) + 2] ^= std::byte{0x40};
+            break;
+        }
+    reseal_blob(blob);
+}
+
+// The request captured for strategy s, damaged as the falsifier says.
+RequestState captured(const Model& m, const Request& r, MigrationStrategy s, uint64_t from,
+                      MigrateFalsify f) {
+    RequestState st = capture(m, r, s, from);
+    if (f == MigrateFalsify::pending_token_lost && s == MigrationStrategy::move_kv &&
+        st.tokens.size() > st.consumed)
+        st.tokens.pop_back();
+    if (f == MigrateFalsify::kv_row_dropped && s == MigrationStrategy::move_all && st.position > 0 &&
+        st.layout.attention_layers > 0) {
+        // Every attention layer's rows are stored in turn: keep the first position - 1 of each.
+        const size_t layers = st.layout.attention_layers, row = st.kv.size() / layers / size_t(st.position);
+        std::vector<std::byte> kv;
+        for (size_t a = 0; a < layers; ++a) {
+            const auto first = st.kv.begin() + ptrdiff_t(a * size_t(st.position) * row);
+            kv.insert(kv.end(), first, first + ptrdiff_t((size_t(st.position) - 1) * row));
+        }
+        st.kv = std::move(kv);
+        --st.position;
+    }
+    return st;
+}
+
+// The first section header of the blob declares 4 B more payload than it holds; resealed.
+void lie_about_a_section(std::vector<std::byte>& blob) {
+    const size_t at = size_t(kBlobHeaderBytes) + 8;
+    store_le(blob.data() + at, load_le(blob.data() + at, 8) + 4, 8);
+    reseal_blob(blob);
+}
+
 class MigrateRun : public StagedRun {
   public:
     MigrateRun(const MigrateParams& p, const Params& raw) : StagedRun("migrate", raw), p_(p) {
@@ -77,8 +118,12 @@ class MigrateRun : public StagedRun {
         result_.failure = MigrateFailure{std::move(key), std::move(name), std::move(error)};
     }
 
+    bool falsified(MigrateFalsify f) const { return p_.falsify == f; }
+    BlobAccount account_for(MigrationStrategy s, uint64_t from) const;
+
     MigrateParams p_;
     MigrateResult result_;
+    MemoryAccount account_;  // of the runnable model (core/model/accounting.h)
     Model *a_ = nullptr, *b_ = nullptr;
     std::unique_ptr<PagePool> pool_a_, pool_b_;
     std::vector<int32_t> prompt_;
@@ -97,6 +142,7 @@ void MigrateRun::setup() {
     a_ = in->a.get();
     b_ = in->b.get();
     result_.linear_layers = a_->config().n_linear();
+    account_ = account_memory(a_->config());
     const uint64_t tokens = uint64_t(p_.prompt + p_.before + p_.after + 2);
     PoolResult pa = model::make_model_pool(*a_, 3, tokens), pb = model::make_model_pool(*b_, 4, tokens);
     if (!pa.pool || !pb.pool)
@@ -148,7 +194,20 @@ void MigrateRun::source() {
     result_.paused = paused;
 }
 
-// Writes the strategy's blob on A, reads and resumes it on B, continues; false on a failure.
+// What strategy s's blob must carry: the accounted state when it moves the state, the accounted KV of
+// the rows it moves (all of them, those up to the checkpoint, none), and every token id of the request.
+BlobAccount MigrateRun::account_for(MigrationStrategy s, uint64_t from) const {
+    BlobAccount b;
+    const double fed = double(p_.prompt + p_.before);  // the request fed its prompt, then `before` tokens
+    b.state = s == MigrationStrategy::move_all ? double(account_.state_bytes) : 0;
+    b.kv_rows = s == MigrationStrategy::move_all ? fed : s == MigrationStrategy::move_kv ? double(from) : 0;
+    b.kv = b.kv_rows * double(account_.kv_bytes_per_token);
+    b.ids = fed + 1;  // the sampled, not yet fed, token travels too
+    return b;
+}
+
+// Writes the strategy's blob on A, reads and resumes it on B, continues; false on a failure (the
+// outcome is kept as far as it got: the blob's own checks come before the resume).
 bool MigrateRun::strategy(MigrationStrategy s) {
     const uint64_t at = source_.consumed();
     const StateCheckpoint* ckpt =
@@ -159,14 +218,19 @@ bool MigrateRun::strategy(MigrationStrategy s) {
     out.strategy = s;
     if (ckpt) out.checkpoint = from;
     std::vector<std::byte> blob;
-    if (std::string e = write_blob(capture(*a_, source_, s, from), &blob); !e.empty()) {
+    if (std::string e = write_blob(captured(*a_, source_, s, from, p_.falsify), &blob); !e.empty()) {
         fail("blob_written_" + name, "Write the " + name + " blob", e);
         return false;
     }
+    if (falsified(MigrateFalsify::section_size_lie) && s == MigrationStrategy::recompute)
+        lie_about_a_section(blob);
     out.blob_bytes = double(blob.size());
-    // The cost model counts the very bytes written.
+    out.recount = recount_blob(blob);
+    out.accounted = account_for(s, from);
     ModelConfig cfg = a_->config();
     cfg.total_params = cfg.active_params = double(a_->weights().parameters());
+    if (falsified(MigrateFalsify::cost_model_kv_dtype))
+        cfg.kv_dtype = cfg.kv_dtype == DType::fp32 ? DType::bf16 : DType::fp32;
     out.counted = migration_costs_measured(cfg, {double(at), double(at - from)},
                                            link_preset(p_.link)->bytes_per_s, 1.0)[s];
     const Stopwatch resume_time;
@@ -176,15 +240,19 @@ bool MigrateRun::strategy(MigrationStrategy s) {
     if (st.ok()) st = resume(*b_, *pool_b_, owner_b_++, in, ckpt, &dst, &out.resume);
     out.resume_ms = resume_time.ms();
     if (!st.ok()) {
+        result_.strategies.push_back(std::move(out));
         fail("resumed_" + name, "Resume with " + name,
              std::string(blob_error_id(st.code)) + ": " + st.message);
         return false;
     }
+    out.resumed = true;
+    if (falsified(MigrateFalsify::resumed_state_bit)) flip_bit(b_->kda_state(*dst.seq, 0).S[0], 0);
     const model::SequenceSnapshot restored = b_->save(*dst.seq), original = a_->save(*source_.seq);
     out.state_same = bitwise_equal(restored.state, original.state) && bitwise_equal(restored.kv, original.kv);
     Trace got;
     const Stopwatch continue_time;
     if (std::string e = continue_for(*b_, dst, p_.after, &got); !e.empty()) {
+        result_.strategies.push_back(std::move(out));
         fail("continued_" + name, "Continue after " + name, e);
         return false;
     }
@@ -208,6 +276,8 @@ double MigrateRun::strategies(const Deadline& dl) {
 void MigrateRun::faults() {
     std::vector<std::byte> blob = full_blob_;
     const FaultPlan plan = inject_fault(p_, blob);
+    if (falsified(MigrateFalsify::fault_resealed)) reseal_blob(blob);
+    if (falsified(MigrateFalsify::intact_blob_bit) && p_.fault == BlobFault::none) flip_first_payload(blob);
     FaultOutcome out;
     out.what = plan.what;
     out.blob_bytes = double(blob.size());
@@ -230,8 +300,10 @@ void MigrateRun::same_instance() {
     source_ = Request{};
     SameInstanceOutcome out;
     out.freed = pool_a_->kv_tokens(2) == 0;
+    std::vector<std::byte> blob = full_blob_;
+    if (falsified(MigrateFalsify::same_instance_bit)) flip_first_payload(blob);
     RequestState in;
-    out.status = read_blob(full_blob_, expect_for(*a_, at), &in);
+    out.status = read_blob(blob, expect_for(*a_, at), &in);
     Request back;
     if (out.status.ok()) out.status = resume(*a_, *pool_a_, 3, in, nullptr, &back);
     Trace got;
@@ -244,17 +316,23 @@ void MigrateRun::at_scale() {
     ScaleCosts s;
     s.model = *model_preset(p_.preset);
     s.account = account_memory(s.model);
+    // The configuration the cost model is given: the preset's, unless a falsifier damages it.
+    ModelConfig cost_cfg = s.model;
+    if (falsified(MigrateFalsify::scale_conv_dtype)) cost_cfg.conv_dtype = DType::fp32;
+    if (falsified(MigrateFalsify::scale_wrong_model))
+        cost_cfg = *model_preset(p_.preset == ModelPreset::kimi_linear_48b ? ModelPreset::qwen3_next_80b
+                                                                           : ModelPreset::kimi_linear_48b);
     s.link = *link_preset(p_.link);
     s.hardware = *hardware_preset(p_.hardware);
     s.context = double(p_.context);
     s.distance = std::min(double(p_.distance), s.context);
     auto costs = [&](double context, double distance, RecomputeRegime regime) {
-        return migration_costs(s.model, {context, distance}, s.link, s.hardware, {}, regime);
+        return migration_costs(cost_cfg, {context, distance}, s.link, s.hardware, {}, regime);
     };
     s.alone = costs(s.context, s.distance, RecomputeRegime::alone);
     s.in_batch = costs(s.context, s.distance, RecomputeRegime::in_batch);
     s.break_even_distance =
-        move_kv_break_even_distance(s.model, s.context, s.link, s.hardware, {}, p_.regime);
+        move_kv_break_even_distance(cost_cfg, s.context, s.link, s.hardware, {}, p_.regime);
     // Time against context, and move_kv against the checkpoint distance.
     for (double c = 1024; c <= 1048576 * 1.0001; c *= 2)
         s.over_context.push_back({c, costs(c, std::min(s.distance, c), p_.regime)});

@@ -86,6 +86,10 @@ TEST_CASE("migrate: every injected fault is detected with its own error") {
     CHECK(test::scalar_of(ok, "fault_detected") == 0);
 }
 
+TEST_CASE("migrate: each falsifier fails every check it names (a small run)") {
+    test::falsifiers_fail_their_checks("migrate", {{"prompt", "70"}, {"before", "4"}, {"after", "4"}});
+}
+
 TEST_CASE("migrate: everything outside timing is the same on a second run") {
     const Report a = run_migrate({{"temperature", "0.7"}}), b = run_migrate({{"temperature", "0.7"}});
     CHECK(test::without_timing(a) == test::without_timing(b));
@@ -96,14 +100,14 @@ TEST_CASE("migrate: a failed step is the last check, and what the run did not re
     m.paused = PausedRequest{.position = 108, .blob_crc32c = 7, .prompt_tokens = 100};
     StrategyOutcome all;
     all.blob_bytes = all.counted.bytes = 1000;
-    all.state_same = all.continuation_same = true;
+    all.resumed = all.state_same = all.continuation_same = true;
     m.strategies = {all};
     m.failure = MigrateFailure{"resumed_move_kv", "Resume with move_kv", "resume_failed: the pool is full"};
     Report r;
     report_migrate(MigrateParams{}, m, r);
     REQUIRE(r.checks.size() == 3);
     CHECK(r.checks[0].key == "migrated_bitwise_move_all");
-    CHECK(r.checks[1].key == "blob_size_counted_move_all");
+    CHECK(r.checks[1].key == "blob_recount_matches_accounting_move_all");
     CHECK(r.checks[2].key == "resumed_move_kv");
     CHECK_FALSE(r.checks[2].passed);
     CHECK(r.checks[2].detail == "resume_failed: the pool is full");
