@@ -1,3 +1,4 @@
+#include "core/model/accounting.h"
 #include "core/modules/boundaries/boundaries_ledger.h"
 
 #include <algorithm>
@@ -88,7 +89,8 @@ BlobSizes measure_blob_sizes(const ModelConfig& c) {
 
 LedgerValue prefix_ledger(const BoundaryInputs& in, double prefix_tokens, double reuse) {
     const BlobLayout l = BlobLayout::of(in.model);
-    const double state = double(l.state_bytes());
+    // The state bytes are the accounting's (module 2 recounts them tensor by tensor).
+    const double state = double(account_memory(in.model).state_bytes);
     const double row = double(l.kv_bytes_per_token_per_layer()) * l.attention_layers;
     // A hit skips the prefill of the prefix inside a running batch.
     const double saved = prefill_s(one_device(in, false), 0, prefix_tokens);
@@ -167,7 +169,7 @@ double move_kv_break_even_closed_form(const BoundaryInputs& in, const BlobSizes&
     const double P = std::floor(in.context), link = in.link.bytes_per_s;
     const double compute = hw.peak_flops * in.eff.compute, memory = hw.mem_bytes_per_s * in.eff.memory;
     const double a = flops_per_token(in.model, 0), c = flops_per_token(in.model, 1) - a;
-    const double state = double(BlobLayout::of(in.model).state_bytes()), row = b.per_position;
+    const double state = double(account_memory(in.model).state_bytes), row = b.per_position;
     const double saved = b.everything - b.kv_and_ids;  // the state sections the move leaves behind
     // Compute-bound: it loses where alpha d - beta d^2 - gamma > 0, from the smaller root on.
     const double alpha = (a + c * P) / compute - row / link, beta = c / (2 * compute), gamma = saved / link;
