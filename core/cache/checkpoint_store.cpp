@@ -104,6 +104,22 @@ std::string CheckpointStore::load(uint64_t h, model::Sequence& seq) {
     return {};
 }
 
+bool CheckpointStore::flip_stored_bit(uint64_t h, uint64_t byte, int bit) {
+    if (!live(h) || bit < 0 || bit > 7) return false;
+    Entry& e = entries_[h - 1];
+    const auto mask = std::byte(1u << bit);
+    if (e.slot == kNoRef) {
+        if (byte >= e.blob.size()) return false;
+        e.blob[size_t(byte)] ^= uint8_t(mask);
+        return true;
+    }
+    const PoolModel& pm = model_.pool_model();
+    if (byte >= pm.state_bytes()) return false;
+    std::byte* layer = pool_.state_data(e.slot, int(byte / pm.state_bytes_per_layer));
+    layer[size_t(byte % pm.state_bytes_per_layer)] ^= mask;
+    return true;
+}
+
 bool CheckpointStore::free(uint64_t h) {
     if (!live(h)) return false;
     Entry& e = entries_[h - 1];

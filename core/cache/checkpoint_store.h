@@ -46,6 +46,10 @@ class CheckpointStore {
     // Frees checkpoint `handle`; false if there is no such live checkpoint.
     bool free(uint64_t handle);
     bool live(uint64_t handle) const;
+    // Falsifier hook (k3cli audit-checks): flips bit `bit` (0-7) of byte `byte` of checkpoint
+    // `handle` as stored (its slot's bytes, or its encoding), a corruption a resume must not hide.
+    // False when the checkpoint is not live or the byte is out of range.
+    bool flip_stored_bit(uint64_t handle, uint64_t byte, int bit);
 
     const CheckpointStats& stats() const { return stats_; }
 

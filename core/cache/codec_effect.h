@@ -18,6 +18,9 @@ struct CodecEffectConfig {
     int continue_tokens = 16;  // prompt tokens prefilled after the resume
     int steps = 2;             // next-token predictions compared: the prompt's last, then greedy decode steps
     uint64_t seed = 1;
+    // Falsifier hooks (k3cli audit-checks), off by default: measure_codec flips a bit of each encoding
+    // of a real state before decoding it; one bit of every stored checkpoint is flipped before the resume.
+    bool flip_encoded_bit = false, flip_checkpoint_bit = false;
 };
 
 struct CodecEffect {
@@ -31,6 +34,9 @@ struct CodecEffect {
     double logit_scale = 0;  // largest |logit| of the exact runs, for scale
     uint64_t rows = 0, top1_agree = 0;
     bool bitwise = true;  // every compared logit row has the same bits
+    // The resume (its KDA state wiped, then loaded from the checkpoint alone) against a cold run that
+    // prefills the whole prompt in one call with no checkpoint: every logit row has the same bits.
+    bool cold_bitwise = true;
 };
 
 // One entry per codec of state_codec_ids(), in that order. Empty and *error set on failure.

@@ -1,6 +1,7 @@
 #include "core/cache/prefix_server.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "core/base/clock.h"
@@ -250,6 +251,33 @@ std::string PrefixServer::resume(InFlight& w) {
     if (w.handle)
         if (std::string e = states_.load(w.handle, *w.seq); !e.empty()) return "resume: " + e;
     w.o.resumed_from = w.handle;
+    if (cfg_.falsify != ResumeFalsify::none && w.o.resumed_at > 0) return falsify_resumed_state(w);
+    return {};
+}
+
+std::string PrefixServer::falsify_resumed_state(InFlight& w) {
+    const bool from_checkpoint = cfg_.reuse == Reuse::state;
+    if (cfg_.falsify == ResumeFalsify::zero_state && from_checkpoint)
+        return model_.restore_state(*w.seq,
+                                    std::vector<std::byte>(size_t(model_.pool_model().state_bytes())));
+    if (cfg_.falsify == ResumeFalsify::flip_state_bit && from_checkpoint) {
+        float* s = reinterpret_cast<float*>(pool_.state_data(w.seq->state(), 0));
+        const size_t n = size_t(model_.pool_model().recurrent_bytes_per_layer / sizeof(float));
+        float* largest =
+            std::max_element(s, s + n, [](float a, float b) { return std::fabs(a) < std::fabs(b); });
+        *largest = -*largest;  // the sign bit
+        return {};
+    }
+    if (cfg_.falsify == ResumeFalsify::exact_kv_only && cfg_.reuse == Reuse::kv_only) {
+        const uint64_t n = w.o.resumed_at;
+        PoolResult pr = model::make_model_pool(model_, 1, n);
+        if (!pr.pool) return "falsifier pool: " + pr.error;
+        model::SequenceResult side = model_.new_sequence(*pr.pool, 1);
+        if (!side.seq) return "falsifier sequence: " + side.error;
+        if (std::string e = model_.prefill(*side.seq, std::span(w.r.prompt).first(size_t(n))); !e.empty())
+            return "falsifier prefill: " + e;
+        return model_.restore_state(*w.seq, model_.save_state(*side.seq));
+    }
     return {};
 }
 
@@ -280,6 +308,7 @@ std::string PrefixServer::prefill_rest(InFlight& w) {
                                            last ? &w.row : nullptr);
             !e.empty())
             return "prefill: " + e;
+        o.prefilled += stop - cur;
         // A split off the chunk grid changes the request's own bits (judge_exactness needs where).
         if (!last && stop % chunk != 0 && !o.split_off_grid) {
             o.split_off_grid = true;

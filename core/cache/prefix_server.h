@@ -46,12 +46,21 @@ namespace k3::serve {
 enum class Reuse : uint8_t { none, kv_only, state };
 enum class KvOnlyStart : uint8_t { zero, stale };
 
+// Falsifier hooks (k3cli audit-checks): a resume damaged on purpose, which module 4's checks must catch.
+enum class ResumeFalsify : uint8_t {
+    none,
+    flip_state_bit,  // the sign bit of the largest |value| of the state loaded from a checkpoint is flipped
+    zero_state,      // a resume from a checkpoint starts from a zero state instead (KV-only, called exact)
+    exact_kv_only,   // KV-only reuse starts from the state a prefill of the skipped tokens has (made right)
+};
+
 struct ServerConfig {
     Reuse reuse = Reuse::state;
     KvOnlyStart kv_only_start = KvOnlyStart::zero;
     CacheConfig cache;  // page_size must equal the pool's page_tokens
     CheckpointPolicy policy;
     StateCodec codec = StateCodec::fp32;
+    ResumeFalsify falsify = ResumeFalsify::none;  // falsifier hook, off outside k3cli audit-checks
 };
 
 struct ServeRequest {
@@ -84,6 +93,7 @@ struct ServeOutcome {
     uint64_t kv_hit = 0, state_hit = 0;        // over prompt - 1 tokens
     uint64_t resumed_at = 0;                   // first position this request computed
     uint64_t recomputed = 0;                   // prompt tokens prefilled: prompt_len - resumed_at
+    uint64_t prefilled = 0;                    // prompt tokens handed to the model, counted where fed
     uint64_t pages_borrowed = 0;               // tree pages lent to the request
     bool state_matches = true;                 // false: resumed with a state of another position (KV-only)
     uint64_t resumed_from = 0;                 // handle of the checkpoint it resumed from (0: none)
@@ -158,6 +168,8 @@ class PrefixServer final : public CacheObserver {
     std::string insert_into_tree(InFlight& w);
     // KV-only reuse from a stale slot: the request's final state becomes the next request's start.
     void keep_stale_state(const model::Sequence& seq);
+    // ServerConfig::falsify: damages the state the request resumes with.
+    std::string falsify_resumed_state(InFlight& w);
     // Success: judges exactness and gives back the request's page references.
     ServeOutcome finish(InFlight& w);
     // Failure: gives back everything the request holds and reports why.

@@ -188,6 +188,9 @@ class RadixCache {
     std::vector<NodeView> nodes() const;
     // Verifies every internal invariant; returns "" or what is wrong (tests, module checks).
     std::string audit() const;
+    // Falsifier hook (k3cli audit-checks): counts one KV token more than the nodes hold, the kind of
+    // bookkeeping slip audit() exists to catch. Nothing else changes.
+    void miscount_kv_token() { ++stats_.kv_tokens; }
 
   private:
     struct Node {

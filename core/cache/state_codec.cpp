@@ -164,12 +164,23 @@ const char* codec_bound_text(StateCodec c) {
     return "";
 }
 
-CodecError measure_codec(StateCodec c, const float* x, size_t rows, size_t cols) {
+// measure_codec's falsifier hook (state_codec.h).
+static void flip_first_element_bit(StateCodec c, size_t rows, uint8_t* encoded) {
+    switch (c) {
+        case StateCodec::fp32: encoded[2] ^= 0x40; break;         // bit 22: the top mantissa bit
+        case StateCodec::bf16: encoded[0] ^= 0x40; break;         // bit 6
+        case StateCodec::fp16: encoded[1] ^= 0x02; break;         // bit 9
+        case StateCodec::int8: encoded[4 * rows] ^= 0x40; break;  // after the row scales
+    }
+}
+
+CodecError measure_codec(StateCodec c, const float* x, size_t rows, size_t cols, bool flip_encoded_bit) {
     CodecError e;
     e.bytes = encoded_bytes(c, rows, cols);
     std::vector<uint8_t> buf(e.bytes);
     std::vector<float> back(rows * cols);
     encode_state(c, x, rows, cols, buf.data());
+    if (flip_encoded_bit && rows * cols > 0) flip_first_element_bit(c, rows, buf.data());
     decode_state(c, buf.data(), rows, cols, back.data());
     double se = 0, sx = 0;
     for (size_t r = 0; r < rows; ++r) {

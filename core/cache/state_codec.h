@@ -40,10 +40,14 @@ float f16_to_f32(uint16_t h);
 
 // Error of one codec measured on a matrix: the largest ratio error / stated bound (<= 1 when the
 // bound holds), the largest absolute error and the relative RMS error against the fp64 values.
+// flip_encoded_bit is a falsifier hook (k3cli audit-checks): the top mantissa bit of the first encoded
+// element (int8: bit 6 of the first quantised value) is flipped before decoding, which moves it by far
+// more than any codec's stated bound.
 struct CodecError {
     double max_bound_ratio = 0, max_abs = 0, rel_rms = 0;
     uint64_t bytes = 0;
 };
-CodecError measure_codec(StateCodec c, const float* x, size_t rows, size_t cols);
+CodecError measure_codec(StateCodec c, const float* x, size_t rows, size_t cols,
+                         bool flip_encoded_bit = false);
 
 }  // namespace k3

@@ -63,6 +63,55 @@ void capacity_params(ParamList<CheckpointsParams>& l) {
             "and vLLM).");
 }
 
+using Kv = std::vector<std::pair<std::string, std::string>>;
+
+Falsifier<CheckpointsParams> falsifier(std::string id, std::string does, std::vector<std::string> keys,
+                                       CheckpointsFalsify f, Kv params = {{"sweeps", "0"}}) {
+    return {std::move(id), std::move(does), std::move(keys), [f](CheckpointsParams& p) { p.falsify = f; },
+            std::move(params)};
+}
+
+// Most run without the sweeps, which only their own checks need; the trace's on the bundled trace.
+std::vector<Falsifier<CheckpointsParams>> checkpoints_falsifiers() {
+    using F = CheckpointsFalsify;
+    const Kv trace = {{"trace", "mooncake"}, {"sweeps", "0"}};
+    return {
+        falsifier("codec_bit_random", "one bit of each encoded random state is flipped before decoding",
+                  {"codec_error_within_bound"}, F::codec_bit_random),
+        falsifier("codec_bit_runnable",
+                  "one bit of each encoded state of the runnable model is flipped before decoding",
+                  {"codec_error_within_bound_runnable_model"}, F::codec_bit_runnable),
+        falsifier("checkpoint_bit", "one bit of every stored checkpoint is flipped before the resume",
+                  {"fp32_resume_bitwise"}, F::checkpoint_bit),
+        falsifier("no_codec_prompts", "the codec measurement on the runnable model is asked for no prompts",
+                  {"codecs_measured_on_runnable_model"}, F::no_codec_prompts),
+        falsifier("sweep_wrong_interval", "the interval sweep replays its finest interval at its coarsest",
+                  {"finer_interval_never_recomputes_more"}, F::sweep_wrong_interval, {}),
+        falsifier("sweep_drops_request", "the capacity sweep replays the workload without its last request",
+                  {"capacity_sweep_reproduces_headline"}, F::sweep_drops_request, {}),
+        falsifier("tree_miscount", "the tree counts one kv token more than its nodes hold, midway",
+                  {"tree_invariants_hold"}, F::tree_miscount),
+        falsifier("leaked_lease", "a lease on the last prompt is taken after the replay and never released",
+                  {"counts_return_to_zero"}, F::leaked_lease),
+        falsifier("capacity_lie", "the cache is built with twice the state capacity the run reports",
+                  {"capacities_hold"}, F::capacity_lie, {{"state_capacity", "200"}, {"sweeps", "0"}}),
+        falsifier("kv_evicted", "half of the tree's kv is evicted unasked midway through the replay",
+                  {"kv_hit_matches_token_recount"}, F::kv_evicted),
+        falsifier("states_dropped", "every checkpoint of the tree is dropped midway, its kv kept",
+                  {"state_hit_matches_token_recount"}, F::states_dropped),
+        falsifier("recompute_skewed", "the replay's recomputed-token count is one token short",
+                  {"recomputed_matches_recount"}, F::recompute_skewed),
+        falsifier("kv_evicted_trace", "half of the tree's kv is evicted unasked midway through the trace",
+                  {"kv_hit_matches_block_count", "mooncake_reference_hits"}, F::kv_evicted, trace),
+        falsifier("states_dropped_trace", "every checkpoint of the tree is dropped midway through the trace",
+                  {"state_hit_matches_block_count"}, F::states_dropped, trace),
+        falsifier("missing_trace", "the workload names a trace file that does not exist", {"workload_loaded"},
+                  F::missing_trace),
+        falsifier("estimate_lie", "the tree-size estimate counts one checkpoint per token",
+                  {"run_within_memory_budget"}, F::estimate_lie),
+    };
+}
+
 }  // namespace
 
 ParamList<CheckpointsParams> checkpoints_params() {
@@ -105,7 +154,8 @@ Experiment make_checkpoints_experiment() {
         .validate = validate_checkpoints,
         .start = start_checkpoints,
         .data_files = [](const CheckpointsParams& p) { return workload_data_files(p.workload); },
-        .live = false});
+        .live = false,
+        .falsifiers = checkpoints_falsifiers()});
 }
 
 K3_REGISTER_EXPERIMENT(make_checkpoints_experiment);

@@ -22,6 +22,25 @@
 
 namespace k3 {
 
+// Deliberate corruptions that the module's checks must catch (k3cli audit-checks).
+enum class CheckpointsFalsify : uint8_t {
+    none,
+    codec_bit_random,      // one bit of each encoded random state is flipped before decoding
+    codec_bit_runnable,    // one bit of each encoded state of the runnable model is flipped before decoding
+    checkpoint_bit,        // one bit of every stored checkpoint is flipped before the resume
+    no_codec_prompts,      // the runnable-model codec measurement is asked for no prompts
+    sweep_wrong_interval,  // the interval sweep replays its finest interval at its coarsest
+    sweep_drops_request,   // the capacity sweep replays the workload without its last request
+    tree_miscount,         // the headline tree counts one KV token more than its nodes hold
+    leaked_lease,          // a lease on the last prompt is taken after the replay and never released
+    capacity_lie,          // the headline cache gets twice the state capacity the run reports
+    kv_evicted,            // half of the headline tree's KV is evicted unasked midway
+    states_dropped,        // every checkpoint of the headline tree is dropped midway (KV kept)
+    recompute_skewed,      // the headline replay's recomputed-token count is one token short
+    missing_trace,         // the workload names a trace file that does not exist
+    estimate_lie,          // the tree-size estimate counts one checkpoint per token
+};
+
 struct CheckpointsParams {
     WorkloadSpec workload;
     PolicyKind policy = PolicyKind::interval;
@@ -37,6 +56,7 @@ struct CheckpointsParams {
     uint32_t page_size = 1;  // tokens
     ModelPreset preset = ModelPreset::kimi_linear_48b;
     bool sweeps = true;
+    CheckpointsFalsify falsify = CheckpointsFalsify::none;  // not a declared parameter
 };
 
 // Why a run was refused before replaying: the tree it would build exceeds what the page can hold.
@@ -69,6 +89,17 @@ struct CodecMeasurements {
     std::string effect_error;
 };
 
+// Every request's hits recounted from the workload's tokens without the tree (checkpoints_recount.cpp).
+struct HitRecount {
+    std::vector<RequestHit> hits;  // per request, in replay order
+    uint64_t prompt_tokens = 0, kv_hit_tokens = 0, state_hit_tokens = 0;
+    uint64_t recomputed_tokens = 0;  // prompt tokens past each recounted state hit
+};
+// Empty when the recount does not apply (a capacity or a retention policy can drop what it assumes
+// is cached) or would compare too many pairs of requests (the Mooncake trace: its block ids are
+// counted instead, core/fleet/trace_reference.h).
+std::optional<HitRecount> recount_hits(const Workload& w, const ReplayConfig& c);
+
 struct CheckpointsResult {
     std::string load_error;               // the workload did not load
     std::optional<NodeEstimate> too_big;  // the run would not fit in the page's memory
@@ -92,6 +123,9 @@ struct CheckpointsResult {
     CacheStats after_clear;  // once the cache is dropped
     // The trace's hits counted from its block ids alone (trace, unbounded, page size 1).
     std::optional<TraceReferenceHits> reference;
+    // The headline replay's hits per request, and the same recounted from the tokens (synthetic).
+    std::vector<RequestHit> replay_hits;
+    std::optional<HitRecount> recount;
 
     // The sweeps (empty with sweeps=0).
     std::vector<ReplayResult> intervals, capacities, policies;

@@ -77,7 +77,7 @@ void codecs_on_runnable_model(const CodecMeasurements& m, Report& r) {
     for (const serve::CodecEffect& x : m.effects) {
         const std::string id = state_codec_id(x.codec);
         within &= x.state_bound_ratio <= 1.0;
-        if (x.codec == StateCodec::fp32) fp32_exact = x.bitwise && x.max_logit_diff == 0;
+        if (x.codec == StateCodec::fp32) fp32_exact = x.cold_bitwise && x.bitwise && x.max_logit_diff == 0;
         detail += (detail.empty() ? "" : ", ") + id + " " + format_sig(x.state_bound_ratio, 3);
         t.add({id, double(x.checkpoint_bytes), x.state_bound_ratio, format_sig(x.state_max_abs, 3),
                format_sig(x.state_rel_rms, 3), format_sig(x.max_logit_diff, 3), format_sig(x.logit_scale, 3),
@@ -88,9 +88,13 @@ void codecs_on_runnable_model(const CodecMeasurements& m, Report& r) {
             "Every codec's error is within its stated bound on the runnable model's states", within,
             "largest error / bound over every KDA layer of " + std::to_string(ec.prompts) +
                 " prompts: " + detail);
-    r.check("fp32_resume_bitwise", "A resume from an fp32 checkpoint is bitwise the exact resume", fp32_exact,
-            "resumed at " + std::to_string(ec.resume) + " tokens, " + std::to_string(ec.steps) +
-                " next-token predictions per prompt compared bit for bit");
+    r.check("fp32_resume_bitwise",
+            "A resume from an fp32 checkpoint is bitwise a cold run of the whole prompt", fp32_exact,
+            "resumed at " + std::to_string(ec.resume) +
+                " tokens with the KDA state wiped, then loaded from the stored checkpoint alone; " +
+                std::to_string(ec.steps) +
+                " next-token predictions per prompt compared bit for bit with a cold run that prefills "
+                "the whole prompt in one call, and with the resume from the live state");
     r.notes.push_back(
         "Codecs on the runnable model: " + std::to_string(ec.prompts) + " random prompts prefilled to " +
         std::to_string(ec.resume) + " tokens, checkpointed with each codec, resumed, " +
@@ -127,6 +131,10 @@ void scalars(const CheckpointsParams& p, const CheckpointsResult& m, Report& r) 
     r.scalar("kv_tokens_held", "KV tokens held (end)", "tokens", double(s.kv_tokens));
     r.scalar("checkpoint_bytes", "Bytes per checkpoint", "B", double(m.config.state_bytes)).help =
         m.model.name + ", " + state_codec_id(p.codec) + " recurrent state plus conv windows.";
+    r.scalar("state_equivalent_tokens", "One checkpoint weighs as much attention KV as", "tokens",
+             std::round(double(m.config.state_bytes) /
+                        double(std::max<uint64_t>(m.config.kv_bytes_per_token, 1))))
+        .help = "Bytes per checkpoint over the attention KV bytes of one token (module 2's accounting).";
     r.scalar("states_created", "Checkpoints created", "count", double(t.states_added));
     r.scalar("checkpoints_used", "Checkpoints ever resumed from", "count", double(s.checkpoints_used)).help =
         "Checkpoints that at least one later request resumed from; the rest were pure cost.";
@@ -220,6 +228,31 @@ void sort_by_x(Series& s) {
     s.y = std::move(y);
 }
 
+// The first figure in which a replay of the headline's configuration differs from it ("" if none).
+std::string replay_difference(const ReplayResult& x, const CheckpointsResult& m) {
+    const ReplayTotals &a = x.t, &b = m.totals;
+    const CacheStats &s = x.s, &h = m.stats;
+    const std::pair<const char*, std::pair<uint64_t, uint64_t>> figures[] = {
+        {"requests", {a.requests, b.requests}},
+        {"prompt tokens", {a.prompt_tokens, b.prompt_tokens}},
+        {"KV-visible hit tokens", {a.kv_hit_tokens, b.kv_hit_tokens}},
+        {"state-usable hit tokens", {a.state_hit_tokens, b.state_hit_tokens}},
+        {"recomputed tokens", {a.recomputed_tokens, b.recomputed_tokens}},
+        {"checkpoints created", {a.states_added, b.states_added}},
+        {"checkpoints ever resumed from", {s.checkpoints_used, h.checkpoints_used}},
+        {"peak state bytes", {a.peak_state_bytes, b.peak_state_bytes}},
+        {"peak KV bytes", {a.peak_kv_bytes, b.peak_kv_bytes}},
+        {"tree nodes", {s.nodes, h.nodes}},
+        {"KV tokens held", {s.kv_tokens, h.kv_tokens}},
+        {"checkpoints held", {s.states, h.states}},
+    };
+    for (const auto& [name, v] : figures)
+        if (v.first != v.second)
+            return std::string(name) + ": " + format_grouped(double(v.first)) + " in the sweep vs " +
+                   format_grouped(double(v.second)) + " in the headline run";
+    return {};
+}
+
 void capacity_sweep(const CheckpointsResult& m, Report& r) {
     if (m.capacities.empty()) return;
     Series node = make_series("state-usable, node refresh", "Hit rate vs state capacity",
@@ -253,13 +286,18 @@ void capacity_sweep(const CheckpointsResult& m, Report& r) {
     // The unbounded point of the sweep under the headline's refresh is the headline run again.
     if (m.config.cache.state_capacity != 0) return;
     for (const ReplayResult& x : m.capacities)
-        if (x.x == 0 && x.cfg.cache.refresh == m.config.cache.refresh)
+        if (x.x == 0 && x.cfg.cache.refresh == m.config.cache.refresh) {
+            const std::string differs = replay_difference(x, m);
             r.check("capacity_sweep_reproduces_headline",
-                    "The sweep's unbounded run reproduces the headline run",
-                    x.t.state_hit_tokens == m.totals.state_hit_tokens &&
-                        x.t.kv_hit_tokens == m.totals.kv_hit_tokens,
-                    format_grouped(double(x.t.state_hit_tokens)) + " vs " +
-                        format_grouped(double(m.totals.state_hit_tokens)) + " state-usable hit tokens");
+                    "The sweep's unbounded run, replayed again in time slices, repeats the headline run "
+                    "(determinism)",
+                    differs.empty(),
+                    differs.empty()
+                        ? "same requests, prompt tokens, both hits, recomputed tokens, checkpoints "
+                          "created and used, peak bytes and final tree (" +
+                              format_grouped(double(x.t.state_hit_tokens)) + " state-usable hit tokens)"
+                        : differs);
+        }
 }
 
 void policy_comparison(const CheckpointsResult& m, Report& r) {
@@ -336,27 +374,11 @@ void outcomes(const ReplayTotals& t, Report& r) {
 
 // ---- checks ----
 
-uint64_t state_over_kv(const CheckpointsResult& m) {
-    uint64_t n = m.totals.state_over_kv;
-    for (const std::vector<ReplayResult>* sweep : {&m.intervals, &m.capacities, &m.policies})
-        for (const ReplayResult& x : *sweep) n += x.t.state_over_kv;
-    return n;
-}
-
 void headline_checks(const CheckpointsResult& m, Report& r) {
-    const ReplayTotals& t = m.totals;
     r.check("tree_invariants_hold", "Tree invariants hold after the replay (audit)", m.audit.empty(),
             m.audit.empty()
                 ? "spans, child index, LRU lists, lock counts, reference counts and byte totals agree"
                 : m.audit);
-    const uint64_t over_kv = state_over_kv(m);
-    r.check(
-        "state_hit_le_kv_hit", "State-usable hit never exceeds the KV-visible hit", over_kv == 0,
-        format_grouped(double(over_kv)) + " requests with state hit > KV hit, over every replay of this run");
-    r.check("recomputed_is_prompt_minus_state_hit", "Recomputed = prompt - state-usable hit",
-            t.recomputed_tokens + t.state_hit_tokens == t.prompt_tokens,
-            format_grouped(double(t.recomputed_tokens)) + " + " + format_grouped(double(t.state_hit_tokens)) +
-                " = " + format_grouped(double(t.prompt_tokens)));
     const CacheStats& z = m.after_clear;
     r.check("counts_return_to_zero", "Reference counts and memory return to zero",
             m.leases_after_replay == 0 && z.nodes == 0 && z.kv_tokens == 0 && z.states == 0 &&
@@ -373,6 +395,71 @@ void headline_checks(const CheckpointsResult& m, Report& r) {
                     (cache.kv_capacity_tokens == 0 || m.max_kv_held <= cache.kv_capacity_tokens),
                 "at most " + format_grouped(double(m.max_states_held)) + " checkpoints and " +
                     format_grouped(double(m.max_kv_held)) + " KV tokens held between requests");
+}
+
+// One hit of every request, the replay's against the recount's: the first request where they differ.
+template <class Field>
+std::string first_hit_difference(const CheckpointsResult& m, Field field) {
+    const std::vector<RequestHit>&got = m.replay_hits, &want = m.recount->hits;
+    if (got.size() != want.size())
+        return format_grouped(double(got.size())) + " requests replayed, " +
+               format_grouped(double(want.size())) + " recounted";
+    for (size_t i = 0; i < got.size(); ++i)
+        if (field(got[i]) != field(want[i]))
+            return "request " + format_grouped(double(i + 1)) + ": " + format_grouped(double(field(got[i]))) +
+                   " tokens (radix tree) vs " + format_grouped(double(field(want[i]))) + " (recount)";
+    return {};
+}
+
+// The radix tree's hits, request by request, against the recount from the tokens (checkpoints_recount.cpp).
+void recount_checks(const CheckpointsResult& m, Report& r) {
+    if (!m.recount) return;
+    const ReplayTotals& t = m.totals;
+    const HitRecount& n = *m.recount;
+    auto check = [&](const char* key, const char* name, uint64_t tree, uint64_t recount,
+                     std::string differs) {
+        r.check(key, name, differs.empty(),
+                differs.empty() ? "every one of " + format_grouped(double(n.hits.size())) + " requests; " +
+                                      format_grouped(double(tree)) + " tokens in all (radix tree) vs " +
+                                      format_grouped(double(recount)) + " (recount)"
+                                : differs);
+    };
+    check("kv_hit_matches_token_recount",
+          "KV-visible hit of every request equals a recount over the cached tokens, without the tree",
+          t.kv_hit_tokens, n.kv_hit_tokens,
+          first_hit_difference(m, [](const RequestHit& h) { return h.kv_hit; }));
+    check("state_hit_matches_token_recount",
+          "State-usable hit of every request equals a recount: the deepest checkpoint an earlier request "
+          "left on the shared prefix",
+          t.state_hit_tokens, n.state_hit_tokens,
+          first_hit_difference(m, [](const RequestHit& h) { return h.state_hit; }));
+}
+
+// The replay's recomputed tokens against an independent count of the prompt tokens past each request's
+// state-usable hit: the token recount, else the trace's block-level count.
+void recomputed_check(const CheckpointsResult& m, Report& r) {
+    const ReplayTotals& t = m.totals;
+    const PolicyKind kind = m.config.policy.kind;
+    uint64_t prompt = 0, want = 0;
+    std::string how;
+    if (m.recount) {
+        prompt = m.recount->prompt_tokens;
+        want = m.recount->recomputed_tokens;
+        how = "recounted from the tokens";
+    } else if (m.reference && (kind == PolicyKind::interval || kind == PolicyKind::interval_end)) {
+        prompt = m.reference->prompt_tokens;
+        want = prompt - (kind == PolicyKind::interval ? m.reference->state_hit_interval
+                                                      : m.reference->state_hit_interval_end);
+        how = "counted over the block ids";
+    } else {
+        return;
+    }
+    r.check("recomputed_matches_recount",
+            "Recomputed tokens equal an independent count of the prompt tokens past each state-usable hit",
+            t.recomputed_tokens == want && t.prompt_tokens == prompt,
+            format_grouped(double(t.recomputed_tokens)) + " of " + format_grouped(double(t.prompt_tokens)) +
+                " prompt tokens (replay) vs " + format_grouped(double(want)) + " of " +
+                format_grouped(double(prompt)) + " (" + how + ", no tree)");
 }
 
 // The radix tree's hits against counts over the trace's block ids (core/fleet/trace_reference.h), and
@@ -447,7 +534,9 @@ void report_checkpoints(const CheckpointsParams& p, const CheckpointsResult& m, 
     tree(m, r);
     outcomes(m.totals, r);
     headline_checks(m, r);
+    recount_checks(m, r);
     reference_checks(m, r);
+    recomputed_check(m, r);
     notes(m, r);
 }
 

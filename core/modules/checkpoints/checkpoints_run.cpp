@@ -67,12 +67,16 @@ class CheckpointsRun : public StagedRun {
     void plan_interval_sweep();
     void measure_codecs();
     void finish();
+    bool falsified(CheckpointsFalsify f) const { return params_.falsify == f; }
+    void damage_tree_midway(RadixCache& c) const;
+    void damage_after_replay(RadixCache& c);
 
     CheckpointsParams params_;
     MemoryAccount account_;
     LoadedWorkload loaded_;
     std::unique_ptr<WorkloadReplay> main_;
     ReplayQueue intervals_, capacities_, policies_;
+    std::shared_ptr<const Workload> capacity_workload_;  // what the capacity sweep replays
     CheckpointsResult result_;
 };
 
@@ -82,22 +86,23 @@ CheckpointsRun::CheckpointsRun(const CheckpointsParams& p, const Params& raw)
     account_ = account_memory(result_.model);
     result_.config = replay_config(p, result_.model, account_);
 
-    const auto sweep = [this](ReplayQueue& q) {
-        return
-            [this, &q](const Deadline& d) { return result_.refused() ? 1.0 : q.step(*loaded_.workload, d); };
+    const auto sweep = [this](ReplayQueue& q, const std::shared_ptr<const Workload>& w) {
+        return [this, &q, &w](const Deadline& d) { return result_.refused() ? 1.0 : q.step(*w, d); };
     };
     add_step("loading the workload", 1, [this] { load(); });
     add_stage("replaying the workload", 4, [this](const Deadline& d) { return replay_main(d); });
     add_step("checking the tree", 1, [this] { finish_main(); });
-    add_stage("sweeping checkpoint intervals", 4, sweep(intervals_));
-    add_stage("sweeping state capacity", 6, sweep(capacities_));
-    add_stage("comparing policies", 4, sweep(policies_));
+    add_stage("sweeping checkpoint intervals", 4, sweep(intervals_, loaded_.workload));
+    add_stage("sweeping state capacity", 6, sweep(capacities_, capacity_workload_));
+    add_stage("comparing policies", 4, sweep(policies_, loaded_.workload));
     add_step("measuring codecs", 0.5, [this] { measure_codecs(); });
     add_step("report", 0.5, [this] { finish(); });
 }
 
 void CheckpointsRun::load() {
-    loaded_ = load_workload(params_.workload);
+    WorkloadSpec spec = params_.workload;
+    if (falsified(CheckpointsFalsify::missing_trace)) spec.trace = "k3-falsified/no-such-trace.jsonl";
+    loaded_ = load_workload(spec);
     if (!loaded_.workload) {
         result_.load_error = loaded_.error;
         return;
@@ -112,13 +117,23 @@ void CheckpointsRun::load() {
     for (const Request& r : w.requests) e.tokens += r.cache_len();
     const uint64_t interval = result_.config.policy.interval;
     e.finest = std::min<uint64_t>(interval, params_.sweeps ? 256 : interval);
+    if (falsified(CheckpointsFalsify::estimate_lie)) e.finest = 1;
     e.nodes = e.tokens / std::max<uint64_t>(e.finest, 1) + w.requests.size() * 2;
     e.limit = kMaxNodesEstimate;
     if (e.nodes > e.limit) {
         result_.too_big = e;
         return;
     }
-    main_ = std::make_unique<WorkloadReplay>(w, result_.config);
+    ReplayConfig headline = result_.config;
+    headline.record_requests = true;  // the per-request hits the recount is compared with
+    if (falsified(CheckpointsFalsify::capacity_lie)) headline.cache.state_capacity *= 2;
+    main_ = std::make_unique<WorkloadReplay>(w, headline);
+    capacity_workload_ = loaded_.workload;
+    if (falsified(CheckpointsFalsify::sweep_drops_request) && !w.requests.empty()) {
+        auto fewer = std::make_shared<Workload>(w);
+        fewer->requests.pop_back();
+        capacity_workload_ = std::move(fewer);
+    }
     plan_sweeps();
 }
 
@@ -128,6 +143,7 @@ double CheckpointsRun::replay_main(const Deadline& d) {
     const size_t n = loaded_.workload->requests.size();
     while (!main_->done()) {
         main_->run(nullptr, 1);
+        if (main_->processed() == n / 2) damage_tree_midway(main_->cache());
         const CacheStats& s = main_->cache().stats();
         result_.max_states_held = std::max(result_.max_states_held, s.states);
         result_.max_kv_held = std::max(result_.max_kv_held, s.kv_tokens);
@@ -137,12 +153,32 @@ double CheckpointsRun::replay_main(const Deadline& d) {
     return n ? double(main_->processed()) / double(n) : 1.0;
 }
 
+// The falsifiers that damage the headline tree while it serves (between two requests).
+void CheckpointsRun::damage_tree_midway(RadixCache& c) const {
+    if (falsified(CheckpointsFalsify::kv_evicted)) c.evict_kv(c.stats().kv_tokens / 2);
+    if (falsified(CheckpointsFalsify::states_dropped))
+        for (const NodeView& n : c.nodes())
+            if (n.has_state) c.drop_state(n.id);
+    if (falsified(CheckpointsFalsify::tree_miscount)) c.miscount_kv_token();
+}
+
+// The falsifiers that damage what the headline replay left: its counters, its leases.
+void CheckpointsRun::damage_after_replay(RadixCache& c) {
+    if (falsified(CheckpointsFalsify::recompute_skewed) && result_.totals.recomputed_tokens > 0)
+        --result_.totals.recomputed_tokens;
+    const std::vector<Request>& requests = loaded_.workload->requests;
+    if (falsified(CheckpointsFalsify::leaked_lease) && !requests.empty())
+        (void)c.acquire(*requests.back().tokens, requests.back().prompt_len);  // never released
+}
+
 void CheckpointsRun::finish_main() {
     if (result_.refused()) return;
     RadixCache& c = main_->cache();
     result_.totals = main_->totals();
+    result_.replay_hits = main_->hits();
     result_.stats = c.stats();
     result_.audit = c.audit();
+    damage_after_replay(c);
     const std::vector<NodeView> all = c.nodes();
     result_.view = compress_tree(all, 400);
     result_.tree = summarise_tree(all);
@@ -192,6 +228,8 @@ void CheckpointsRun::plan_interval_sweep() {
     intervals.erase(std::unique(intervals.begin(), intervals.end()), intervals.end());
     for (uint64_t x : intervals) {
         ic.policy.interval = uint32_t(x);
+        if (falsified(CheckpointsFalsify::sweep_wrong_interval) && x == intervals.front())
+            ic.policy.interval = uint32_t(intervals.back());
         intervals_.add(format_grouped(double(x)), double(x), ic);
     }
 }
@@ -213,9 +251,13 @@ void CheckpointsRun::measure_codecs() {
     m.fp32_checkpoint_bytes = checkpoint_bytes(model, account_, StateCodec::fp32);
     for (const std::string& id : state_codec_ids()) {
         const StateCodec c = *parse_state_codec(id);
+        const bool flip = falsified(CheckpointsFalsify::codec_bit_random);
         m.random.push_back(
-            {c, measure_codec(c, x.data(), m.rows, m.cols), checkpoint_bytes(model, account_, c)});
+            {c, measure_codec(c, x.data(), m.rows, m.cols, flip), checkpoint_bytes(model, account_, c)});
     }
+    m.effect_config.flip_encoded_bit = falsified(CheckpointsFalsify::codec_bit_runnable);
+    m.effect_config.flip_checkpoint_bit = falsified(CheckpointsFalsify::checkpoint_bit);
+    if (falsified(CheckpointsFalsify::no_codec_prompts)) m.effect_config.prompts = 0;
     // The same codecs on the runnable model: the error on its real KDA states, and the next-token logits
     // after a resume from the compressed checkpoint against the exact one (core/cache/codec_effect.h).
     if (model::Model* runnable = serve::shared_model("tiny", 1, 64, &m.effect_error))
@@ -231,6 +273,7 @@ void CheckpointsRun::finish() {
         const bool unbounded = cache.state_capacity == 0 && cache.kv_capacity_tokens == 0;
         if (loaded_.trace && unbounded && cache.page_size == 1)
             result_.reference = trace_reference_hits(*loaded_.trace, result_.config.policy.interval);
+        result_.recount = recount_hits(*loaded_.workload, result_.config);
     }
     report_checkpoints(params_, result_, report_);
 }

@@ -103,3 +103,40 @@ TEST_CASE("checkpoints: bad parameters and bad traces are refused with a reason"
         std::remove(path.c_str());
     }
 }
+
+TEST_CASE("checkpoints: the hit recount follows prefixes and checkpoints without the tree") {
+    auto request = [](TokenSeqPtr t) {
+        Request r;
+        r.prompt_len = uint32_t(t->size());
+        r.tokens = std::move(t);
+        return r;
+    };
+    const uint64_t doc = 7, other = 8, third = 9;
+    Workload w;
+    w.requests.push_back(request(TokenSeq::Builder().stream(doc, 0, 1200).build()));
+    w.requests.push_back(request(TokenSeq::Builder().stream(doc, 0, 1000).stream(other, 0, 300).build()));
+    w.requests.push_back(request(TokenSeq::Builder().stream(doc, 0, 1100).stream(third, 0, 50).build()));
+    ReplayConfig c;
+    c.policy.kind = PolicyKind::interval;
+    c.policy.interval = 512;
+    const std::optional<HitRecount> n = recount_hits(w, c);
+    REQUIRE(n.has_value());
+    REQUIRE(n->hits.size() == 3);
+    CHECK(n->hits[0].kv_hit == 0);
+    CHECK(n->hits[1].kv_hit == 1000);
+    CHECK(n->hits[1].state_hit == 512);  // the first request's checkpoints sit at 512 and 1024
+    CHECK(n->hits[2].kv_hit == 1100);
+    CHECK(n->hits[2].state_hit == 1024);
+    CHECK(n->recomputed_tokens == 1200 + (1300 - 512) + (1150 - 1024));
+    // The same workload through the radix tree agrees, request by request.
+    c.record_requests = true;
+    WorkloadReplay replay(w, c);
+    replay.run();
+    for (size_t i = 0; i < 3; ++i) {
+        CHECK(replay.hits()[i].kv_hit == n->hits[i].kv_hit);
+        CHECK(replay.hits()[i].state_hit == n->hits[i].state_hit);
+    }
+    // A capacity may evict what the recount assumes is held: no recount.
+    c.cache.state_capacity = 1;
+    CHECK_FALSE(recount_hits(w, c).has_value());
+}

@@ -50,6 +50,48 @@ void cache_params(ParamList<PrefixParams>& l) {
                    choices_from<StateCodec>(state_codec_ids(), {}, parse_state_codec)));
 }
 
+Falsifier<PrefixParams> falsifier(std::string id, std::string does, std::vector<std::string> keys,
+                                  PrefixFalsify f) {
+    // Two requests sharing a system prompt reach every check at a fraction of the defaults' cost.
+    return {std::move(id),
+            std::move(does),
+            std::move(keys),
+            [f](PrefixParams& p) { p.falsify = f; },
+            {{"workload", "system"}, {"requests", "2"}, {"user_tokens", "4"}, {"gen", "2"}}};
+}
+
+std::vector<Falsifier<PrefixParams>> prefix_falsifiers() {
+    using F = PrefixFalsify;
+    return {
+        falsifier("flip_resumed_state",
+                  "the state methods flip the sign bit of one value of every state they resume from",
+                  {"aligned_resumes_bitwise"}, F::flip_resumed_state),
+        falsifier("zero_resumed_state", "the state methods resume from a zero state, as kv-only reuse does",
+                  {"other_resumes_within_rounding"}, F::zero_resumed_state),
+        falsifier("exact_kv_only", "kv-only reuse is given the true state of the prefix it skips",
+                  {"kv_only_flagged"}, F::exact_kv_only),
+        falsifier("probe_zero_state", "the off-grid probe resumes with a zero state",
+                  {"off_grid_within_rounding"}, F::probe_zero_state),
+        falsifier("probe_on_grid", "the off-grid probe resumes on the chunk grid instead",
+                  {"off_grid_within_rounding"}, F::probe_on_grid),
+        falsifier("states_dropped", "the trees drop every checkpoint they hold after each request",
+                  {"hits_match_token_recount"}, F::states_dropped),
+        falsifier("kv_evicted", "the trees evict half of their kv after each request",
+                  {"hits_match_token_recount"}, F::kv_evicted),
+        falsifier("recomputed_skewed", "every resumed request's recomputed count is recorded one token short",
+                  {"prefilled_exactly_the_rest"}, F::recomputed_skewed),
+        falsifier("stray_state_slot",
+                  "a state slot is taken from each method's pool behind the tree after request 1",
+                  {"tree_pages_pool_agree"}, F::stray_state_slot),
+        falsifier("leaked_slot", "a state slot is taken from each method's pool after its cache is dropped",
+                  {"pool_returns_to_zero"}, F::leaked_slot),
+        falsifier("bad_prompt_token", "the first prompt holds a token outside the vocabulary",
+                  {"run_completed"}, F::bad_prompt_token),
+        falsifier("bad_output_token", "kv-only reuse is fed an output token outside the vocabulary",
+                  {"served_every_request_*"}, F::bad_output_token),
+    };
+}
+
 }  // namespace
 
 ParamList<PrefixParams> prefix_params() {
@@ -99,11 +141,13 @@ Experiment make_prefix_experiment() {
         .validate = validate_prefix,
         .start = start_prefix,
         .live = false,
-        .headlines = {
-            {"KV-only reuse on a hybrid: largest next-token logit error against a cold run",
-             {{"workload", "system"}, {"requests", "2"}, {"shared_tokens", "64"}, {"gen", "2"}},
-             "kv_only_max_logit_diff"},
-        }});
+        .headlines =
+            {
+                {"KV-only reuse on a hybrid: largest next-token logit error against a cold run",
+                 {{"workload", "system"}, {"requests", "2"}, {"shared_tokens", "64"}, {"gen", "2"}},
+                 "kv_only_max_logit_diff"},
+            },
+        .falsifiers = prefix_falsifiers()});
 }
 
 K3_REGISTER_EXPERIMENT(make_prefix_experiment);

@@ -24,6 +24,23 @@ enum class PrefixWorkload : uint8_t { mix, system, chat, branches };
 enum class PrefixScenario : uint8_t { system, chat, branch };
 inline constexpr size_t kPrefixScenarios = 3;
 
+// Deliberate corruptions that the module's checks must catch (k3cli audit-checks).
+enum class PrefixFalsify : uint8_t {
+    none,
+    flip_resumed_state,  // the state methods flip one bit of every state they resume from
+    zero_resumed_state,  // the state methods resume from a zero state (KV-only reuse, called exact)
+    exact_kv_only,       // KV-only reuse is given the true state of the skipped prefix
+    probe_zero_state,    // the off-grid probe resumes with a zero state
+    probe_on_grid,       // the off-grid probe resumes on the chunk grid
+    states_dropped,      // the state methods' trees drop every checkpoint after each request
+    kv_evicted,          // the caching methods' trees evict half their KV after each request
+    recomputed_skewed,   // every resumed request's recomputed count is recorded one token short
+    stray_state_slot,    // a state slot is taken from a method's pool behind the tree after request 1
+    leaked_slot,         // a state slot is taken from a method's pool after its cache is dropped
+    bad_prompt_token,    // the first prompt holds a token outside the vocabulary
+    bad_output_token,    // KV-only reuse is fed an output token outside the vocabulary
+};
+
 struct PrefixParams {
     PrefixWorkload workload = PrefixWorkload::mix;
     int requests = 3;             // per scenario (chat: turns)
@@ -37,6 +54,7 @@ struct PrefixParams {
     uint64_t state_capacity = 0;  // checkpoints the tree may hold, 0 = unbounded
     serve::KvOnlyStart kv_only_start = serve::KvOnlyStart::zero;
     StateCodec codec = StateCodec::fp32;
+    PrefixFalsify falsify = PrefixFalsify::none;  // not a declared parameter
 };
 
 // The methods compared, in table order. The first is the cold run itself.
@@ -89,6 +107,8 @@ struct PrefixRequest {
 // One request served by one method.
 struct PrefixRow {
     uint64_t kv_hit = 0, state_hit = 0, resumed = 0, recomputed = 0, borrowed = 0, saved = 0;
+    uint64_t prefilled = 0;          // prompt tokens the server handed to the model
+    std::vector<uint64_t> saved_at;  // positions of the checkpoints it saved
     bool state_matches = true, off_grid = false, bitwise = false;
     bool expected_exact = false;  // the server says its outputs must be the cold run's bits
     PrefixExactness exactness = PrefixExactness::bitwise;
@@ -98,12 +118,18 @@ struct PrefixRow {
     double ms = 0;
 };
 
+// A request's hits recounted without the tree (prefix_recount.cpp).
+struct PrefixRecount {
+    uint64_t kv_hit = 0, state_hit = 0;
+};
+
 struct PrefixMethodResult {
     const PrefixMethodInfo* info = nullptr;
-    std::vector<PrefixRow> rows;  // one per request, in workload order
-    std::string audit, error;     // the first failed audit; why serving stopped
-    bool zero = false;            // the pool is empty once the cache is dropped...
-    std::string zero_detail;      // ...or what it still holds
+    std::vector<PrefixRow> rows;         // one per request, in workload order
+    std::vector<PrefixRecount> recount;  // one per request; empty when not recounted
+    std::string audit, error;            // the first failed audit; why serving stopped
+    bool zero = false;                   // the pool is empty once the cache is dropped...
+    std::string zero_detail;             // ...or what it still holds
     CacheStats end_stats;
     uint64_t end_state_bytes = 0, end_kv_bytes = 0, peak_bytes = 0;
     CompressedTree tree;
@@ -136,6 +162,12 @@ struct PrefixEstimate {
 PrefixEstimate estimate_prefix(const PrefixParams& p);
 uint64_t prefix_pool_bytes(const ModelConfig& c, const PrefixEstimate& e, uint64_t states, uint32_t page);
 uint64_t prefix_states(const PrefixEstimate& e, uint64_t interval, uint64_t capacity);
+
+// A caching method's hits recounted from the requests' tokens and the checkpoint positions each earlier
+// request saved, without the tree. Empty when a state capacity may have evicted what the recount
+// assumes is held.
+std::vector<PrefixRecount> recount_prefix_hits(const PrefixParams& p, const PrefixResult& res,
+                                               PrefixMethod m);
 
 ParamList<PrefixParams> prefix_params();
 void validate_prefix(const PrefixParams& p, Issues& issues);

@@ -69,6 +69,9 @@ uint64_t prefix_states(const PrefixEstimate& e, uint64_t interval, uint64_t capa
 
 namespace {
 
+// Owner of the state slots the pool falsifiers take behind the tree's back.
+constexpr OwnerId kFalsifierOwner = (OwnerId(1) << 40) - 7;
+
 // One request served by a caching method, against its cold run.
 PrefixRow served_row(const PrefixRequest& it, const ServeOutcome& o, int vocab) {
     PrefixRow r;
@@ -76,8 +79,10 @@ PrefixRow served_row(const PrefixRequest& it, const ServeOutcome& o, int vocab) 
     r.state_hit = o.state_hit;
     r.resumed = o.resumed_at;
     r.recomputed = o.recomputed;
+    r.prefilled = o.prefilled;
     r.borrowed = o.pages_borrowed;
     r.saved = o.checkpoints.size();
+    r.saved_at = o.checkpoints;
     r.state_matches = o.state_matches;
     r.off_grid = o.split_off_grid;
     r.expected_exact = o.exactness == serve::ResumeExactness::bitwise;
@@ -131,6 +136,8 @@ class PrefixRun final : public StagedRun {
     std::string measure_probe(const PrefixRequest& it, uint64_t pos);
     ServerConfig config_for(const PrefixMethodInfo& m) const;
     bool stopped() const { return !result_.failed.empty() || result_.requests.empty(); }
+    bool falsified(PrefixFalsify f) const { return params_.falsify == f; }
+    void damage_after_request(Serving& sv, PrefixRow& row) const;
 
     PrefixParams params_;
     model::Model* model_ = nullptr;
@@ -196,6 +203,8 @@ void PrefixRun::build_workload() {
                 it.prompt.insert(it.prompt.end(), it.user.begin(), it.user.end());
             result_.requests.push_back(std::move(it));
         }
+    if (falsified(PrefixFalsify::bad_prompt_token) && !result_.requests.empty())
+        result_.requests[0].prompt[0] = int32_t(vocab);
 }
 
 ServerConfig PrefixRun::config_for(const PrefixMethodInfo& m) const {
@@ -208,6 +217,10 @@ ServerConfig PrefixRun::config_for(const PrefixMethodInfo& m) const {
     c.policy.interval = params_.interval;
     c.policy.chunk = params_.chunk;
     c.codec = m.reuse == Reuse::state ? params_.codec : StateCodec::fp32;
+    // The server applies each to the reuse it names only.
+    if (falsified(PrefixFalsify::flip_resumed_state)) c.falsify = serve::ResumeFalsify::flip_state_bit;
+    if (falsified(PrefixFalsify::zero_resumed_state)) c.falsify = serve::ResumeFalsify::zero_state;
+    if (falsified(PrefixFalsify::exact_kv_only)) c.falsify = serve::ResumeFalsify::exact_kv_only;
     return c;
 }
 
@@ -323,7 +336,9 @@ double PrefixRun::serve_method(PrefixMethod m, const Deadline& d) {
     const std::vector<PrefixRequest>& requests = result_.requests;
     while (sv.next < requests.size()) {
         const PrefixRequest& it = requests[sv.next];
-        const ServeOutcome o = sv.server->serve(ServeRequest{it.prompt, it.outputs, 0});
+        std::vector<int32_t> outputs = it.outputs;
+        if (falsified(PrefixFalsify::bad_output_token) && m == PrefixMethod::kv_only) outputs[0] = -1;
+        const ServeOutcome o = sv.server->serve(ServeRequest{it.prompt, outputs, 0});
         if (!o.error.empty()) {
             res.error = "request " + std::to_string(sv.next + 1) + ": " + o.error;
             return 1.0;
@@ -331,6 +346,7 @@ double PrefixRun::serve_method(PrefixMethod m, const Deadline& d) {
         PrefixRow r = served_row(it, o, model_->vocab());
         res.prefill_ms += o.prefill_ms;
         res.decode_ms += o.decode_ms;
+        damage_after_request(sv, r);
         r.held_states = sv.server->cache().stats().states;
         r.held_state_bytes = sv.server->held_state_bytes();
         r.held_kv_bytes = sv.server->held_kv_bytes();
@@ -349,6 +365,19 @@ double PrefixRun::serve_method(PrefixMethod m, const Deadline& d) {
     return 1.0;
 }
 
+// The falsifiers that damage a method's cache or its records between two requests.
+void PrefixRun::damage_after_request(Serving& sv, PrefixRow& row) const {
+    RadixCache& tree = sv.server->cache();
+    if (falsified(PrefixFalsify::states_dropped))
+        for (const NodeView& n : tree.nodes())
+            if (n.has_state) tree.drop_state(n.id);
+    if (falsified(PrefixFalsify::kv_evicted)) tree.evict_kv(tree.stats().kv_tokens / 2);
+    if (falsified(PrefixFalsify::recomputed_skewed) && row.resumed > 0) --row.recomputed;
+    StateRef stray = kNoRef;
+    if (falsified(PrefixFalsify::stray_state_slot) && sv.next == 0)
+        (void)sv.pool->alloc_state(kFalsifierOwner, &stray);  // never freed
+}
+
 void PrefixRun::finish_method(PrefixMethod m) {
     PrefixMethodResult& res = result_.method(m);
     Serving& sv = serving_[size_t(m)];
@@ -358,6 +387,9 @@ void PrefixRun::finish_method(PrefixMethod m) {
     res.end_kv_bytes = s.held_kv_bytes();
     res.tree = compress_tree(s.cache().nodes(), 200);
     sv.server.reset();  // the tree lets go of every page and checkpoint
+    StateRef leaked = kNoRef;
+    if (falsified(PrefixFalsify::leaked_slot)) (void)sv.pool->alloc_state(kFalsifierOwner, &leaked);
+    res.recount = recount_prefix_hits(params_, result_, m);
     const PoolStats z = sv.pool->stats();
     res.zero = z.kv_pages == 0 && z.states == 0 && sv.pool->owners().empty() && sv.pool->audit().empty();
     res.zero_detail = format_grouped(double(z.kv_pages)) + " KV pages, " + format_grouped(double(z.states)) +
@@ -376,6 +408,7 @@ void PrefixRun::probe_off_grid() {
             pos = x;
             break;
         }
+    if (pos && falsified(PrefixFalsify::probe_on_grid)) pos = chunk * P;
     if (!pos) {
         probe.note = "every page boundary is on the chunk grid (page " + std::to_string(P) +
                      " is a multiple of the chunk " + std::to_string(chunk) +
@@ -399,6 +432,8 @@ std::string PrefixRun::measure_probe(const PrefixRequest& it, uint64_t pos) {
     std::vector<float> l, rows;
     std::string e = model_->prefill(*a.seq, prompt.first(size_t(pos)));
     if (e.empty()) e = model_->restore(*b.seq, model_->save(*a.seq));
+    if (e.empty() && falsified(PrefixFalsify::probe_zero_state))
+        e = model_->restore_state(*b.seq, std::vector<std::byte>(size_t(model_->pool_model().state_bytes())));
     if (e.empty()) e = model_->prefill(*b.seq, prompt.subspan(size_t(pos)), &l);
     for (size_t s = 0; e.empty() && s < it.outputs.size(); ++s) {
         rows.insert(rows.end(), l.begin(), l.end());

@@ -16,8 +16,8 @@ TEST_CASE("prefix: defaults run, every check passes, same report twice") {
     test::all_checks_pass(a);
     CHECK(a.checks.size() >= 7);
     for (const char* key : {"aligned_resumes_bitwise", "kv_only_flagged", "off_grid_within_rounding",
-                            "other_resumes_within_rounding", "state_hit_le_kv_hit", "tree_pages_pool_agree",
-                            "pool_returns_to_zero"})
+                            "other_resumes_within_rounding", "hits_match_token_recount",
+                            "prefilled_exactly_the_rest", "tree_pages_pool_agree", "pool_returns_to_zero"})
         CHECK(test::check_keyed(a, key).passed);
     CHECK(test::scalar_of(a, "kv_only_max_logit_diff") > 0.01);
     CHECK(test::scalar_of(a, "bitwise_resumes") >= 4);
