@@ -122,7 +122,8 @@ void App::draw_module(const Experiment& e) {
                     ImGui::BeginChild("report", ImVec2(0, 0), false);
                     draw_status();
                     if (has_report_ && report_.module == e.id)
-                        draw_report(report_, report_stale_ || bool(run_), e);
+                        for (const auto& [key, rect] : draw_report(report_, report_stale_ || bool(run_), e))
+                            widget_rects_[key] = rect;
                     ImGui::EndChild();
                     ImGui::PopStyleColor();
                 } else {

@@ -133,7 +133,9 @@ static void draw_headlines(const std::vector<const Scalar*>& heads) {
 }
 
 // `e` says what each check's falsifier does ("Fails if: ..." in the tooltip).
-static void draw_checks(const Report& r, const Experiment& e) {
+using Rects = std::map<std::string, std::array<float, 4>>;
+
+static void draw_checks(const Report& r, const Experiment& e, Rects& rects) {
     const size_t n = r.checks.size() + r.timing.checks.size();
     if (n == 0) return;
     size_t passed = 0;
@@ -144,7 +146,10 @@ static void draw_checks(const Report& r, const Experiment& e) {
     for (const auto* v : {&r.checks, &r.timing.checks})
         for (const auto& c : *v) {
             const FalsifierInfo* f = e.falsifier_for(c.key);
+            const ImVec2 top = ImGui::GetCursorScreenPos();
             check_row(c, f ? f->does : std::string());
+            const float w = ImGui::GetContentRegionAvail().x;
+            rects["check:" + c.key] = {top.x, top.y, w, ImGui::GetFrameHeight()};
         }
 }
 
@@ -178,7 +183,8 @@ static void draw_timing(const Report::Timing& timing) {
     for (size_t i = 0; i < timing.tables.size(); ++i) draw_table(timing.tables[i], 1000 + int(i));
 }
 
-void draw_report(const Report& r, bool stale, const Experiment& e) {
+Rects draw_report(const Report& r, bool stale, const Experiment& e) {
+    Rects rects;
     const Theme& t = theme();
     if (stale) ImGui::PushStyleVar(ImGuiStyleVar_Alpha, 0.55f);
     std::vector<const Scalar*> heads, rest;
@@ -186,7 +192,7 @@ void draw_report(const Report& r, bool stale, const Experiment& e) {
     if (heads.empty())
         for (size_t i = 0; i < r.scalars.size() && i < 4; ++i) heads.push_back(&r.scalars[i]);
     draw_headlines(heads);
-    draw_checks(r, e);
+    draw_checks(r, e, rects);
     if (!r.series.empty()) {
         section_heading("Plots");
         draw_plots(r.series, "plot_");
@@ -210,6 +216,7 @@ void draw_report(const Report& r, bool stale, const Experiment& e) {
     draw_notes(r.notes);
     draw_timing(r.timing);
     if (stale) ImGui::PopStyleVar();
+    return rects;
 }
 
 }  // namespace k3::ui

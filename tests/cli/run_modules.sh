@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every registered module with its defaults through the CLI; fails if any check fails, a check
-# lacks a unique snake_case key, or the JSON report is malformed. Usage: run_modules.sh "K3CLI COMMAND"
+# lacks a unique snake_case key, the JSON report is malformed, or a module text quotes a figure the
+# report does not compute (check_texts.mjs). Usage: run_modules.sh "K3CLI COMMAND"
 set -euo pipefail
 K3CLI=$1
 out=$(mktemp -d)
@@ -29,4 +30,6 @@ for m in $mods; do
   ' "$out/$m.json" "$m" || { echo "FAIL $m (report)"; fail=1; continue; }
   echo "ok   $m ($(node -e 'const r=JSON.parse(require("fs").readFileSync(process.argv[1]));console.log(r.checks.length+" checks")' "$out/$m.json"))"
 done
+$K3CLI list --json >"$out/list.json"
+node "$(dirname "$0")/check_texts.mjs" "$out/list.json" "$out" || fail=1
 exit $fail
