@@ -64,6 +64,19 @@ std::optional<Recovery> parse_recovery(std::string_view s);
 // When a moved request's state is restored on another instance (module 10's strategies).
 enum class MigrationMove : uint8_t { everything, kv_and_checkpoint };
 
+// ---- falsifier hook (k3cli audit-checks, core/experiments/check_audit.h) ----
+// A deliberate corruption of the simulation at one point, which the checks every fleet run reports
+// (core/modules/shared/fleet_report.h) must catch. Each fires once per simulation. Only falsifiers
+// set it; `none` leaves the simulation untouched.
+enum class FleetSimFalsify : uint8_t {
+    none,
+    skew_ledger,      // the iterations' work ledger counts one prefill token more than the batch held
+    drop_completion,  // the first request to complete leaves no completion record
+    phantom_hit,      // the first admission resumes from half its prompt, which no instance holds
+    leak_pages,       // the first request to complete keeps its working-memory pages
+    late_iteration,   // the first iteration ends 1 % later than its batch's cost
+};
+
 // Falsifier hook of module 13 (k3cli audit-checks): one deliberate corruption of the resumes and
 // migrations the fault checks audit (FleetSim::resume_audit, FaultOutcome::migrations). `none` in
 // every real run.
@@ -132,6 +145,8 @@ struct FleetConfig {
     uint64_t seed = 1;
     uint32_t max_timeline_spans = 3000;
     uint32_t series_points = 240;  // samples of the load-over-time series
+
+    FleetSimFalsify falsify = FleetSimFalsify::none;  // falsifier hook (above): never set otherwise
 };
 
 // Bytes of one instance's fixed allocations (weights, working memory, prefix cache at capacity)

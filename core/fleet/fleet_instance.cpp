@@ -1,6 +1,7 @@
 // FleetSim: one instance's continuous batching with chunked prefill, admission through the prefix
 // cache, preemption, and completion.
 #include <algorithm>
+#include <cmath>
 
 #include "core/fleet/fleet_sim_internal.h"
 #include "core/model/accounting.h"
@@ -281,7 +282,8 @@ void FleetSim::start_iteration(uint32_t k, double now) {
     I.steps = 1;
     const bool decode_run =
         c_.fast_decode && w.prefill_chunks == 0 && I.queue.empty() && I.status == Inst::up;
-    const double end = decode_run ? plan_decode_run(k, w, now) : now + cost_.seconds(w) * 1000.0;
+    double end = decode_run ? plan_decode_run(k, w, now) : now + cost_.seconds(w) * 1000.0;
+    if (falsify_now(FleetSimFalsify::late_iteration)) end += 0.01 * (end - now);
     I.busy = true;
     I.iter_start = now;
     q_.push(end, ev_iteration_end, k, ++I.iter_id);
@@ -293,6 +295,29 @@ double FleetSim::step_ms(uint32_t k, uint32_t j) const {
     w.decode = I.run_decode;
     w.decode_context = I.run_context0 + double(j) * double(I.run_decode);
     return cost_.seconds(w) * 1000.0;
+}
+
+// The iteration that ends now against the roofline of its batch, evaluated request by request
+// (a run of decode steps advances each context by one per step), before the batch's positions move on.
+void FleetSim::time_iteration(uint32_t k, double now) {
+    const Inst& I = inst_[k];
+    BatchRoofline::Pass first, next;
+    for (const BatchItem& b : I.batch) {
+        const uint64_t context = live_[b.req].pos;
+        if (b.chunk)
+            roofline_.add_chunk(first, double(context), double(b.chunk));
+        else
+            roofline_.add_decode(first, context, &next);
+    }
+    double roofline_s = 0;
+    for (uint32_t j = 0; j < I.steps; ++j) roofline_s += roofline_.step_seconds(first, next, double(j));
+    const double clock = now - I.iter_start, roofline = roofline_s * 1000.0, gap = std::abs(clock - roofline);
+    const double rounding = double(I.steps) * (std::nextafter(now, INFINITY) - now) + 1e-12 * roofline;
+    t_.clock_ms += clock;
+    t_.roofline_ms += roofline;
+    ++t_.iterations_timed;
+    t_.clock_gaps += gap > rounding;
+    if (roofline > 0) t_.worst_clock_gap = std::max(t_.worst_clock_gap, gap / roofline);
 }
 
 void FleetSim::cut_run(uint32_t k, double now) {
@@ -354,6 +379,7 @@ FleetSim::Hits FleetSim::find_hits(uint32_t k, uint32_t r) {
         if (h.state > 0 && h.state + page <= h.kv && falsify_once(FaultsFalsify::checkpoint_one_page_off))
             h.state += page;
     }
+    if (admit_seq_ == 0 && falsify_now(FleetSimFalsify::phantom_hit)) h.kv = h.state = lookup_len(r) / 2;
     return h;
 }
 
@@ -412,6 +438,7 @@ FleetSim::AdmitResult FleetSim::admit(uint32_t k, uint32_t r, double now) {
     L.kv_alloc = 0;
     account_resume(r, h, resume);
     audit_resume(r, h, resume);
+    admissions_.push_back({r, k, h.kv, resume, L.generated, L.carry});
     if (L.carry) {
         // Nothing leased locally: plan this request's checkpoints from where it resumes.
         const uint64_t page = c_.cache.page_size;
@@ -491,6 +518,7 @@ void FleetSim::end_iteration(uint32_t k, double now) {
     bool pre = false, dec = false;
     for (const BatchItem& b : I.batch) (b.chunk ? pre : dec) = true;
     timeline_.add(k, I.iter_start, now, I.status == Inst::draining ? 3 : pre && dec ? 2 : pre ? 0 : 1);
+    time_iteration(k, now);
     for (const BatchItem& b : I.batch) {
         const uint32_t r = b.req;
         Live& L = live_[r];
@@ -500,7 +528,7 @@ void FleetSim::end_iteration(uint32_t k, double now) {
         if (b.chunk) {
             L.pos += b.chunk;
             o.prefill_work += b.chunk;
-            t_.iter_prefill_tokens += b.chunk;
+            t_.iter_prefill_tokens += b.chunk + (falsify_now(FleetSimFalsify::skew_ledger) ? 1 : 0);
             st.prefill_tokens += b.chunk;
             if (c_.caching) cache_progress(k, r, now, false);
             if (L.pos >= L.target) {
@@ -546,16 +574,21 @@ void FleetSim::complete(uint32_t k, uint32_t r, double now) {
     Inst& I = inst_[k];
     Live& L = live_[r];
     if (c_.caching) cache_progress(k, r, now, true);
+    L.phase = Phase::done;  // before the release: a completed attempt logs no abandoned work
+    if (falsify_now(FleetSimFalsify::leak_pages)) {  // its working memory is not given back
+        L.slot = false;
+        L.kv_alloc = 0;
+    }
     release_request(k, r);
     I.running.erase(std::find(I.running.begin(), I.running.end(), r));
-    L.phase = Phase::done;
+    ++stats_[k].completed;
+    ++finished_;
+    if (falsify_now(FleetSimFalsify::drop_completion)) return;
     RequestOutcome& o = out_[r];
     o.completed = true;
     o.finish_ms = now;
     o.generated = L.generated;
     o.instance = int32_t(k);
-    ++stats_[k].completed;
-    ++finished_;
 }
 
 }  // namespace k3

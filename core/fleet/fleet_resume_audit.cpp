@@ -57,8 +57,8 @@ void FleetSim::record_migration(uint32_t r, int32_t f, uint64_t state_pos) {
 
 // The falsifier hook corrupts one event only: a check must catch a single corruption.
 bool FleetSim::falsify_once(FaultsFalsify f) {
-    if (c_.faults_falsify != f || falsified_) return false;
-    falsified_ = true;
+    if (c_.faults_falsify != f || faults_falsified_) return false;
+    faults_falsified_ = true;
     return true;
 }
 

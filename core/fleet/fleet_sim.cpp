@@ -60,6 +60,7 @@ FleetSim::FleetSim(std::shared_ptr<const Workload> w, const FleetConfig& c)
         return;
     }
     cost_ = CostModel(c_.model, c_.hardware, c_.gpus, c_.efficiency);
+    roofline_ = BatchRoofline(c_.model, c_.hardware, c_.gpus, c_.efficiency);
     const size_t n = w_->requests.size();
     live_.resize(n);
     out_.resize(n);
@@ -203,6 +204,7 @@ void FleetSim::finish_if_done(double now) {
         I.pool.reset();
     }
     host_.reset();
+    roofline_ = BatchRoofline();  // and its remembered FLOPs
     repl_.clear();
     repl_.shrink_to_fit();
     std::vector<Live>().swap(live_);
@@ -324,9 +326,12 @@ void FleetSim::fail(uint32_t r, FailReason why, double now) {
     ++finished_;
 }
 
+// Lets go of the request's lease and working memory. An attempt that ends here still running
+// (preempted, crashed, moved, stalled; complete() marks its request done first) logs what it computed.
 void FleetSim::release_request(uint32_t k, uint32_t r) {
     Live& L = live_[r];
     Inst& I = inst_[k];
+    if (L.phase == Phase::running) out_[r].abandoned_work += L.pos - L.resume;
     if (L.leased) {
         cache_of(k, r).release(L.adm.lease);
         L.leased = false;
@@ -564,6 +569,12 @@ void FleetSim::replicate(uint32_t k, uint32_t r, uint64_t len, double now) {
     I.link_free = std::max(now, I.link_free) + double(bytes) / c_.link.bytes_per_s * 1000.0;
     repl_.push_back(std::move(x));
     q_.push(I.link_free, ev_replicated, uint32_t(repl_.size() - 1));
+}
+
+bool FleetSim::falsify_now(FleetSimFalsify f) {
+    if (c_.falsify != f || falsified_) return false;
+    falsified_ = true;
+    return true;
 }
 
 // ---- views ----

@@ -32,6 +32,7 @@
 
 #include "core/base/clock.h"
 #include "core/cache/request_flow.h"
+#include "core/fleet/batch_roofline.h"
 #include "core/fleet/cost_model.h"
 #include "core/fleet/event_queue.h"
 #include "core/fleet/fleet_config.h"
@@ -59,6 +60,9 @@ struct RequestOutcome {
     uint64_t best_state_hit = 0;
     uint64_t prefill_work = 0;  // context tokens computed, over all attempts
     uint64_t skipped = 0;       // context tokens resumed instead of computed, over all attempts
+    // Context tokens computed by attempts that did not complete (preempted, crashed, moved away),
+    // logged when each ended: what the work recount of the shared checks adds to the last attempt's.
+    uint64_t abandoned_work = 0;
     uint32_t preemptions = 0, moves = 0, violations = 0;
     bool admitted = false, completed = false;
     FailReason failed = FailReason::none;
@@ -67,6 +71,15 @@ struct RequestOutcome {
     double e2e_ms() const { return finish_ms - arrival_ms; }
     // Time per output token after the first (TPOT); 0 for single-token outputs.
     double tpot_ms() const { return output > 1 ? (finish_ms - first_token_ms) / double(output - 1) : 0; }
+};
+
+// One admission of a request on an instance (every attempt, in order): what the recounts of the
+// shared checks replay (core/modules/shared/fleet_recount.h).
+struct AdmissionRecord {
+    uint32_t req = 0, instance = 0;
+    uint64_t kv_hit = 0, resume = 0;  // its KV-visible match there and the position it resumed at
+    uint32_t generated = 0;           // output tokens it had generated before
+    bool carried = false;  // resumed from what it brought along (host tier, migration), not the tree
 };
 
 struct InstanceStats {
@@ -145,6 +158,13 @@ struct FleetTotals {
     uint64_t guard_held_back = 0;   // tokens the guard recomputed because the state was shallower
     uint64_t host_inserts = 0, host_restores = 0;
     uint64_t gateway_waits = 0;  // requests held because no instance was up
+    // The simulated clock against the roofline of each iteration's batch evaluated request by
+    // request (core/fleet/batch_roofline.h): both summed over the iterations that ended, the largest
+    // gap of one iteration relative to its roofline time, and the iterations whose gap exceeds the
+    // clock's own rounding (each step's end rounded at the event time, and 1e-12 of the time for the
+    // two evaluations' orders of summation).
+    double clock_ms = 0, roofline_ms = 0, worst_clock_gap = 0;
+    uint64_t iterations_timed = 0, clock_gaps = 0;
 };
 
 // Requests in flight per instance at regular times.
@@ -178,6 +198,7 @@ class FleetSim {
     const FleetTotals& totals() const { return t_; }
     const std::vector<LoadSample>& load_samples() const { return samples_; }
     const ResumeAudit& resume_audit() const { return audit_; }
+    const std::vector<AdmissionRecord>& admissions() const { return admissions_; }
     // Per-instance lanes (at most config().max_timeline_spans spans): categories
     // timeline_categories(), times in seconds.
     std::vector<TimelineSpan> timeline() const;
@@ -249,6 +270,9 @@ class FleetSim {
     uint64_t resume_lookup_len(const RadixCache& c, uint32_t r) const;  // what r may resume from in c
     uint64_t uncached_cost(uint32_t k, uint32_t r) const;
     void reset_instance(uint32_t k);
+    void time_iteration(uint32_t k, double now);
+    // Whether falsifier f (FleetConfig::falsify) fires now: the first time it is asked, if set.
+    bool falsify_now(FleetSimFalsify f);
 
     // ---- the resume audit and migration records, and module 13's falsifier hook
     // (fleet_resume_audit.cpp) ----
@@ -262,6 +286,7 @@ class FleetSim {
     FleetConfig c_;
     std::string error_;
     CostModel cost_;
+    BatchRoofline roofline_;
     Router router_;
     EventQueue q_;
     size_t next_arrival_ = 0;
@@ -278,10 +303,11 @@ class FleetSim {
     TokenBuckets buckets_;
     TimelineRecorder timeline_;
     std::vector<LoadSample> samples_;
+    std::vector<AdmissionRecord> admissions_;
     double sample_dt_ = 0;
     FleetTotals t_;
     ResumeAudit audit_;
-    bool falsified_ = false;  // the falsifier hook has corrupted its one event
+    bool faults_falsified_ = false;  // the faults falsifier hook has corrupted its one event
     uint64_t finished_ = 0, admit_seq_ = 0;
     uint32_t tenants_ = 1;
     // Quotas: running state slots and concurrent prefills a tenant may hold on one instance, and
@@ -291,6 +317,7 @@ class FleetSim {
     bool done_ = false;
     double now_ = 0;
     bool freed_ = false;
+    bool falsified_ = false;  // the fleet falsifier hook has corrupted its one event
     std::string final_audit_;
     uint64_t final_leases_ = 0, final_owners_ = 0;
 };

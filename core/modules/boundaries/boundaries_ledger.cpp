@@ -1,5 +1,5 @@
-#include "core/model/accounting.h"
 #include "core/modules/boundaries/boundaries_ledger.h"
+#include "core/model/accounting.h"
 
 #include <algorithm>
 #include <cmath>

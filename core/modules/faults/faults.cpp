@@ -2,6 +2,7 @@
 #include "core/modules/faults/faults.h"
 
 #include "core/experiments/registry.h"
+#include "core/modules/shared/fleet_falsifiers.h"
 
 namespace k3 {
 
@@ -38,11 +39,15 @@ void fault_params(ParamList<FaultsParams>& l) {
             "fault.");
 }
 
+// A drain with live migration: the runs whose checks the defaults (a crash) do not make.
+std::vector<std::pair<std::string, std::string>> drain_params() {
+    return {{"fault", "drain"}, {"recovery", "migrate"}};
+}
+
 // Each corrupts one event of every simulation of the run (FleetConfig::faults_falsify).
 std::vector<Falsifier<FaultsParams>> faults_falsifiers() {
     auto set = [](FaultsFalsify f) { return [f](FaultsParams& p) { p.falsify = f; }; };
-    const std::vector<std::pair<std::string, std::string>> drain = {{"fault", "drain"},
-                                                                    {"recovery", "migrate"}};
+    const auto drain = drain_params();
     return {
         {"guard_lets_one_through",
          "the guard lets one request resume at its kv position, past its state",
@@ -77,6 +82,18 @@ std::vector<Falsifier<FaultsParams>> faults_falsifiers() {
          set(FaultsFalsify::migration_lost_counter),
          drain},
     };
+}
+
+// Its own, and the shared fleet checks' on the crash and on the drain (whose runs report their own
+// tagged copies of the shared checks).
+std::vector<Falsifier<FaultsParams>> all_faults_falsifiers() {
+    auto all = with_fleet_falsifiers(faults_falsifiers(), &FaultsParams::sim_falsify);
+    for (Falsifier<FaultsParams>& f :
+         with_fleet_falsifiers<FaultsParams>({}, &FaultsParams::sim_falsify, drain_params())) {
+        f.id += "_on_drain";
+        all.push_back(std::move(f));
+    }
+    return all;
 }
 
 }  // namespace
@@ -118,7 +135,7 @@ Experiment make_faults_experiment() {
         .start = start_faults,
         .data_files = [](const FaultsParams& p) { return workload_data_files(p.workload); },
         .live = false,
-        .falsifiers = faults_falsifiers()});
+        .falsifiers = all_faults_falsifiers()});
 }
 
 K3_REGISTER_EXPERIMENT(make_faults_experiment);

@@ -34,7 +34,8 @@ struct FaultsParams {
     FleetCacheParams cache;
     FleetInstanceParams instances;
     FleetCostParams cost;
-    FaultsFalsify falsify = FaultsFalsify::none;  // not a declared parameter (k3cli audit-checks)
+    FaultsFalsify falsify = FaultsFalsify::none;          // not a declared parameter (k3cli audit-checks)
+    FleetSimFalsify sim_falsify = FleetSimFalsify::none;  // the shared fleet checks' hook, likewise
 };
 
 // One simulation of the workload: with the fault under a recovery, or without the fault.

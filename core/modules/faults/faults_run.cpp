@@ -83,6 +83,7 @@ FaultsResult setup_faults(const FaultsParams& p) {
     f.config.detect_ms = p.detect_ms;
     f.config.host_tier_bytes = uint64_t(p.host_tier_gib * 1024.0 * 1024.0 * 1024.0);
     f.config.faults_falsify = p.falsify;  // every simulation is damaged the same way
+    f.config.falsify = p.sim_falsify;
     auto add = [&](std::string label, RunTag tag, bool has_fault, Recovery r, MigrationMove m, bool guard) {
         FleetConfig c = f.config;
         if (has_fault) c.faults = {fault};

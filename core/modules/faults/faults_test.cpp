@@ -61,26 +61,5 @@ TEST_CASE("faults: the resume audit finds without the guard what the guard preve
 }
 
 TEST_CASE("faults: every falsifier fails every check it names, which held intact") {
-    const Experiment& e = *find_experiment("faults");
-    REQUIRE(e.falsifiers.size() == 7);
-    for (size_t i = 0; i < e.falsifiers.size(); ++i) {
-        const FalsifierInfo& fi = e.falsifiers[i];
-        CAPTURE(fi.id);
-        auto pp = parse_params(e.params, fi.params, RangePolicy::strict);
-        REQUIRE(pp.ok());
-        const Report intact = run_to_end(e, pp.params), bad = run_falsified_to_end(e, pp.params, i);
-        for (const std::string& pattern : fi.keys) {
-            size_t named = 0;
-            for (const Check& c : intact.checks) {
-                if (!key_matches(pattern, c.key)) continue;
-                ++named;
-                CAPTURE(c.key);
-                CHECK(c.passed);
-                const Check* b = bad.find_check(c.key);
-                REQUIRE(b != nullptr);
-                CHECK_FALSE(b->passed);
-            }
-            CHECK_MESSAGE(named > 0, pattern);
-        }
-    }
+    test::falsifiers_fail_their_checks("faults", {});
 }

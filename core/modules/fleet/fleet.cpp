@@ -2,8 +2,28 @@
 #include "core/modules/fleet/fleet.h"
 
 #include "core/experiments/registry.h"
+#include "core/modules/shared/fleet_falsifiers.h"
 
 namespace k3 {
+
+namespace {
+
+// The one-instance Mooncake run, where the module's own checks appear.
+const std::vector<std::pair<std::string, std::string>> kOneInstanceMooncake = {{"trace", "mooncake"},
+                                                                               {"instances", "1"},
+                                                                               {"state_capacity", "0"},
+                                                                               {"compare_routers", "0"},
+                                                                               {"compare_no_reuse", "0"}};
+
+std::vector<Falsifier<FleetParams>> fleet_falsifiers() {
+    return {{"wrong_interval",
+             "the simulation checkpoints at twice the interval the block-id count assumes",
+             {"one_instance_hits_match_block_ids", "mooncake_one_instance_hits"},
+             [](FleetParams& p) { p.falsify = FleetFalsify::wrong_interval; },
+             kOneInstanceMooncake}};
+}
+
+}  // namespace
 
 ParamList<FleetParams> fleet_params() {
     ParamList<FleetParams> l;
@@ -41,12 +61,14 @@ Experiment make_fleet_experiment() {
         .start = start_fleet,
         .data_files = [](const FleetParams& p) { return workload_data_files(p.workload); },
         .live = false,
-        .headlines = {
-            {"Token hit the prefix-affinity router sees (KV-visible) above what the engines can use "
-             "(state-usable): 4 instances, synthetic mix",
-             {},
-             "hit_gap"},
-        }});
+        .headlines =
+            {
+                {"Token hit the prefix-affinity router sees (KV-visible) above what the engines can use "
+                 "(state-usable): 4 instances, synthetic mix",
+                 {},
+                 "hit_gap"},
+            },
+        .falsifiers = with_fleet_falsifiers(fleet_falsifiers(), &FleetParams::sim_falsify)});
 }
 
 K3_REGISTER_EXPERIMENT(make_fleet_experiment);

@@ -16,6 +16,13 @@
 
 namespace k3 {
 
+// Deliberate corruptions that the module's own checks must catch (k3cli audit-checks); the shared
+// fleet checks have theirs (FleetSimFalsify, core/modules/shared/fleet_falsifiers.h).
+enum class FleetFalsify : uint8_t {
+    none,
+    wrong_interval,  // the simulation checkpoints at twice the interval the block-id count assumes
+};
+
 struct FleetParams {
     WorkloadSpec workload;
     double load = 4;
@@ -24,6 +31,8 @@ struct FleetParams {
     FleetInstanceParams instances;
     FleetCostParams cost;
     bool compare_routers = true, compare_no_reuse = true;
+    FleetFalsify falsify = FleetFalsify::none;            // not a declared parameter
+    FleetSimFalsify sim_falsify = FleetSimFalsify::none;  // not a declared parameter
 };
 
 // The same workload simulated once more: under another router, or with the prefix cache off.

@@ -90,6 +90,9 @@ void routers(const FleetResult& result, double price, Report& r) {
                cost_per_million_tokens(fx.gpu_hours_busy, price, tokens_served(x))});
         for (Series* y : {&kv, &state, &p99}) y->x_names.push_back(router_ids()[size_t(k)]);
         kv.add(double(k), x.hit_kv());
+        if (k == RouterKind::round_robin)
+            r.scalar("round_robin_token_hit_kv", "KV-visible token hit under round robin", "fraction",
+                     x.hit_kv());
         state.add(double(k), x.hit_state());
         p99.add(double(k), x.ttft_ms.p99);
     }

@@ -43,6 +43,7 @@ FleetConfig fleet_module_config(const FleetParams& p) {
     FleetConfig c = fleet_config(p.router, p.cache, p.instances, p.cost);
     c.load = p.load;
     c.seed = p.workload.seed;
+    c.falsify = p.sim_falsify;
     return c;
 }
 
@@ -59,7 +60,9 @@ FleetResult setup_fleet(const FleetParams& p) {
         f.refusal = Refusal{"within_memory_budget", "Run within the memory budget", "refused: " + e};
         return f;
     }
-    f.main = std::make_unique<FleetSim>(w, f.config);
+    FleetConfig main = f.config;  // what the one-instance reference count assumes, unless falsified
+    if (p.falsify == FleetFalsify::wrong_interval) main.policy.interval *= 2;
+    f.main = std::make_unique<FleetSim>(w, main);
     if (!f.main->error().empty()) {
         f.refusal = Refusal{"fleet_config_accepted", "Fleet configuration accepted", f.main->error()};
         return f;

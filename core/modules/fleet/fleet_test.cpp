@@ -28,6 +28,8 @@ TEST_CASE("fleet: defaults, report keys, same report twice, a timeline") {
     CHECK(test::scalar_of(a, "ttft_p99_ms") >= test::scalar_of(a, "ttft_p50_ms"));
     CHECK(test::scalar_of(a, "cost_per_million_tokens") <
           test::scalar_of(a, "cost_per_million_tokens_no_reuse"));
+    // What the text says of the defaults: round robin spreads conversations and loses hits.
+    CHECK(test::scalar_of(a, "round_robin_token_hit_kv") < test::scalar_of(a, "token_hit_kv"));
     REQUIRE(a.timelines.size() == 1);
     CHECK(a.timelines[0].lanes.size() == 4);
     CHECK(!a.timelines[0].spans.empty());

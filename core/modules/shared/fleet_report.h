@@ -31,10 +31,12 @@ void report_load_series(Report& r, const FleetSim& s);
 // out; the last bin takes arrivals at end_ms).
 Series ttft_by_arrival(std::string name, std::string plot, const std::vector<RequestOutcome>& v,
                        double end_ms, int bins, const RequestFilter& keep);
-// Checks every fleet run must pass: every request completed or failed, the work ledgers agree,
-// state-usable <= KV-visible, caches and pools audit clean and are released.
+// Checks every fleet run must pass (their falsifiers: fleet_falsifiers.h): every request completed
+// with its output or failed; the iterations' work ledger equals a recount from the requests; every
+// cache hit is backed by an earlier request's tokens on its instance (fleet_recount.h); caches and
+// pools audit clean and are released; every iteration lasts its batch's roofline time.
 void report_fleet_checks(Report& r, const FleetSim& s, const RunTag& tag = {});
-// The cost model against the roofline it is built from (a check), hardware and simplifications (notes).
+// The hardware, the cost model's scale and its simplifications (notes).
 void report_model_notes(Report& r, const FleetSim& s);
 
 }  // namespace k3

@@ -2,6 +2,7 @@
 #include "core/modules/tenants/tenants.h"
 
 #include "core/experiments/registry.h"
+#include "core/modules/shared/fleet_falsifiers.h"
 
 namespace k3 {
 
@@ -39,6 +40,20 @@ void tenant_params(ParamList<TenantsParams>& l) {
     t(l.seed(&P::seed, "Seed of every tenant's arrivals and request sizes."));
 }
 
+std::vector<Falsifier<TenantsParams>> tenants_falsifiers() {
+    auto set = [](TenantsFalsify f) { return [f](TenantsParams& p) { p.falsify = f; }; };
+    return {
+        {"solo_seed",
+         "the solo run's tenant 1 is generated from another seed",
+         {"solo_same_requests"},
+         set(TenantsFalsify::solo_seed)},
+        {"quotas_off",
+         "this run's quotas are off although the parameters ask for them",
+         {"isolation_keeps_slo"},
+         set(TenantsFalsify::quotas_off)},
+    };
+}
+
 }  // namespace
 
 ParamList<TenantsParams> tenants_params() {
@@ -69,7 +84,8 @@ Experiment make_tenants_experiment() {
         .params = tenants_params(),
         .validate = validate_tenants,
         .start = start_tenants,
-        .live = false});
+        .live = false,
+        .falsifiers = with_fleet_falsifiers(tenants_falsifiers(), &TenantsParams::sim_falsify)});
 }
 
 K3_REGISTER_EXPERIMENT(make_tenants_experiment);

@@ -16,6 +16,14 @@
 
 namespace k3 {
 
+// Deliberate corruptions that the module's own checks must catch (k3cli audit-checks); the shared
+// fleet checks have theirs (FleetSimFalsify, core/modules/shared/fleet_falsifiers.h).
+enum class TenantsFalsify : uint8_t {
+    none,
+    solo_seed,   // the solo run's tenant 1 is generated from another seed
+    quotas_off,  // this run's quotas are off although the parameters ask for them
+};
+
 struct TenantsParams {
     uint32_t tenants = 3;
     QueuePolicy mechanism = QueuePolicy::drr;
@@ -32,6 +40,8 @@ struct TenantsParams {
     FleetCacheParams cache{.state_capacity = 48, .kv_capacity_tokens = 600000};
     FleetInstanceParams instances{.instances = 2, .max_batch_tokens = 2048};
     FleetCostParams cost;
+    TenantsFalsify falsify = TenantsFalsify::none;        // not a declared parameter
+    FleetSimFalsify sim_falsify = FleetSimFalsify::none;  // not a declared parameter
 };
 
 // One simulation: this run, the well-behaved tenants alone, or another mechanism on the same workload.

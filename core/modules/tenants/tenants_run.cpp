@@ -25,12 +25,29 @@ std::vector<TenantSpec> tenant_specs(const TenantsParams& p) {
 FleetConfig tenants_config(const TenantsParams& p) {
     FleetConfig c = fleet_config(p.router, p.cache, p.instances, p.cost);
     c.seed = p.seed;
+    c.falsify = p.sim_falsify;
     c.tenants.assign(p.tenants, TenantConfig{});
     c.drr_quantum_tokens = p.drr_quantum;
     const CostModel cm(c.model, c.hardware, c.gpus, c.efficiency);
     c.bucket_rate_tokens_per_s =
         p.bucket_share * double(c.instances) * cm.prefill_tokens_per_s(c.max_batch_tokens, 4096);
     return c;
+}
+
+// The well-behaved tenants alone: the same specs and seed without tenant 0 (tenant 1 from another seed
+// when falsified).
+Workload solo_workload(const TenantsParams& p, const std::vector<TenantSpec>& specs) {
+    std::vector<bool> well_behaved(specs.size(), true);
+    well_behaved[0] = false;
+    if (p.falsify != TenantsFalsify::solo_seed)
+        return tenant_workload(specs, p.duration_s, p.seed, well_behaved);
+    std::vector<bool> tenant1(specs.size(), false);
+    tenant1[1] = true;
+    well_behaved[1] = false;
+    std::vector<Workload> parts;
+    parts.push_back(tenant_workload(specs, p.duration_s, p.seed + 1, tenant1));
+    parts.push_back(tenant_workload(specs, p.duration_s, p.seed, well_behaved));
+    return merge_workloads(std::move(parts), "tenants");
 }
 
 class TenantsRun final : public FleetModuleRun<TenantsResult> {
@@ -58,9 +75,7 @@ TenantsResult setup_tenants(const TenantsParams& p) {
     TenantsResult t;
     const std::vector<TenantSpec> specs = tenant_specs(p);
     t.all = std::make_shared<const Workload>(tenant_workload(specs, p.duration_s, p.seed));
-    std::vector<bool> well_behaved(specs.size(), true);
-    well_behaved[0] = false;
-    t.solo = std::make_shared<const Workload>(tenant_workload(specs, p.duration_s, p.seed, well_behaved));
+    t.solo = std::make_shared<const Workload>(solo_workload(p, specs));
     t.burst_from_ms = p.burst_start_s * 1000.0;
     t.burst_to_ms = t.burst_from_ms + p.burst_s * 1000.0;
     t.config = tenants_config(p);
@@ -75,7 +90,8 @@ TenantsResult setup_tenants(const TenantsParams& p) {
         t.runs.push_back({std::move(label), std::move(tag), q, quota, solo, main,
                           std::make_unique<FleetSim>(solo ? t.solo : t.all, c)});
     };
-    add("this run", {}, p.mechanism, p.quotas, false, true);
+    add("this run", {}, p.mechanism, p.quotas && p.falsify != TenantsFalsify::quotas_off, false, true);
+    t.runs.back().quota = p.quotas;  // what the parameters asked for (the table's label)
     add("well-behaved tenants alone", {"well-behaved tenants alone", "solo"}, p.mechanism, p.quotas, true,
         false);
     add("no isolation (FCFS, shared cache)", {"no isolation (FCFS, shared cache)", "no_isolation"},

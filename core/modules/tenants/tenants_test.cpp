@@ -1,13 +1,15 @@
-// Module 12 `tenants`: isolation keeps the well-behaved tenants near their solo run; without a
-// mechanism the figures still come; the fair shares; bad parameters.
+// Module 12 `tenants`: isolation keeps the SLO that no isolation misses; without a mechanism, or with a
+// burst that harms nobody, a note instead of the check; every check proven by its falsifier; the fair
+// shares; bad parameters.
 #include <doctest/doctest.h>
 
+#include "core/experiments/check_audit.h"
 #include "core/modules/tenants/tenants.h"
 #include "tests/unit/test_module_util.h"
 
 using namespace k3;
 
-TEST_CASE("tenants: isolation keeps the well-behaved tenants near their solo run") {
+TEST_CASE("tenants: isolation keeps the well-behaved tenants within the SLO no isolation misses") {
     const Experiment* e = find_experiment("tenants");
     REQUIRE(e != nullptr);
     CHECK(e->number == 12);
@@ -15,16 +17,37 @@ TEST_CASE("tenants: isolation keeps the well-behaved tenants near their solo run
     const Report r = test::run_module("tenants", {});
     test::all_checks_pass(r);
     test::check_keys_unique(r);  // the fleet checks of every mechanism's run
-    CHECK(test::check_keyed(r, "isolation_within_tolerance").passed);
-    CHECK(test::scalar_of(r, "isolation_ratio") <= 2.5);
-    CHECK(test::scalar_of(r, "no_isolation_ratio") >= 10);
+    CHECK(test::check_keyed(r, "isolation_keeps_slo").passed);
+    // The bounds are the declared default SLO, not a copy of it: met with isolation, missed without.
+    const double tolerance = e->defaults().num("tolerance");
+    const double isolated = test::scalar_of(r, "isolation_ratio"),
+                 none = test::scalar_of(r, "no_isolation_ratio");
+    CHECK(isolated <= tolerance);
+    CHECK(none > tolerance);
+    CHECK(isolated == doctest::Approx(test::scalar_of(r, "well_behaved_ttft_p99_ms") /
+                                      test::scalar_of(r, "solo_ttft_p99_ms")));
     CHECK(test::scalar_of(r, "jain_tenants") > 0);
     CHECK(test::without_timing(r) == test::without_timing(test::run_module("tenants", {})));
     // Without a mechanism there is nothing to check but the figures still come.
     const Report f = test::run_module("tenants", {{"mechanism", "fcfs"}, {"quotas", "0"}});
     test::all_checks_pass(f);
-    CHECK(f.find_check("isolation_within_tolerance") == nullptr);
+    CHECK(f.find_check("isolation_keeps_slo") == nullptr);
     CHECK(test::scalar_of(f, "isolation_ratio") == doctest::Approx(test::scalar_of(f, "no_isolation_ratio")));
+    // A burst no worse than the steady stream keeps everyone within the SLO: it tests no mechanism.
+    const Report calm = test::run_module("tenants", {{"burst_factor", "1"}});
+    test::all_checks_pass(calm);
+    CHECK(calm.find_check("isolation_keeps_slo") == nullptr);
+    CHECK(test::scalar_of(calm, "no_isolation_ratio") <= tolerance);
+}
+
+TEST_CASE("tenants: every check holds intact and fails when falsified") {
+    const CheckAudit a = audit_checks(*find_experiment("tenants"));
+    CHECK(a.problems.empty());
+    CHECK(a.checks.size() == 27);  // 5 shared checks x 5 simulations, the SLO and the solo run
+    for (const CheckProof& c : a.checks) {
+        CAPTURE(c.key);
+        CHECK(c.proven());
+    }
 }
 
 TEST_CASE("tenants: max-min fair shares cap each tenant at its demand and split the rest by weight") {

@@ -1,0 +1,51 @@
+// The falsifiers of the checks every fleet run reports (report_fleet_checks, fleet_report.h), for
+// any module that reports them. The module's parameters P carry the simulator's falsifier hook in a
+// member that is no declared parameter (`FleetSimFalsify sim_falsify = FleetSimFalsify::none;`),
+// copied into FleetConfig::falsify of every simulation its run makes; each falsifier then corrupts
+// every simulation, so that every tagged copy of its check ("..._solo", "..._round_robin") fails.
+//
+//     .falsifiers = with_fleet_falsifiers(tenants_falsifiers(), &TenantsParams::sim_falsify),
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/experiments/module.h"
+#include "core/fleet/fleet_config.h"
+
+namespace k3 {
+
+struct FleetCheckFalsifier {
+    const char* id;
+    const char* does;
+    const char* keys;  // a key pattern
+    FleetSimFalsify corruption;
+};
+inline const std::vector<FleetCheckFalsifier>& fleet_check_falsifiers() {
+    static const std::vector<FleetCheckFalsifier> v = {
+        {"drop_completion", "the first request to complete leaves no completion record",
+         "requests_accounted*", FleetSimFalsify::drop_completion},
+        {"skew_work_ledger", "the iterations' work ledger counts one prefill token more than the batch held",
+         "work_ledgers_agree*", FleetSimFalsify::skew_ledger},
+        {"phantom_hit", "the first request admitted resumes from half its prompt, which no instance holds",
+         "hits_backed_by_routed_requests*", FleetSimFalsify::phantom_hit},
+        {"leak_pages", "the first request to complete keeps its working-memory pages", "caches_released*",
+         FleetSimFalsify::leak_pages},
+        {"late_iteration", "the first iteration ends 1 % later than its batch's roofline time",
+         "iteration_times_match_roofline*", FleetSimFalsify::late_iteration},
+    };
+    return v;
+}
+
+// `own` followed by the shared checks' falsifiers, set through `hook`, each on top of `params`.
+template <class P>
+std::vector<Falsifier<P>> with_fleet_falsifiers(
+    std::vector<Falsifier<P>> own, FleetSimFalsify P::*hook,
+    std::vector<std::pair<std::string, std::string>> params = {}) {
+    for (const FleetCheckFalsifier& f : fleet_check_falsifiers())
+        own.push_back({f.id, f.does, {f.keys}, [hook, c = f.corruption](P& p) { p.*hook = c; }, params});
+    return own;
+}
+
+}  // namespace k3
