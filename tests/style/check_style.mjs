@@ -1,6 +1,6 @@
 // The project's written rules, checked (docs/architecture.md): formatting by .clang-format, no
-// function over 80 lines in core/ and ui/, includes that follow the layers, and comments that cite
-// only files that exist. Usage: node tests/style/check_style.mjs [--list-long]
+// function over 80 lines in core/ and ui/, includes that follow the layers, comments that cite only
+// files that exist, and one definition per type name. Usage: node tests/style/check_style.mjs [--list-long]
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
@@ -155,11 +155,33 @@ function citations() {
   }
 }
 
+// ---- one definition per type name -----------------------------------------------------------
+// Two headers defining k3::HitRecount compile and link without a word, and the program then reads
+// one layout through the other (undefined behaviour that only one compiler showed). Types defined at
+// column 0 of a header are at namespace scope (members are indented); their names must be unique per
+// namespace.
+function uniqueTypes() {
+  const seen = new Map();
+  for (const f of cpp.filter((f) => f.endsWith(".h"))) {
+    let ns = "";
+    fs.readFileSync(f, "utf8").split("\n").forEach((line, k) => {
+      const n = /^namespace ([\w:]+) \{/.exec(line);
+      if (n) ns = n[1];
+      const m = /^(?:struct|class|union|enum class|enum) (\w+(?:::\w+)*)\b[^;]*$/.exec(line);
+      if (!m) return;
+      const name = `${ns}::${m[1]}`, where = `${f}:${k + 1}`;
+      if (seen.has(name)) problems.push(`${where}: ${name} is also defined at ${seen.get(name)} (one definition rule)`);
+      else seen.set(name, where);
+    });
+  }
+}
+
 formatting();
 lineLengths();
+uniqueTypes();
 functionLengths(process.argv.includes("--list-long"));
 layers();
 citations();
 for (const p of problems) console.log(p);
-console.log(problems.length ? `${problems.length} problems` : "style: formatted, lines at most 110 columns, functions at most 80 lines, layers kept, citations exist");
+console.log(problems.length ? `${problems.length} problems` : "style: formatted, lines at most 110 columns, functions at most 80 lines, layers kept, citations exist, type names unique");
 process.exit(problems.length ? 1 : 0);

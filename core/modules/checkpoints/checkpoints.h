@@ -90,7 +90,7 @@ struct CodecMeasurements {
 };
 
 // Every request's hits recounted from the workload's tokens without the tree (checkpoints_recount.cpp).
-struct HitRecount {
+struct CheckpointHitRecount {
     std::vector<RequestHit> hits;  // per request, in replay order
     uint64_t prompt_tokens = 0, kv_hit_tokens = 0, state_hit_tokens = 0;
     uint64_t recomputed_tokens = 0;  // prompt tokens past each recounted state hit
@@ -98,7 +98,7 @@ struct HitRecount {
 // Empty when the recount does not apply (a capacity or a retention policy can drop what it assumes
 // is cached) or would compare too many pairs of requests (the Mooncake trace: its block ids are
 // counted instead, core/fleet/trace_reference.h).
-std::optional<HitRecount> recount_hits(const Workload& w, const ReplayConfig& c);
+std::optional<CheckpointHitRecount> recount_hits(const Workload& w, const ReplayConfig& c);
 
 struct CheckpointsResult {
     std::string load_error;               // the workload did not load
@@ -125,7 +125,7 @@ struct CheckpointsResult {
     std::optional<TraceReferenceHits> reference;
     // The headline replay's hits per request, and the same recounted from the tokens (synthetic).
     std::vector<RequestHit> replay_hits;
-    std::optional<HitRecount> recount;
+    std::optional<CheckpointHitRecount> recount;
 
     // The sweeps (empty with sweeps=0).
     std::vector<ReplayResult> intervals, capacities, policies;

@@ -55,10 +55,10 @@ RequestHit hits_of(const TokenSeq& q, uint64_t prompt, uint64_t page, const std:
 
 }  // namespace
 
-std::optional<HitRecount> recount_hits(const Workload& w, const ReplayConfig& c) {
+std::optional<CheckpointHitRecount> recount_hits(const Workload& w, const ReplayConfig& c) {
     if (!recountable(c) || pairs_to_compare(w) > kMaxRecountPairs) return std::nullopt;
     const uint64_t P = std::max<uint32_t>(c.cache.page_size, 1);
-    HitRecount out;
+    CheckpointHitRecount out;
     std::vector<Cached> cached;
     std::unordered_map<Token, std::vector<size_t>> by_start;  // requests cached so far, by first token
     for (const Request& r : w.requests) {

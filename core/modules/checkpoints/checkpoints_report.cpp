@@ -415,7 +415,7 @@ std::string first_hit_difference(const CheckpointsResult& m, Field field) {
 void recount_checks(const CheckpointsResult& m, Report& r) {
     if (!m.recount) return;
     const ReplayTotals& t = m.totals;
-    const HitRecount& n = *m.recount;
+    const CheckpointHitRecount& n = *m.recount;
     auto check = [&](const char* key, const char* name, uint64_t tree, uint64_t recount,
                      std::string differs) {
         r.check(key, name, differs.empty(),

@@ -119,7 +119,7 @@ TEST_CASE("checkpoints: the hit recount follows prefixes and checkpoints without
     ReplayConfig c;
     c.policy.kind = PolicyKind::interval;
     c.policy.interval = 512;
-    const std::optional<HitRecount> n = recount_hits(w, c);
+    const std::optional<CheckpointHitRecount> n = recount_hits(w, c);
     REQUIRE(n.has_value());
     REQUIRE(n->hits.size() == 3);
     CHECK(n->hits[0].kv_hit == 0);

@@ -110,7 +110,7 @@ struct StrategyOutcome {
 };
 
 // The damaged (or intact) blob and what the reader made of it.
-struct FaultOutcome {
+struct BlobFaultOutcome {
     std::string what;  // the damage done
     double blob_bytes = 0;
     lifecycle::BlobStatus status;
@@ -158,7 +158,7 @@ struct MigrateResult {
     std::optional<PausedRequest> paused;
     std::vector<StrategyOutcome> strategies;  // in kMigrationStrategies order, as far as they got
     bool all_strategies = false;
-    std::optional<FaultOutcome> fault;
+    std::optional<BlobFaultOutcome> fault;
     std::optional<SameInstanceOutcome> same_instance;
     std::optional<ScaleCosts> scale;
 };

@@ -115,7 +115,7 @@ void strategy_tables(const MigrateParams& p, const MigrateResult& m, Report& r) 
     }
 }
 
-void fault(const FaultOutcome& f, BlobFault injected, Report& r) {
+void fault(const BlobFaultOutcome& f, BlobFault injected, Report& r) {
     const BlobStatus& st = f.status;
     const std::string error = blob_error_id(st.code);
     r.add_table(make_table("Fault injection", {{"fault", ""},

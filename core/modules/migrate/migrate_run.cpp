@@ -278,7 +278,7 @@ void MigrateRun::faults() {
     const FaultPlan plan = inject_fault(p_, blob);
     if (falsified(MigrateFalsify::fault_resealed)) reseal_blob(blob);
     if (falsified(MigrateFalsify::intact_blob_bit) && p_.fault == BlobFault::none) flip_first_payload(blob);
-    FaultOutcome out;
+    BlobFaultOutcome out;
     out.what = plan.what;
     out.blob_bytes = double(blob.size());
     RequestState in;
