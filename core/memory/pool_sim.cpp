@@ -82,7 +82,7 @@ class Scheduler {
         first_admit_.assign(reqs_.size(), UINT64_MAX);
         for (size_t i = 0; i < reqs_.size(); ++i) prompt_[i] = reqs_[i].prompt, left_[i] = reqs_[i].output;
         res_.hits_by_prefix.assign(plen_.size(), 0);
-        res_.outcomes.assign(reqs_.size(), RequestOutcome::none);
+        res_.outcomes.assign(reqs_.size(), PoolRequestOutcome::none);
         audit_every_ = o.audit_every > 0 ? uint64_t(o.audit_every) : 0;
     }
 
@@ -107,7 +107,7 @@ class Scheduler {
     std::string recount_bytes(const PoolSample& p) const;
     void audit();
     void finalise();
-    void set_outcome(uint32_t i, RequestOutcome o);
+    void set_outcome(uint32_t i, PoolRequestOutcome o);
     void drop_waiting_head();
     bool fault_due(PoolSimFault f) const { return o_.fault == f && !fault_done_ && t_ >= o_.fault_step; }
     void damage_pool();
@@ -137,8 +137,8 @@ class Scheduler {
     bool fault_done_ = false;  // the falsifier's fault has struck (once per run)
 };
 
-void Scheduler::set_outcome(uint32_t i, RequestOutcome o) {
-    if (res_.outcomes[i] != RequestOutcome::none) ++res_.outcome_conflicts;
+void Scheduler::set_outcome(uint32_t i, PoolRequestOutcome o) {
+    if (res_.outcomes[i] != PoolRequestOutcome::none) ++res_.outcome_conflicts;
     res_.outcomes[i] = o;
 }
 
@@ -148,7 +148,7 @@ void Scheduler::drop_waiting_head() {
     const uint32_t head = waiting_.front();
     waiting_.pop_front();
     res_.drops.push_back({head, uint64_t(o_.states_per_request), prompt_[head]});
-    set_outcome(head, RequestOutcome::dropped);
+    set_outcome(head, PoolRequestOutcome::dropped);
     ++res_.dropped;
 }
 
@@ -276,7 +276,7 @@ void Scheduler::drop_running(size_t pos) {
     const uint64_t entry_tokens = reads_entry ? entries_[size_t(l.entry)].tokens : 0;
     res_.drops.push_back(
         {l.idx, uint64_t(o_.states_per_request) + (reads_entry ? 1 : 0), l.own_tokens + 1 + entry_tokens});
-    set_outcome(l.idx, RequestOutcome::dropped);
+    set_outcome(l.idx, PoolRequestOutcome::dropped);
     pool_.release(req_owner(l.idx));
     if (reads_entry) --entries_[size_t(l.entry)].refs, entries_[size_t(l.entry)].last_use = t_;
     running_.erase(running_.begin() + std::ptrdiff_t(pos));
@@ -289,7 +289,7 @@ void Scheduler::finish(size_t pos) {
         fault_done_ = true;  // its memory stays with an owner nobody will release
     else
         pool_.release(req_owner(l.idx));
-    set_outcome(l.idx, RequestOutcome::finished);
+    set_outcome(l.idx, PoolRequestOutcome::finished);
     if (l.entry >= 0) --entries_[size_t(l.entry)].refs, entries_[size_t(l.entry)].last_use = t_;
     latency_sum_ += double(t_ - reqs_[l.idx].arrival);
     running_.erase(running_.begin() + std::ptrdiff_t(pos));

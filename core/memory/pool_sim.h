@@ -74,7 +74,7 @@ struct PoolSimOptions {
 };
 
 // What became of one request of the stream.
-enum class RequestOutcome : uint8_t { none, finished, dropped };
+enum class PoolRequestOutcome : uint8_t { none, finished, dropped };
 
 // A request dropped because it could not fit even with the pool to itself (and the prefix-cache entry
 // it reads, if any): the state slots and KV tokens it needed then.
@@ -142,7 +142,7 @@ struct PoolSimResult {
     uint32_t recounts = 0, recount_mismatches = 0;
     std::string recount_error;  // the first mismatch
     // Per request, what became of it (each set once; a second outcome counts in outcome_conflicts).
-    std::vector<RequestOutcome> outcomes;
+    std::vector<PoolRequestOutcome> outcomes;
     uint32_t outcome_conflicts = 0;
     std::vector<PoolDrop> drops;
     PoolStats end_stats;  // after the last request and the cache were released

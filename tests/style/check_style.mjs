@@ -167,8 +167,8 @@ function uniqueTypes() {
     fs.readFileSync(f, "utf8").split("\n").forEach((line, k) => {
       const n = /^namespace ([\w:]+) \{/.exec(line);
       if (n) ns = n[1];
-      const m = /^(?:struct|class|union|enum class|enum) (\w+(?:::\w+)*)\b[^;]*$/.exec(line);
-      if (!m) return;
+      const m = /^(?:struct|class|union|enum class|enum) (\w+(?:::\w+)*)\b/.exec(line);
+      if (!m || (/;\s*$/.test(line) && !line.includes("{"))) return;  // a declaration only
       const name = `${ns}::${m[1]}`, where = `${f}:${k + 1}`;
       if (seen.has(name)) problems.push(`${where}: ${name} is also defined at ${seen.get(name)} (one definition rule)`);
       else seen.set(name, where);

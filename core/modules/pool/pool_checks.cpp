@@ -32,10 +32,10 @@ struct Ledger {
 
 Ledger ledger_of(const PoolDesignRun& run) {
     Ledger l;
-    for (RequestOutcome o : run.sim.outcomes) {
-        l.finished += o == RequestOutcome::finished;
-        l.dropped += o == RequestOutcome::dropped;
-        l.unaccounted += o == RequestOutcome::none;
+    for (PoolRequestOutcome o : run.sim.outcomes) {
+        l.finished += o == PoolRequestOutcome::finished;
+        l.dropped += o == PoolRequestOutcome::dropped;
+        l.unaccounted += o == PoolRequestOutcome::none;
     }
     for (const PoolDrop& d : run.sim.drops)
         l.unjustified_drops += empty_pool_holds(run.layout, d.states, d.tokens);
