@@ -120,6 +120,25 @@ try {
     }
   }
 
+  // 3a. A check's tooltip says what makes it fail (its falsifier): the row's tooltip appears on hover.
+  {
+    await open("#m=memory");
+    const r = await page.evaluate(() => window.k3.widget("check:accounting_equals_tensor_recount"));
+    ok(r !== null, "the memory module's recount check is on the page");
+    if (r) {
+      const box = { x: r.x, y: r.y + r.h, width: Math.min(600, 1280 - r.x), height: Math.min(160, 800 - r.y - r.h) };
+      const before = decodePng(await page.screenshot({ clip: box }));
+      await page.mouse.move(r.x + 160, r.y + r.h / 2);
+      await page.waitForTimeout(400);
+      const after = decodePng(await page.screenshot({ clip: box }));
+      await page.screenshot({ path: path.join(outDir, "check-tooltip.png") });
+      let changed = 0;
+      for (let i = 0; i < before.rgba.length; i += 4) changed += before.rgba[i] !== after.rgba[i];
+      ok(changed > before.rgba.length / 4 * 0.05, `hovering a check opens its tooltip (${changed} pixels changed; build/e2e/check-tooltip.png)`);
+      await page.mouse.move(5, 790);
+    }
+  }
+
   // 3b. Exports: the JSON download is the report, the CSV has the scalars.
   {
     const { report } = await open("#m=memory&context=65536");
