@@ -46,85 +46,129 @@ std::vector<LayerKind> hybrid_pattern(int n_layers, int attn_every, bool attn_la
     return v;
 }
 
-std::optional<ModelConfig> model_preset(std::string_view id) {
+namespace {
+
+ModelConfig kimi_linear_48b_preset() {
     ModelConfig c;
-    if (id == "kimi-linear-48b") {
-        // HF moonshotai/Kimi-Linear-48B-A3B config (reference/kda.md §0).
-        c.id = "kimi-linear-48b";
-        c.name = "Kimi-Linear-48B-A3B";
-        c.layers = hybrid_pattern(27, 4, true);
-        c.d_model = 2304;
-        c.lin_heads = c.lin_v_heads = 32;
-        c.head_k = c.head_v = 128;
-        c.conv_width = 4;
-        c.state_dtype = DType::fp32;
-        c.conv_dtype = DType::bf16;
-        c.attn_kind = AttnKind::mla;
-        c.attn_heads = 32;
-        c.mla_latent = 512;
-        c.mla_rope = 64;
-        c.mla_nope_dim = 128;
-        c.mla_v_dim = 128;
-        c.kv_dtype = DType::bf16;
-        c.total_params = 48e9;  // "48B total, 3B activated" (model card)
-        c.active_params = 3e9;
-        return c;
-    }
-    if (id == "qwen3-next-80b") {
-        // Qwen3-Next-80B-A3B: 48 layers, 36 Gated DeltaNet + 12 gated attention (reference/serving.md §7).
-        c.id = "qwen3-next-80b";
-        c.name = "Qwen3-Next-80B-A3B";
-        c.linear_name = "GDN";
-        c.layers = hybrid_pattern(48, 4, false);
-        c.d_model = 2048;
-        c.lin_heads = 16;
-        c.lin_v_heads = 32;
-        c.head_k = c.head_v = 128;
-        c.conv_width = 4;
-        c.state_dtype = DType::fp32;
-        c.conv_dtype = DType::bf16;
-        c.attn_kind = AttnKind::gqa;
-        c.attn_heads = 16;
-        c.kv_heads = 2;
-        c.attn_head_dim = 256;
-        c.kv_dtype = DType::bf16;
-        c.total_params = 80e9;  // "80B total, 3B activated" (model card)
-        c.active_params = 3e9;
-        return c;
-    }
-    if (id == "tiny" || id == "small") {
-        // The runnable models (README, "What it is"): same layer design, small sizes; fp32 state, conv
-        // windows and KV, bf16 weights (core/model/weights.h).
-        const bool tiny = id == "tiny";
-        c.id = std::string(id);
-        c.name = tiny ? "tiny (runnable)" : "small (runnable)";
-        c.runnable = true;
-        c.layers = hybrid_pattern(tiny ? 8 : 12, 4, false);
-        c.d_model = tiny ? 256 : 512;
-        c.lin_heads = c.lin_v_heads = tiny ? 4 : 8;
-        c.head_k = c.head_v = 64;
-        c.conv_width = 4;
-        c.state_dtype = DType::fp32;
-        c.conv_dtype = DType::fp32;
-        c.attn_kind = AttnKind::mla;
-        c.attn_heads = tiny ? 4 : 8;
-        c.mla_latent = tiny ? 128 : 256;
-        c.mla_rope = 32;
-        c.mla_nope_dim = 64;
-        c.mla_v_dim = 64;
-        c.kv_dtype = DType::fp32;
-        c.vocab = tiny ? 512 : 1024;
-        c.mlp_hidden = tiny ? 768 : 1536;
-        c.gate_rank = 64;
-        return c;
-    }
+    // HF moonshotai/Kimi-Linear-48B-A3B config (reference/kda.md §0).
+    c.id = "kimi-linear-48b";
+    c.name = "Kimi-Linear-48B-A3B";
+    c.layers = hybrid_pattern(27, 4, true);
+    c.d_model = 2304;
+    c.lin_heads = c.lin_v_heads = 32;
+    c.head_k = c.head_v = 128;
+    c.conv_width = 4;
+    c.state_dtype = DType::fp32;
+    c.conv_dtype = DType::bf16;
+    c.attn_kind = AttnKind::mla;
+    c.attn_heads = 32;
+    c.mla_latent = 512;
+    c.mla_rope = 64;
+    c.mla_nope_dim = 128;
+    c.mla_v_dim = 128;
+    c.kv_dtype = DType::bf16;
+    c.total_params = 48e9;  // "48B total, 3B activated" (model card)
+    c.active_params = 3e9;
+    return c;
+}
+
+ModelConfig kimi_k3_preset() {
+    ModelConfig c;
+    // moonshotai/Kimi-K3 config.json (reference/kimi_k3.md §1.2-1.3): 69 KDA + 24 NoPE MLA layers,
+    // MLA at 1-based 4, 8, ..., 92 and 93; KDA 96 heads of 128 without value-head grouping.
+    c.id = "kimi-k3";
+    c.name = "Kimi-K3";
+    c.layers = hybrid_pattern(93, 4, true);
+    c.d_model = 7168;
+    c.lin_heads = c.lin_v_heads = 96;
+    c.head_k = c.head_v = 128;
+    c.conv_width = 4;
+    c.state_dtype = DType::fp32;  // vLLM keeps the KDA recurrent state in fp32 whatever the cache dtype
+    c.conv_dtype = DType::bf16;
+    c.attn_kind = AttnKind::mla;
+    c.attn_heads = 96;
+    c.mla_latent = 512;
+    c.mla_rope = 64;  // cached, not rotated (NoPE MLA)
+    c.mla_nope_dim = 128;
+    c.mla_v_dim = 128;
+    c.kv_dtype = DType::bf16;
+    c.vocab = 163840;
+    c.max_context = 1048576;
+    c.moe = {896, 16, 2, 3584, 3072, 1};
+    c.total_params = 2.78e12;  // "2.78T" total, "104.2B" active (reference/kimi_k3.md §1.3)
+    c.active_params = 104.2e9;
+    return c;
+}
+
+ModelConfig qwen3_next_80b_preset() {
+    ModelConfig c;
+    // Qwen3-Next-80B-A3B: 48 layers, 36 Gated DeltaNet + 12 gated attention (reference/serving.md §7).
+    c.id = "qwen3-next-80b";
+    c.name = "Qwen3-Next-80B-A3B";
+    c.linear_name = "GDN";
+    c.layers = hybrid_pattern(48, 4, false);
+    c.d_model = 2048;
+    c.lin_heads = 16;
+    c.lin_v_heads = 32;
+    c.head_k = c.head_v = 128;
+    c.conv_width = 4;
+    c.state_dtype = DType::fp32;
+    c.conv_dtype = DType::bf16;
+    c.attn_kind = AttnKind::gqa;
+    c.attn_heads = 16;
+    c.kv_heads = 2;
+    c.attn_head_dim = 256;
+    c.kv_dtype = DType::bf16;
+    c.total_params = 80e9;  // "80B total, 3B activated" (model card)
+    c.active_params = 3e9;
+    return c;
+}
+
+ModelConfig runnable_preset(std::string_view id) {
+    ModelConfig c;
+    // The runnable models (README, "What it is"): same layer design, small sizes; fp32 state, conv
+    // windows and KV, bf16 weights (core/model/weights.h).
+    const bool tiny = id == "tiny";
+    c.id = std::string(id);
+    c.name = tiny ? "tiny (runnable)" : "small (runnable)";
+    c.runnable = true;
+    c.layers = hybrid_pattern(tiny ? 8 : 12, 4, false);
+    c.d_model = tiny ? 256 : 512;
+    c.lin_heads = c.lin_v_heads = tiny ? 4 : 8;
+    c.head_k = c.head_v = 64;
+    c.conv_width = 4;
+    c.state_dtype = DType::fp32;
+    c.conv_dtype = DType::fp32;
+    c.attn_kind = AttnKind::mla;
+    c.attn_heads = tiny ? 4 : 8;
+    c.mla_latent = tiny ? 128 : 256;
+    c.mla_rope = 32;
+    c.mla_nope_dim = 64;
+    c.mla_v_dim = 64;
+    c.kv_dtype = DType::fp32;
+    c.vocab = tiny ? 512 : 1024;
+    c.mlp_hidden = tiny ? 768 : 1536;
+    c.gate_rank = 64;
+    return c;
+}
+
+}  // namespace
+
+std::optional<ModelConfig> model_preset(std::string_view id) {
+    if (id == "kimi-linear-48b") return kimi_linear_48b_preset();
+    if (id == "kimi-k3") return kimi_k3_preset();
+    if (id == "qwen3-next-80b") return qwen3_next_80b_preset();
+    if (id == "tiny" || id == "small") return runnable_preset(id);
     return std::nullopt;
 }
 
-std::vector<std::string> model_preset_ids() { return {"kimi-linear-48b", "qwen3-next-80b", "tiny", "small"}; }
+std::vector<std::string> model_preset_ids() {
+    return {"kimi-k3", "kimi-linear-48b", "qwen3-next-80b", "tiny", "small"};
+}
 
 const char* preset_id(ModelPreset m) {
     switch (m) {
+        case ModelPreset::kimi_k3: return "kimi-k3";
         case ModelPreset::kimi_linear_48b: return "kimi-linear-48b";
         case ModelPreset::qwen3_next_80b: return "qwen3-next-80b";
         case ModelPreset::tiny: return "tiny";
@@ -136,6 +180,7 @@ const char* preset_id(ModelPreset m) {
 
 const char* preset_label(ModelPreset m) {
     switch (m) {
+        case ModelPreset::kimi_k3: return "Kimi-K3";
         case ModelPreset::kimi_linear_48b: return "Kimi-Linear-48B-A3B";
         case ModelPreset::qwen3_next_80b: return "Qwen3-Next-80B-A3B";
         case ModelPreset::tiny: return "tiny (runnable)";

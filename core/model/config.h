@@ -42,6 +42,14 @@ struct ModelConfig {
     // what a roofline estimate of compute and weight traffic needs (core/model/roofline.h).
     double total_params = 0, active_params = 0;
 
+    // Mixture of experts (published presets that have one; what a cost estimate of expert traffic
+    // needs): routed experts, experts per token, shared experts, the width experts run in, their
+    // intermediate size, and the leading dense layers.
+    struct Moe {
+        int experts = 0, top_k = 0, shared = 0, latent = 0, intermediate = 0, dense_layers = 0;
+    } moe;
+    int64_t max_context = 0;  // published maximum positions (0: not stated)
+
     // Runnable-model sizes (only for presets that can run).
     bool runnable = false;
     int vocab = 0, mlp_hidden = 0, gate_rank = 0;
@@ -57,13 +65,14 @@ struct ModelConfig {
 // Kimi-Linear: 27 layers, every 4th and the last -> 20 KDA + 7 MLA.
 std::vector<LayerKind> hybrid_pattern(int n_layers, int attn_every, bool attn_last);
 
-// Presets by id: "kimi-linear-48b", "qwen3-next-80b" (accounting only), "tiny", "small" (runnable).
+// Presets by id: "kimi-k3", "kimi-linear-48b", "qwen3-next-80b" (accounting only), "tiny", "small"
+// (runnable).
 std::optional<ModelConfig> model_preset(std::string_view id);
 std::vector<std::string> model_preset_ids();
 
 // The presets as the modules' `preset` parameter names them; `custom` stands for dimensions a
 // module takes from parameters of its own (model_preset(custom) is empty).
-enum class ModelPreset : uint8_t { kimi_linear_48b, qwen3_next_80b, tiny, small, custom };
+enum class ModelPreset : uint8_t { kimi_linear_48b, qwen3_next_80b, tiny, small, custom, kimi_k3 };
 const char* preset_id(ModelPreset m);     // "kimi-linear-48b", ..., "custom"
 const char* preset_label(ModelPreset m);  // "Kimi-Linear-48B-A3B", ..., "tiny (runnable)", "custom"
 std::optional<ModelConfig> model_preset(ModelPreset m);

@@ -39,9 +39,6 @@ void custom_params(ParamList<CustomModel>& l) {
     custom(l.integer(&CustomModel::kv_heads, "kv_heads", "KV heads", "", 1, 256)).describe("GQA only.");
     custom(l.integer(&CustomModel::attn_head_dim, "attn_head_dim", "Attention head dim", "", 1, 1024))
         .describe("GQA only.");
-    custom(l.choice(&CustomModel::kv_dtype, "kv_dtype", "KV dtype",
-                    dtype_choices({DType::fp32, DType::bf16, DType::fp16, DType::fp8})))
-        .describe("Element type of the attention cache.");
 }
 
 std::vector<Falsifier<MemoryParams>> memory_falsifiers() {
@@ -59,6 +56,11 @@ std::vector<Falsifier<MemoryParams>> memory_falsifiers() {
          "the accounting is given Qwen3-Next's configuration for Kimi-Linear",
          {"kimi_linear_reference_figures"},
          set(MemoryFalsify::wrong_model)},
+        {"wrong_model_k3",
+         "the accounting is given Qwen3-Next's configuration for Kimi-K3",
+         {"kimi_k3_reference_figures"},
+         set(MemoryFalsify::wrong_model),
+         {{"preset", "kimi-k3"}}},
         {"wrong_model_qwen",
          "the accounting is given Kimi-Linear's configuration for Qwen3-Next",
          {"qwen3_next_reference_figures"},
@@ -72,12 +74,20 @@ std::vector<Falsifier<MemoryParams>> memory_falsifiers() {
 ParamList<MemoryParams> memory_params() {
     ParamList<MemoryParams> l;
     l.choice(&MemoryParams::preset, "preset", "Model",
-             preset_choices({ModelPreset::kimi_linear_48b, ModelPreset::qwen3_next_80b, ModelPreset::tiny,
-                             ModelPreset::custom}))
+             preset_choices({ModelPreset::kimi_linear_48b, ModelPreset::kimi_k3, ModelPreset::qwen3_next_80b,
+                             ModelPreset::tiny, ModelPreset::custom}))
         .in_group("Model")
         .describe(
             "Published configurations for the accounting, the runnable tiny model, or custom dimensions "
             "(below).");
+    l.choice(&MemoryParams::kv_dtype, "kv_dtype", "KV dtype",
+             Choices<KvDtype>{{KvDtype::model, "auto", "the model's (auto)"},
+                              {KvDtype::bf16, "bf16", ""},
+                              {KvDtype::fp8, "fp8", ""},
+                              {KvDtype::fp16, "fp16", ""},
+                              {KvDtype::fp32, "fp32", ""}})
+        .in_group("Model");
+    l.integer(&MemoryParams::tp, "tp", "Tensor parallel", "ranks", 1, 64).log().in_group("Model");
     l.integer(&MemoryParams::context, "context", "Context length", "tokens", 1, 16777216)
         .log()
         .in_group("Workload")
@@ -91,6 +101,11 @@ ParamList<MemoryParams> memory_params() {
 }
 
 void validate_memory(const MemoryParams& p, Issues& issues) {
+    const ModelConfig whole = memory_model_tp1(p);
+    if (whole.lin_v_heads % p.tp != 0 || whole.lin_heads % p.tp != 0)
+        issues.error(p.tp, "tensor parallelism " + std::to_string(p.tp) + " must divide the linear heads (" +
+                               std::to_string(whole.lin_heads) + " q/k, " +
+                               std::to_string(whole.lin_v_heads) + " v)");
     if (p.preset != ModelPreset::custom) return;
     if (p.custom.v_heads % p.custom.heads != 0)
         issues.error(p.custom.v_heads, "value heads (" + std::to_string(p.custom.v_heads) +
@@ -123,7 +138,10 @@ Experiment make_memory_experiment() {
                  {},
                  "break_even_tokens"},
             },
-        .falsifiers = memory_falsifiers()});
+        .falsifiers = memory_falsifiers(),
+        // Kimi-K3's figures also per GPU at TP8 and with an fp8 cache.
+        .audit_params = {{{"preset", "kimi-k3"}, {"kv_dtype", "fp8"}},
+                         {{"preset", "kimi-k3"}, {"tp", "8"}, {"kv_dtype", "fp8"}}}});
 }
 
 K3_REGISTER_EXPERIMENT(make_memory_experiment);

@@ -16,7 +16,6 @@ struct CustomModel {
     DType state_dtype = DType::fp32, conv_dtype = DType::bf16;
     AttnKind attn_kind = AttnKind::mla;
     int mla_latent = 512, mla_rope = 64, kv_heads = 2, attn_head_dim = 256;
-    DType kv_dtype = DType::bf16;
     bool operator==(const CustomModel&) const = default;
 };
 
@@ -28,8 +27,13 @@ enum class MemoryFalsify : uint8_t {
     wrong_model,  // the accounting is given another preset's configuration
 };
 
+// The attention cache's element type: the preset's own (vLLM's "auto") or a chosen one.
+enum class KvDtype : uint8_t { model, bf16, fp8, fp16, fp32 };
+
 struct MemoryParams {
     ModelPreset preset = ModelPreset::kimi_linear_48b;
+    KvDtype kv_dtype = KvDtype::model;
+    int tp = 1;                // tensor-parallel ranks: figures per GPU
     int64_t context = 131072;  // tokens
     double budget_gib = 40;
     CustomModel custom;
@@ -66,7 +70,8 @@ struct MemoryResult {
 
 ParamList<MemoryParams> memory_params();
 void validate_memory(const MemoryParams& p, Issues& issues);
-ModelConfig memory_model(const MemoryParams& p);
+ModelConfig memory_model_tp1(const MemoryParams& p);  // the whole model, before tensor parallelism
+ModelConfig memory_model(const MemoryParams& p);      // one rank's share of it
 MemoryResult run_memory(const MemoryParams& p);
 void report_memory(const MemoryParams& p, const MemoryResult& m, Report& r);
 

@@ -134,6 +134,37 @@ void tables(const MemoryParams& p, const MemoryResult& m, Report& r) {
                 baseline_fit(a, x, budget)});
 }
 
+// Kimi-K3's published shapes, as vLLM allocates them (reference/kimi_k3.md §2.1-2.4): per GPU at TP1
+// and TP8, the MLA cache in bf16 or fp8.
+void kimi_k3_reference_check(const MemoryParams& p, const MemoryResult& m, Report& r) {
+    const MemoryAccount& a = m.account;
+    const DType kv = m.model.kv_dtype;
+    if ((p.tp != 1 && p.tp != 8) || (kv != DType::bf16 && kv != DType::fp8)) return;
+    const bool fp8 = kv == DType::fp8;
+    const uint64_t layer = p.tp == 1 ? 6512640 : 814080, per_token = fp8 ? 13824 : 27648;
+    bool ok =
+        a.state_bytes_per_layer == layer && a.state_bytes == layer * 69 && a.kv_bytes_per_token == per_token;
+    std::string detail = "state " + format_grouped(double(a.state_bytes_per_layer)) +
+                         " B per layer (expect " + format_grouped(double(layer)) + "), " +
+                         format_grouped(double(a.state_bytes)) + " B per sequence (expect " +
+                         format_grouped(double(layer * 69)) + "), MLA " +
+                         format_grouped(double(a.kv_bytes_per_token)) + " B/token (expect " +
+                         format_grouped(double(per_token)) + ")";
+    if (p.tp == 1) {
+        // Break-even against its own MLA and the ratio to an all-MLA 93-layer model.
+        const double be = std::round(a.state_equivalent_tokens());
+        const double r128 = ratio(a, 131072), r1m = ratio(a, 1048576);
+        const double want_be = fp8 ? 32507 : 16253, want128 = fp8 ? 0.322 : 0.290,
+                     want1m = fp8 ? 0.266 : 0.262;
+        ok = ok && be == want_be && std::fabs(r128 - want128) < 0.0005 && std::fabs(r1m - want1m) < 0.0005;
+        detail += ", break-even " + format_grouped(be) + " tokens (expect " + format_grouped(want_be) +
+                  "), hybrid / all-MLA " + format_sig(r128, 3) + " at 131,072 (expect " +
+                  format_sig(want128, 3) + ") and " + format_sig(r1m, 3) + " at 1,048,576 (expect " +
+                  format_sig(want1m, 3) + ")";
+    }
+    r.check("kimi_k3_reference_figures", "Kimi-K3 reference figures (reference/kimi_k3.md §2)", ok, detail);
+}
+
 void reference_checks(const MemoryParams& p, const MemoryResult& m, Report& r) {
     // Keyed on the preset asked for, so that an accounting fed another model's configuration fails.
     const MemoryAccount& a = m.account;
@@ -148,6 +179,7 @@ void reference_checks(const MemoryParams& p, const MemoryResult& m, Report& r) {
                     " B/token (expect 8,064), ratio at 1,048,576 " + format_sig(r1m, 4) +
                     " (expect 0.261), break-even " + format_number(std::round(be)) + " (expect 5,384)");
     }
+    if (p.preset == ModelPreset::kimi_k3) kimi_k3_reference_check(p, m, r);
     if (p.preset == ModelPreset::qwen3_next_80b) {
         const double mib = double(a.state_bytes) / (1024.0 * 1024.0);
         r.check("qwen3_next_reference_figures", "Qwen3-Next reference figures (reference/serving.md §7)",
@@ -197,7 +229,7 @@ void checks(const MemoryParams& p, const MemoryResult& m, Report& r) {
     reference_checks(p, m, r);
 }
 
-void notes(const MemoryResult& m, Report& r) {
+void notes(const MemoryParams& p, const MemoryResult& m, Report& r) {
     const ModelConfig& c = m.model;
     r.notes.push_back(c.name + ": " + std::to_string(m.account.linear_layers) + " " + c.linear_name + " + " +
                       std::to_string(m.account.attention_layers) + " attention layers.");
@@ -205,7 +237,11 @@ void notes(const MemoryResult& m, Report& r) {
         r.notes.push_back(
             "Attention cache assumes an absorbed-MLA latent cache (latent + rope elements per token per "
             "layer), as vLLM stores it; HF eager caching of decompressed K and V is much larger.");
-    r.notes.push_back("Per sequence, tensor parallelism 1. With TP the head-sharded state divides by TP.");
+    r.notes.push_back(
+        p.tp > 1 ? "Per sequence on one of " + std::to_string(p.tp) +
+                       " tensor-parallel GPUs: the linear layers' heads are split between the ranks, an MLA "
+                       "latent is kept whole on every rank, GQA K/V heads are split."
+                 : "Per sequence on one GPU (tensor parallelism 1); `tp` shows one rank's share.");
     if (m.custom_ignored)
         r.notes.push_back("Custom dimensions are set but ignored: they apply only with preset=custom.");
 }
@@ -217,7 +253,7 @@ void report_memory(const MemoryParams& p, const MemoryResult& m, Report& r) {
     plots(p, m, r);
     tables(p, m, r);
     checks(p, m, r);
-    notes(m, r);
+    notes(p, m, r);
 }
 
 }  // namespace k3

@@ -37,6 +37,36 @@ TEST_CASE("memory: Qwen3-Next-80B-A3B accounting") {
     CHECK(std::round(a.state_equivalent_tokens()) == 3144);
 }
 
+TEST_CASE("memory: Kimi-K3, whole and per GPU, bf16 and fp8 (reference/kimi_k3.md §2)") {
+    const auto c = *model_preset("kimi-k3");
+    CHECK(c.n_linear() == 69);
+    CHECK(c.n_attention() == 24);
+    CHECK(c.conv_channels() == 36864);
+    // 1-based MLA layers 4, 8, ..., 92 and 93: the last two are both MLA
+    for (int i = 1; i <= 93; ++i)
+        CHECK((c.layers[size_t(i - 1)] == LayerKind::attention) == (i % 4 == 0 || i == 93));
+    const Report r = test::run_module("memory", {{"preset", "kimi-k3"}});
+    CHECK(test::scalar_of(r, "state_bytes") == 449372160);
+    CHECK(test::scalar_of(r, "state_bytes_per_layer") == 6512640);
+    CHECK(test::scalar_of(r, "kv_bytes_per_token") == 27648);
+    CHECK(test::scalar_of(r, "baseline_kv_bytes_per_token") == 107136);
+    CHECK(test::scalar_of(r, "break_even_tokens") == 16253);
+    test::all_checks_pass(r);
+    CHECK(test::check_keyed(r, "kimi_k3_reference_figures").passed);
+    const Report fp8 = test::run_module("memory", {{"preset", "kimi-k3"}, {"kv_dtype", "fp8"}});
+    CHECK(test::scalar_of(fp8, "kv_bytes_per_token") == 13824);
+    CHECK(test::scalar_of(fp8, "break_even_tokens") == 32507);
+    // TP8: 12 heads per rank; the MLA latent stays whole on every rank
+    const Report tp8 = test::run_module("memory", {{"preset", "kimi-k3"}, {"tp", "8"}});
+    CHECK(test::scalar_of(tp8, "state_bytes_per_layer") == 814080);
+    CHECK(test::scalar_of(tp8, "kv_bytes_per_token") == 27648);
+    test::all_checks_pass(tp8);
+    const Experiment& e = *find_experiment("memory");
+    auto bad = parse_params(e.params, {{"preset", "kimi-k3"}, {"tp", "5"}}, RangePolicy::strict);
+    REQUIRE(e.check(bad.params).size() == 1);
+    CHECK(e.check(bad.params)[0].key == "tp");
+}
+
 TEST_CASE("memory: the report's acceptance figures at 1M tokens") {
     const Report r = test::run_module("memory", {{"preset", "kimi-linear-48b"}, {"context", "1048576"}});
     CHECK(test::scalar_of(r, "state_bytes") == 43417600);
@@ -80,5 +110,5 @@ TEST_CASE("memory: custom dimensions with a preset are ignored, and the report s
 }
 
 TEST_CASE("memory: every check holds intact and fails when falsified") {
-    test::all_checks_proven("memory", 5);
+    test::all_checks_proven("memory", 6);
 }
