@@ -106,14 +106,16 @@ void App::draw_overview() {
     if (!overview_built_) {
         // Headline figures, computed live with the modules' own code (cheap runs only).
         overview_built_ = true;
-        for (const auto& e : experiments())
-            for (const auto& h : e.headlines) {
-                ParsedParams pp = parse_params(e.params, h.params, RangePolicy::strict);
-                if (!pp.ok()) continue;
-                const Report r = run_to_end(e, pp.params);
-                if (const Scalar* s = r.find_scalar(h.scalar_key))
-                    overview_.push_back({&e, h.caption, *s, format_url_hash(e.id, &pp.params)});
-            }
+        for (const bool lead : {true, false})
+            for (const auto& e : experiments())
+                for (const auto& h : e.headlines) {
+                    if (h.lead != lead) continue;
+                    ParsedParams pp = parse_params(e.params, h.params, RangePolicy::strict);
+                    if (!pp.ok()) continue;
+                    const Report r = run_to_end(e, pp.params);
+                    if (const Scalar* s = r.find_scalar(h.scalar_key))
+                        overview_.push_back({&e, h.caption, *s, format_url_hash(e.id, &pp.params)});
+                }
     }
     ImGui::BeginChild("overview", ImVec2(0, 0), false);
     ImGui::PushFont(fonts().title);

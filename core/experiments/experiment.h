@@ -57,11 +57,13 @@ std::unique_ptr<Run> one_step_run(std::string module, const Params& raw, std::st
                                   std::function<void(Report&)> fill);
 
 // A figure the Overview page computes live and links to its module: run the module with `params`
-// (on top of its defaults) and show scalar `scalar_key` with a caption.
+// (on top of its defaults) and show scalar `scalar_key` with a caption. `lead`: shown first, before
+// the other modules' figures (the flagship model's).
 struct Headline {
     std::string caption;
     std::vector<std::pair<std::string, std::string>> params;
     std::string scalar_key;
+    bool lead = false;
 };
 
 // How a check can be made to fail: a deliberate corruption of a run's data or inputs (flip a byte of a

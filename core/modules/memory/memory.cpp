@@ -131,6 +131,18 @@ Experiment make_memory_experiment() {
         },
         .headlines =
             {
+                {"One Kimi-K3 sequence's KDA state (69 layers of 96 heads, fp32)",
+                 {{"preset", "kimi-k3"}},
+                 "state_bytes",
+                 true},
+                {"Kimi-K3 at 1M tokens needs this fraction of an all-MLA model's cache memory",
+                 {{"preset", "kimi-k3"}, {"context", "1048576"}},
+                 "ratio_vs_baseline",
+                 true},
+                {"One Kimi-K3 state weighs as much as this many tokens of its MLA cache (bf16)",
+                 {{"preset", "kimi-k3"}},
+                 "break_even_tokens",
+                 true},
                 {"Kimi-Linear at 1M tokens needs this fraction of an all-attention model's cache memory",
                  {{"preset", "kimi-linear-48b"}, {"context", "1048576"}},
                  "ratio_vs_baseline"},
