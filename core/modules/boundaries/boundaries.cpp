@@ -107,8 +107,9 @@ std::vector<Falsifier<BoundariesParams>> boundaries_falsifiers() {
 ParamList<BoundariesParams> boundaries_params() {
     using P = BoundariesParams;
     ParamList<P> l;
-    l.choice(&P::preset, "preset", "Model",
-             preset_choices({ModelPreset::kimi_linear_48b, ModelPreset::qwen3_next_80b}))
+    l.choice(
+         &P::preset, "preset", "Model",
+         preset_choices({ModelPreset::kimi_linear_48b, ModelPreset::kimi_k3, ModelPreset::qwen3_next_80b}))
         .in_group("Model and hardware")
         .describe(
             "Published configuration: state and KV bytes (module 2) and parameter counts for the roofline.");

@@ -191,3 +191,16 @@ TEST_CASE("boundaries: every check holds intact and fails when falsified") {
         CHECK(c.proven());
     }
 }
+
+TEST_CASE("boundaries: Kimi-K3 passes every check, its weights not fitting the fleet map's GPUs warned") {
+    const Report r =
+        run({{"preset", "kimi-k3"}, {"resolution", "6"}, {"fleet_grid", "2"}, {"fleet_requests", "40"}});
+    test::all_checks_pass(r);
+    const Experiment& e = *find_experiment("boundaries");
+    auto pp = parse_params(e.params, {{"preset", "kimi-k3"}}, RangePolicy::strict);
+    REQUIRE(pp.ok());
+    bool warned = false;
+    for (const ParamIssue& i : e.check(pp.params))
+        warned |= i.level == ParamIssue::warning && i.key == "preset";
+    CHECK(warned);
+}

@@ -44,6 +44,11 @@ std::vector<Falsifier<CpParams>> cp_falsifiers() {
          "the map size is counted with a diagonal M (K floats per value head instead of K x K)",
          {"bytes_per_rank_match_held_maps"},
          set(CpFalsify::map_formula)},
+        {"map_formula_k3",
+         "at Kimi-K3's scale, the map size is counted with a diagonal M (K floats per value head)",
+         {"bytes_per_rank_match_held_maps"},
+         set(CpFalsify::map_formula),
+         {{"preset", "kimi-k3"}}},
     };
 }
 
@@ -69,8 +74,9 @@ ParamList<CpParams> cp_params() {
         .in_group("Run");
     l.seed(&CpParams::seed, "Seed of the layer weights, the layer inputs x ~ N(0, 1) and the uneven slices.")
         .in_group("Run");
-    l.choice(&CpParams::preset, "preset", "Model at scale",
-             preset_choices({ModelPreset::kimi_linear_48b, ModelPreset::qwen3_next_80b}))
+    l.choice(
+         &CpParams::preset, "preset", "Model at scale",
+         preset_choices({ModelPreset::kimi_linear_48b, ModelPreset::kimi_k3, ModelPreset::qwen3_next_80b}))
         .in_group("At scale")
         .describe("Published configuration for the bytes and work at real scale (formulas, not runs).");
     l.integer(&CpParams::context, "context", "Context at scale", "tokens", 1024, 16777216)
@@ -119,7 +125,8 @@ Experiment make_cp_experiment() {
                  {{"tokens", "200"}, {"ranks", "7"}},
                  "bytes_per_rank_preset"},
             },
-        .falsifiers = cp_falsifiers()});
+        .falsifiers = cp_falsifiers(),
+        .audit_params = {{{"preset", "kimi-k3"}, {"tokens", "120"}, {"ranks", "4"}}}});
 }
 
 K3_REGISTER_EXPERIMENT(make_cp_experiment);

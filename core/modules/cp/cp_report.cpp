@@ -138,7 +138,7 @@ void at_scale_figures(const CpParams& p, const CpAtScale& a, Report& r) {
     const double all_layers = a.map_bytes * pc.n_linear();
     r.scalar("bytes_per_rank_preset", "Map per rank per KDA layer at scale", "B", a.map_bytes, true).help =
         pc.name + ": (K x K + K x V) x 4 B x " + std::to_string(pc.lin_v_heads) +
-        " value heads (reference/kda.md §4.2: 4 MiB for Kimi Linear).";
+        " value heads (reference/kda.md §4.2: 4 MiB for Kimi Linear; 12 MiB for Kimi-K3).";
     r.scalar("bytes_per_rank_preset_model", "Maps per rank, all linear layers at scale", "B", all_layers);
     r.scalar("exchange_s_preset", "One map over the link, all linear layers (estimate)", "s",
              transfer_seconds(all_layers, p.link));
@@ -188,17 +188,24 @@ void bytes_check(const CpParams& p, const CpOutcome& m, Report& r) {
         sent += std::string(combiner_id(kCombiners[ci])) + " " + format_grouped(m.sent_total[ci]) + " vs " +
                 format_grouped(k.bytes_total) + "; ";
     }
-    const bool kimi = p.preset == ModelPreset::kimi_linear_48b;
-    r.check("bytes_per_rank_match_held_maps",
-            "Bytes per rank are the maps the ranks hold and send" +
-                std::string(kimi ? "; 4 MiB for Kimi Linear" : ""),
-            held_ok && sent_ok && a.map_bytes == a.held_map_bytes && (!kimi || a.map_bytes == 4194304.0),
-            "this layer: counted " + format_grouped(m.map_bytes) + " B, held " +
-                (m.held_map_bytes.empty() ? std::string("none") : format_grouped(m.held_map_bytes.front())) +
-                " B per rank; sent in step 2 (all ranks, KDA), measured vs the cost table: " + sent +
-                a.model.name + ": counted " + format_grouped(a.map_bytes) + " B, held " +
-                format_grouped(a.held_map_bytes) + " B" +
-                (kimi ? " (reference/kda.md §4.2: \"4 MiB per layer per rank\")" : ""));
+    // The published or derived map size of the preset: Kimi Linear's "4 MiB per layer per rank"
+    // (reference/kda.md §4.2); Kimi-K3's 96 value heads x (128 x 128 + 128 x 128) x 4 B = 12 MiB
+    // (reference/kimi_k3.md §1.3: 96 heads of 128, no value-head grouping).
+    const bool kimi = p.preset == ModelPreset::kimi_linear_48b, k3 = p.preset == ModelPreset::kimi_k3;
+    const double expected = kimi ? 4194304.0 : k3 ? 96.0 * (128 * 128 + 128 * 128) * 4 : 0;
+    const std::string figure = kimi ? "; 4 MiB for Kimi Linear" : k3 ? "; 12 MiB for Kimi-K3" : "";
+    r.check(
+        "bytes_per_rank_match_held_maps", "Bytes per rank are the maps the ranks hold and send" + figure,
+        held_ok && sent_ok && a.map_bytes == a.held_map_bytes && (expected == 0 || a.map_bytes == expected),
+        "this layer: counted " + format_grouped(m.map_bytes) + " B, held " +
+            (m.held_map_bytes.empty() ? std::string("none") : format_grouped(m.held_map_bytes.front())) +
+            " B per rank; sent in step 2 (all ranks, KDA), measured vs the cost table: " + sent +
+            a.model.name + ": counted " + format_grouped(a.map_bytes) + " B, held " +
+            format_grouped(a.held_map_bytes) + " B" +
+            (kimi ? std::string(" (reference/kda.md §4.2: \"4 MiB per layer per rank\")")
+             : k3 ? " (expected 96 heads x (128 x 128 + 128 x 128) x 4 B = " + format_grouped(expected) +
+                        " B, reference/kimi_k3.md §1.3)"
+                  : std::string()));
 }
 
 void error_figures(const CpOutcome& m, Report& r) {

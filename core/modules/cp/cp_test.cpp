@@ -107,3 +107,16 @@ TEST_CASE("cp: everything outside timing is the same on a second run") {
 TEST_CASE("cp: each falsifier fails every check it names (a small run)") {
     test::falsifiers_fail_their_checks("cp", {{"tokens", "90"}, {"ranks", "5"}});
 }
+
+TEST_CASE("cp: Kimi-K3 at scale holds 12 MiB maps per layer per rank and passes every check") {
+    CpParams p;
+    p.preset = ModelPreset::kimi_k3;
+    const CpAtScale k3 = cp_at_scale(p);
+    CHECK(k3.model.name == "Kimi-K3");
+    CHECK(k3.map_bytes == 96.0 * (128 * 128 + 128 * 128) * 4);  // 12,582,912 B
+    CHECK(k3.held_map_bytes == k3.map_bytes);                   // what local_maps allocates at that shape
+    const Report r = run_cp({{"tokens", "80"}, {"ranks", "3"}, {"preset", "kimi-k3"}});
+    test::all_checks_pass(r);
+    CHECK(test::scalar_of(r, "bytes_per_rank_preset") == 12582912.0);
+    CHECK(test::scalar_of(r, "bytes_per_rank_preset_model") == 69 * 12582912.0);
+}

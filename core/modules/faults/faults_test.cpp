@@ -63,3 +63,11 @@ TEST_CASE("faults: the resume audit finds without the guard what the guard preve
 TEST_CASE("faults: every falsifier fails every check it names, which held intact") {
     test::falsifiers_fail_their_checks("faults", {});
 }
+
+TEST_CASE("faults: Kimi-K3's instances pass every check") {
+    const Report r = test::run_module("faults", {{"preset", "kimi-k3"}, {"compare", "0"}});
+    test::all_checks_pass(r);
+    bool state_noted = false;  // one checkpoint is K3's 449,372,160 B of state (reference/kimi_k3.md §2.1)
+    for (const std::string& n : r.notes) state_noted |= n.find("428.6 MiB") != std::string::npos;
+    CHECK(state_noted);
+}

@@ -81,3 +81,25 @@ TEST_CASE("fleet: the module's own defaults reach the fleet configuration") {
     CHECK(c.working_bytes == 32ull << 30);
     CHECK(c.policy.chunk == 64);
 }
+
+TEST_CASE("fleet: Kimi-K3 runs with its parameter counts and state, and too little memory is refused") {
+    FleetParams p;
+    p.instances.preset = ModelPreset::kimi_k3;
+    const FleetConfig c = fleet_module_config(p);
+    CHECK(c.model.total_params == 2.78e12);  // reference/kimi_k3.md §1.3: 2.78T total, 104.2B active
+    CHECK(c.model.active_params == 104.2e9);
+    const Report r = test::run_module("fleet", {{"preset", "kimi-k3"}, {"compare_routers", "0"}});
+    test::all_checks_pass(r);
+    bool state_noted = false;  // one checkpoint is K3's 449,372,160 B of state
+    for (const std::string& n : r.notes) state_noted |= n.find("428.6 MiB") != std::string::npos;
+    CHECK(state_noted);
+    // 64 state slots of 428.6 MiB do not fit 16 GiB of working memory: refused, naming both.
+    const Experiment& e = *find_experiment("fleet");
+    auto pp = parse_params(e.params, {{"preset", "kimi-k3"}, {"working_gib", "16"}}, RangePolicy::strict);
+    REQUIRE(pp.ok());
+    bool refused = false;
+    for (const ParamIssue& i : e.check(pp.params))
+        refused |= i.level == ParamIssue::error && i.key == "working_gib" &&
+                   i.message.find("428.6 MiB") != std::string::npos;
+    CHECK(refused);
+}

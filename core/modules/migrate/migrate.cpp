@@ -61,7 +61,8 @@ void fault_params(ParamList<MigrateParams>& l) {
 void scale_params(ParamList<MigrateParams>& l) {
     auto scale = [](ParamSpec& s) -> ParamSpec& { return s.in_group("At scale"); };
     scale(l.choice(&MigrateParams::preset, "preset", "Model at scale",
-                   preset_choices({ModelPreset::kimi_linear_48b, ModelPreset::qwen3_next_80b})))
+                   preset_choices(
+                       {ModelPreset::kimi_linear_48b, ModelPreset::kimi_k3, ModelPreset::qwen3_next_80b})))
         .describe(
             "Published configuration for the strategy costs at real scale (exact bytes, roofline times).");
     scale(l.integer(&MigrateParams::context, "context", "Context at scale", "tokens", 1, 16777216).log())
@@ -123,6 +124,16 @@ std::vector<Falsifier<MigrateParams>> migrate_falsifiers() {
          "the costs at scale are computed for the other preset",
          {"scale_blob_is_accounted"},
          set(MigrateFalsify::scale_wrong_model)},
+        {"scale_conv_dtype_k3",
+         "at Kimi-K3's scale, the cost model counts the conv windows in fp32 (the configuration says bf16)",
+         {"scale_blob_is_accounted"},
+         set(MigrateFalsify::scale_conv_dtype),
+         {{"preset", "kimi-k3"}, {"prompt", "16"}, {"before", "1"}, {"after", "1"}}},
+        {"scale_wrong_model_k3",
+         "at Kimi-K3's scale, the costs are computed for Kimi Linear",
+         {"scale_blob_is_accounted"},
+         set(MigrateFalsify::scale_wrong_model),
+         {{"preset", "kimi-k3"}, {"prompt", "16"}, {"before", "1"}, {"after", "1"}}},
     };
 }
 
@@ -170,7 +181,8 @@ Experiment make_migrate_experiment() {
                  {{"prompt", "16"}, {"before", "1"}, {"after", "1"}},
                  "scale_recompute_s"},
             },
-        .falsifiers = migrate_falsifiers()});
+        .falsifiers = migrate_falsifiers(),
+        .audit_params = {{{"preset", "kimi-k3"}}}});
 }
 
 K3_REGISTER_EXPERIMENT(make_migrate_experiment);

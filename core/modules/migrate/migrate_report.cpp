@@ -178,7 +178,7 @@ double blob_overhead(const MemoryAccount& a, double ids) {
 
 // The cost model's blob at scale (the format's arithmetic on the configuration's layout) against the
 // accounting plus the format's overhead, and the accounting against the published figures of the preset
-// asked for (reference/kda.md §5, reference/serving.md §7).
+// asked for (reference/kda.md §5, reference/kimi_k3.md §2, reference/serving.md §7).
 void scale_check(const MigrateParams& p, const ScaleCosts& s, Report& r) {
     const StrategyCost& all = s.chosen(p.regime)[MigrationStrategy::move_all];
     const MemoryAccount& acc = s.account;
@@ -190,6 +190,13 @@ void scale_check(const MigrateParams& p, const ScaleCosts& s, Report& r) {
     if (p.preset == ModelPreset::kimi_linear_48b) {
         published = all.state_bytes == 43417600 && all.kv_bytes == 8064 * P;
         source = "; Kimi Linear: 43,417,600 B of state and 8,064 B/token (reference/kda.md §5)";
+    } else if (p.preset == ModelPreset::kimi_k3) {
+        const double per_layer = all.state_bytes / double(s.model.n_linear());
+        published = all.state_bytes == 449372160 && per_layer == 6512640 && all.kv_bytes == 27648 * P;
+        source = "; Kimi-K3: " + format_grouped(per_layer) + " B per KDA layer x " +
+                 std::to_string(s.model.n_linear()) +
+                 " layers; published 6,512,640 B per layer, 449,372,160 B of state and 27,648 B/token in "
+                 "bf16 (reference/kimi_k3.md §2.1, §2.3)";
     } else if (p.preset == ModelPreset::qwen3_next_80b) {
         published = std::fabs(all.state_bytes / 1048576 - 73.7) < 0.05 && all.kv_bytes == 24576 * P;
         source = "; Qwen3-Next: 73.7 MiB of state and 24 KiB/token (reference/serving.md §7)";

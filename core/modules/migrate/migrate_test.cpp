@@ -116,3 +116,12 @@ TEST_CASE("migrate: a failed step is the last check, and what the run did not re
     CHECK(r.tables.empty());  // the strategy tables need all three strategies
     CHECK(r.series.empty());
 }
+
+TEST_CASE("migrate: Kimi-K3 at scale moves its published state and MLA cache, and every check holds") {
+    const Report r = run_migrate({{"preset", "kimi-k3"}});
+    test::all_checks_pass(r);
+    CHECK(test::check_keyed(r, "scale_blob_is_accounted").passed);
+    // reference/kimi_k3.md §2.1, §2.3: 449,372,160 B of state, 27,648 B/token of MLA cache in bf16
+    CHECK(test::scalar_of(r, "scale_move_all_bytes") > 449372160.0 + 27648.0 * 131072);
+    CHECK(test::scalar_of(r, "scale_move_all_bytes") < 449372160.0 + 27648.0 * 131072 + 1e6);
+}

@@ -55,7 +55,8 @@ void fleet_instance_params(ParamList<FleetInstanceParams>& l) {
     inst(l.integer(&P::instances, "instances", "Instances", "", 1, 64))
         .describe("Serving instances in the fleet.");
     inst(l.choice(&P::preset, "preset", "Model",
-                  preset_choices({ModelPreset::kimi_linear_48b, ModelPreset::qwen3_next_80b})))
+                  preset_choices(
+                      {ModelPreset::kimi_linear_48b, ModelPreset::kimi_k3, ModelPreset::qwen3_next_80b})))
         .describe(
             "Published configuration: state and KV bytes (module 2) and parameter counts for the roofline.");
     inst(l.choice(&P::hardware, "hardware", "GPU", hardware_choices()))

@@ -69,3 +69,11 @@ TEST_CASE("tenants: a burst outside the run is refused, named by its field") {
     REQUIRE(issues.size() == 1);
     CHECK(issues[0].key == "burst_start_s");
 }
+
+TEST_CASE("tenants: Kimi-K3's instances pass every check") {
+    const Report r = test::run_module("tenants", {{"preset", "kimi-k3"}});
+    test::all_checks_pass(r);
+    bool state_noted = false;  // one checkpoint is K3's 449,372,160 B of state (reference/kimi_k3.md §2.1)
+    for (const std::string& n : r.notes) state_noted |= n.find("428.6 MiB") != std::string::npos;
+    CHECK(state_noted);
+}
