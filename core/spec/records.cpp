@@ -36,6 +36,7 @@ RecordLayout RecordLayout::of(const KdaDims& d, RecordVariant v) {
             put(L.k, qk), put(L.delta, vc), put(L.g, gc), put(L.raw_q, qk), put(L.raw_k, qk),
                 put(L.raw_v, vc);
             break;
+        case RecordVariant::recoverssm: break;  // accounting only (spec::runnable_variant): no fields
     }
     L.floats = at;
     return L;
@@ -226,6 +227,7 @@ void replay_layer(const model::KdaWeights& w, const KdaDims& d, const RecordLayo
             delta_replay(d.s, st.S, rec + L.k, rec + L.delta, rec + L.g, n, size_t(F));
             if (L.variant == RecordVariant::delta_conv) windows();
             break;
+        case RecordVariant::recoverssm: break;  // never recorded on the runnable model
     }
 }
 

@@ -27,17 +27,37 @@ const std::vector<VariantInfo>& record_variants() {
     return v;
 }
 
-const VariantInfo& variant_info(RecordVariant v) { return record_variants()[size_t(v)]; }
+const std::vector<VariantInfo>& accounting_variants() {
+    static const std::vector<VariantInfo> v = [] {
+        std::vector<VariantInfo> all = record_variants();
+        // kimi_k3.md §3.2: vLLM keeps the (W - 1 + N)-wide conv window and compacts it after acceptance,
+        // so the record rebuilds S only; the runnable model does not implement it.
+        all.push_back({RecordVariant::recoverssm, "recoverssm", "K3", "RecoverSSM (Kimi-K3)",
+                       "per head and position: the delta-rule correction c_t (fp32), the raw key and the raw "
+                       "gate (activation dtype). S is refolded from the checkpoint; the conv window is kept "
+                       "W - 1 + N wide",
+                       false, false});
+        return all;
+    }();
+    return v;
+}
+
+bool runnable_variant(RecordVariant v) { return size_t(v) < record_variants().size(); }
+
+// The runnable variants' entries are record_variants()' own (callers compare addresses).
+const VariantInfo& variant_info(RecordVariant v) {
+    return runnable_variant(v) ? record_variants()[size_t(v)] : accounting_variants()[size_t(v)];
+}
 
 std::optional<RecordVariant> parse_variant(std::string_view id) {
-    for (const auto& i : record_variants())
+    for (const auto& i : accounting_variants())
         if (id == i.id) return i.variant;
     return std::nullopt;
 }
 
 std::vector<std::string> variant_ids() {
     std::vector<std::string> ids;
-    for (const auto& i : record_variants()) ids.emplace_back(i.id);
+    for (const auto& i : accounting_variants()) ids.emplace_back(i.id);
     return ids;
 }
 
@@ -64,6 +84,8 @@ std::vector<RecordField> record_fields(const ModelConfig& c, RecordVariant v) {
         case RecordVariant::layer_input: return {{"layer input x", uint64_t(c.d_model), act}};
         case RecordVariant::delta: return {k, {"delta", vc, DType::fp32}, gate};
         case RecordVariant::delta_conv: return {k, {"delta", vc, DType::fp32}, gate, rq, rk, rv};
+        case RecordVariant::recoverssm:  // kimi_k3.md §3.2: c_t (128 fp32) + raw k, raw g (2 x 128 bf16)
+            return {{"correction c_t", vc, DType::fp32}, {"raw k", qk, act}, {"raw gate", g, act}};
     }
     return {};
 }
@@ -98,6 +120,42 @@ SpecStorage spec_storage(const ModelConfig& c, RecordVariant v, int draft_len, i
     s.ratio_per_token =
         s.record_per_token > 0 ? double(s.snapshot_per_layer) / double(s.record_per_token) : 0;
     return s;
+}
+
+std::vector<PageTensor> vllm_kda_page_tensors(const ModelConfig& c, int draft_tokens, int tp) {
+    const uint64_t n = uint64_t(draft_tokens > 0 ? draft_tokens : 0), t = uint64_t(tp > 0 ? tp : 1);
+    const uint64_t hv = uint64_t(c.lin_v_heads) / t, h = uint64_t(c.lin_heads) / t;
+    const uint64_t K = uint64_t(c.head_k), V = uint64_t(c.head_v);
+    const uint64_t channels = 2 * h * K + hv * V;  // q, k, v
+    return {
+        {"ssm_state", {hv, K, V}, c.state_dtype, false},
+        {"conv_state", {channels, uint64_t(c.conv_width - 1) + n}, c.conv_dtype, false},
+        {"correction_cache", {hv, 1 + n, V}, DType::fp32, true},
+        {"kg_cache", {hv, 1 + n, 2 * K}, c.conv_dtype, true},
+    };
+}
+
+VllmPages vllm_pages(const std::vector<PageTensor>& tensors, int draft_tokens) {
+    VllmPages p;
+    p.draft_tokens = draft_tokens;
+    for (const PageTensor& x : tensors) {
+        if (x.record)
+            p.records += x.bytes();
+        else if (x.name == "ssm_state")
+            p.state += x.bytes();
+        else
+            p.conv += x.bytes();
+    }
+    const uint64_t n = uint64_t(draft_tokens > 0 ? draft_tokens : 0);
+    p.snapshot_page = p.state + p.conv;
+    p.recoverssm_page = p.snapshot_page + p.records;
+    p.snapshot_none = (1 + n) * p.snapshot_page;
+    p.recoverssm_none = p.recoverssm_page;
+    p.snapshot_align = (2 + n) * p.snapshot_page;
+    p.recoverssm_align = 2 * p.recoverssm_page;
+    p.ratio_none = p.recoverssm_none ? double(p.snapshot_none) / double(p.recoverssm_none) : 0;
+    p.ratio_align = p.recoverssm_align ? double(p.snapshot_align) / double(p.recoverssm_align) : 0;
+    return p;
 }
 
 }  // namespace k3::spec

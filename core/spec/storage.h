@@ -35,6 +35,8 @@ enum class RecordVariant : uint8_t {
     layer_input,        // (d)  the layer input x; every projection recomputed
     delta,              // (e)  k; delta = beta (v - k^T D S); g   (replay S = D S + k delta^T)
     delta_conv,         // (e) + raw q, k, v for the conv window
+    // Accounting only (the runnable model does not record it; not in record_variants()):
+    recoverssm,  // Kimi-K3's RecoverSSM (kimi_k3.md §3.2): correction c_t; raw k; raw gate
 };
 
 struct VariantInfo {
@@ -49,10 +51,14 @@ struct VariantInfo {
     bool restores_window;  // false: S is exact, the conv windows are not rebuilt
 };
 
-const std::vector<VariantInfo>& record_variants();  // in enum order
+// The variants the runnable model records and replays (core/spec/records.h), in enum order.
+const std::vector<VariantInfo>& record_variants();
+// Every variant, in enum order: record_variants() and then the accounting-only ones (recoverssm).
+const std::vector<VariantInfo>& accounting_variants();
+bool runnable_variant(RecordVariant v);
 const VariantInfo& variant_info(RecordVariant v);
 std::optional<RecordVariant> parse_variant(std::string_view id);
-std::vector<std::string> variant_ids();
+std::vector<std::string> variant_ids();  // of accounting_variants()
 
 // One field of a record: elements per token per layer, stored in `dtype`.
 struct RecordField {
@@ -94,5 +100,34 @@ struct SpecStorage {
 // N >= 1, R >= 1, L >= 0 (0: no ring figures).
 SpecStorage spec_storage(const ModelConfig& c, RecordVariant v, int draft_len, int running_requests,
                          int ring_capacity = 0);
+
+// vLLM's page of one KDA layer per request under speculative decoding (kimi_k3.md §3.1-3.3), built
+// from the tensors vLLM allocates (mamba_utils.py): the recurrent state (HV, K, V) in the state dtype and
+// a conv window (q, k, v channels, W - 1 + N) in the conv dtype; RecoverSSM appends correction_cache
+// (HV, 1 + N, V) fp32 and kg_cache (HV, 1 + N, 2 K) in the activation dtype. N = draft tokens
+// (num_speculative_tokens), TP shards every tensor by heads.
+struct PageTensor {
+    std::string name;
+    std::vector<uint64_t> shape;
+    DType dtype = DType::fp32;
+    bool record = false;  // RecoverSSM's record caches (not in a snapshot page)
+    uint64_t bytes() const {
+        uint64_t e = 1;
+        for (uint64_t d : shape) e *= d;
+        return e * dtype_bytes(dtype);
+    }
+};
+std::vector<PageTensor> vllm_kda_page_tensors(const ModelConfig& c, int draft_tokens, int tp = 1);
+
+struct VllmPages {
+    int draft_tokens = 0;
+    uint64_t state = 0, conv = 0, records = 0;  // S, C_N, R_N
+    uint64_t snapshot_page = 0;                 // S + C_N: one state block of the baseline
+    uint64_t recoverssm_page = 0;               // S + C_N + R_N: RecoverSSM's one state block
+    // State blocks per request: baseline 1 + N (none) or 2 + N (align, prefix caching); RecoverSSM 1 or 2.
+    uint64_t snapshot_none = 0, recoverssm_none = 0, snapshot_align = 0, recoverssm_align = 0;
+    double ratio_none = 0, ratio_align = 0;  // snapshot / RecoverSSM bytes per request
+};
+VllmPages vllm_pages(const std::vector<PageTensor>& tensors, int draft_tokens);
 
 }  // namespace k3::spec

@@ -16,7 +16,9 @@ Choices<DType> dtype_choices(std::initializer_list<DType> offered) {
 
 Choices<spec::RecordVariant> record_variant_choices(bool exact_only) {
     Choices<spec::RecordVariant> out;
-    for (const spec::VariantInfo& v : spec::record_variants())
+    // exact_only: the variants the runnable model replays exactly; otherwise every variant, with the
+    // accounting-only ones (spec::accounting_variants).
+    for (const spec::VariantInfo& v : exact_only ? spec::record_variants() : spec::accounting_variants())
         if (v.exact || !exact_only) out.push_back({v.variant, v.id, std::string(v.row) + " " + v.label});
     return out;
 }

@@ -11,6 +11,8 @@ namespace {
 
 std::vector<Falsifier<SpecStorageParams>> spec_storage_falsifiers() {
     auto set = [](SpecStorageFalsify f) { return [f](SpecStorageParams& p) { p.falsify = f; }; };
+    const std::vector<std::pair<std::string, std::string>> k3_pages = {
+        {"preset", "kimi-k3"}, {"variant", "recoverssm"}, {"draft_len", "7"}, {"demo", "0"}};
     return {
         {"window_row",
          "the storage accounting counts each snapshot with one conv window row too few",
@@ -19,7 +21,8 @@ std::vector<Falsifier<SpecStorageParams>> spec_storage_falsifiers() {
         {"gate_per_head",
          "the record accounting counts one gate value per head (as for gated deltanet), not one per key "
          "channel",
-         {"kimi_linear_record_variants", "kimi_linear_reference_figures"},
+         {"kimi_linear_record_variants", "kimi_linear_reference_figures",
+          "recoverssm_page_records_equal_records"},
          set(SpecStorageFalsify::gate_per_head)},
         {"short_record",
          "each record is allotted its last field's floats too few (that field overlaps the one before)",
@@ -37,6 +40,16 @@ std::vector<Falsifier<SpecStorageParams>> spec_storage_falsifiers() {
          "the one-pass verification runs the chunked kernel instead of the recurrent one",
          {"one_pass_logits_bitwise"},
          set(SpecStorageFalsify::chunked_verify)},
+        {"records_without_kg",
+         "recoverssm's records and vllm's kg_cache are counted without the raw key and the raw gate",
+         {"kimi_k3_recoverssm_record", "kimi_k3_vllm_page_table"},
+         set(SpecStorageFalsify::records_without_kg),
+         k3_pages},
+        {"conv_without_draft",
+         "vllm's conv window is counted w - 1 columns wide, without the n draft columns",
+         {"vllm_snapshot_page_widens_window", "kimi_k3_vllm_page_table"},
+         set(SpecStorageFalsify::conv_without_draft),
+         k3_pages},
     };
 }
 
@@ -46,8 +59,8 @@ ParamList<SpecStorageParams> spec_storage_params() {
     using P = SpecStorageParams;
     ParamList<P> l;
     l.choice(&P::preset, "preset", "Model",
-             preset_choices({ModelPreset::kimi_linear_48b, ModelPreset::qwen3_next_80b, ModelPreset::tiny,
-                             ModelPreset::small}))
+             preset_choices({ModelPreset::kimi_linear_48b, ModelPreset::kimi_k3, ModelPreset::qwen3_next_80b,
+                             ModelPreset::tiny, ModelPreset::small}))
         .in_group("Model");
     l.integer(&P::draft_len, "draft_len", "Tokens per verification N", "tokens", 1, kSpecMaxDraft)
         .in_group("Speculation");
@@ -74,6 +87,11 @@ void validate_spec_storage(const SpecStorageParams& p, Issues& issues) {
                        "a ring of " + format_number(p.ring_capacity) +
                            " records cannot hold one verification of N = " + format_number(p.draft_len) +
                            " tokens (module 8 refuses it); its figure is shown anyway");
+    if (p.demo && !spec::runnable_variant(p.variant))
+        issues.warning(p.variant, std::string("the runnable model does not record ") +
+                                      spec::variant_info(p.variant).id + ": the demo restores with " +
+                                      spec::variant_info(demo_variant(p)).id +
+                                      " (the same correction vector) and claims only what that variant does");
 }
 
 Experiment make_spec_storage_experiment() {

@@ -21,12 +21,14 @@ namespace k3 {
 // Deliberate corruptions that the module's checks must catch (k3cli audit-checks).
 enum class SpecStorageFalsify : uint8_t {
     none,
-    window_row,         // the storage accounting is given the model with a conv window one row shorter
-    gate_per_head,      // the storage accounting counts one gate value per head, as for Gated DeltaNet
-    short_record,       // the demo's records are under-allocated (spec::VerifyFault::short_record)
-    record_bit,         // one bit of a demo record is flipped before the replay
-    snapshot_position,  // the demo's copy restore takes the snapshot of the next draft position
-    chunked_verify,     // the demo's one-pass verification runs the chunked kernel
+    window_row,          // the storage accounting is given the model with a conv window one row shorter
+    gate_per_head,       // the storage accounting counts one gate value per head, as for Gated DeltaNet
+    short_record,        // the demo's records are under-allocated (spec::VerifyFault::short_record)
+    record_bit,          // one bit of a demo record is flipped before the replay
+    snapshot_position,   // the demo's copy restore takes the snapshot of the next draft position
+    chunked_verify,      // the demo's one-pass verification runs the chunked kernel
+    records_without_kg,  // RecoverSSM's records (and vLLM's kg_cache) lose the raw key and raw gate
+    conv_without_draft,  // vLLM's conv window is counted W - 1 wide, without the N draft columns
 };
 
 struct SpecStorageParams {
@@ -42,18 +44,35 @@ struct SpecStorageParams {
 
 // The largest N: the range of draft_len and of the plots against N.
 constexpr int kSpecMaxDraft = 32;
+// vLLM's page comparison (kimi_k3.md §3.3) is tabulated for N = 1 .. kVllmPageTableDraft.
+constexpr int kVllmPageTableDraft = 8;
+
+// The variant the runnable-model demo records: the chosen one, or for an accounting-only variant
+// (recoverssm, which the runnable model does not implement) the delta form, its nearest runnable kin.
+spec::RecordVariant demo_variant(const SpecStorageParams& p);
+
+// vLLM's pages of one KDA layer (spec::vllm_kda_page_tensors, TP1), KDA presets only.
+struct VllmPageComparison {
+    std::vector<spec::PageTensor> tensors;  // at the chosen N
+    spec::VllmPages chosen;                 // N = draft_len
+    std::vector<spec::VllmPages> table;     // N = 1 .. kVllmPageTableDraft
+    uint64_t conv_column_bytes = 0;         // one column of the layer's conv window (its layout)
+    uint64_t recoverssm_record = 0;         // record_fields(recoverssm) per token per layer
+};
 
 // The storage accounting of the chosen preset.
 struct StorageAccounting {
     ModelConfig model;
     spec::SpecStorage chosen;                     // the chosen variant at N, R, L
-    std::vector<spec::SpecStorage> variants;      // every variant at N, R, L, in record_variants() order
+    std::vector<spec::SpecStorage> variants;      // every variant at N, R, L, in accounting_variants() order
     std::vector<spec::SpecStorage> by_draft_len;  // the chosen variant at N = 1 .. kSpecMaxDraft
     std::vector<spec::RecordField> fields;        // of one record of the chosen variant
     // One layer's snapshot recounted from the layer's own layout (core/model/dims.h, the dims the
     // runnable model addresses its state with), not from the accounting: S and the conv windows.
     uint64_t layout_S_bytes = 0, layout_window_bytes = 0;
-    std::optional<spec::SpecStorage> kimi_reference;  // Kimi-Linear only: minimal exact at N = 4
+    std::optional<spec::SpecStorage> kimi_reference;   // Kimi-Linear only: minimal exact at N = 4
+    std::vector<spec::RecordField> recoverssm_fields;  // of one RecoverSSM record
+    std::optional<VllmPageComparison> vllm;            // KDA presets
 };
 
 // The rollback on the runnable tiny model: one verification of N tokens, rejected at every n in 0..N

@@ -1,6 +1,7 @@
 // Module 7 `spec-storage`: the accounting and the runnable model's rollback as figures, plots, tables,
 // checks and notes.
 #include <cmath>
+#include <cstdio>
 
 #include "core/base/numfmt.h"
 #include "core/kda/layout.h"
@@ -11,6 +12,12 @@ namespace k3 {
 namespace {
 
 using namespace k3::spec;
+
+std::string fixed2(double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.2f", v);
+    return b;
+}
 
 std::string variant_name(const VariantInfo& v) { return std::string(v.row) + " " + v.label; }
 
@@ -82,14 +89,18 @@ void variant_table(const StorageAccounting& a, Report& r) {
                                        {"N snapshots : state + N records", "ratio"},
                                        {"N + 1 : state + N records", "ratio"},
                                        {"exact on the runnable model", ""}}));
-    const auto& variants = record_variants();
+    const auto& variants = accounting_variants();
     for (size_t i = 0; i < variants.size(); ++i) {
         const VariantInfo& v = variants[i];
         const SpecStorage& x = a.variants[i];
+        const char* claim =
+            !runnable_variant(v.variant)
+                ? "not run here (accounting only; S refolded, conv window kept W - 1 + N wide)"
+            : v.exact ? "claimed: S and windows bitwise"
+                      : "claimed: S only (windows stale)";
         t.add({std::string(v.label), std::string(v.row), std::string(v.contents), double(x.record_per_token),
                x.ratio_per_token, double(x.projection_total_per_layer), x.ratio_n_snapshots,
-               x.ratio_counting_confirmed,
-               std::string(v.exact ? "claimed: S and windows bitwise" : "claimed: S only (windows stale)")});
+               x.ratio_counting_confirmed, std::string(claim)});
     }
 }
 
@@ -163,7 +174,7 @@ void fleet_and_variant_plots(const StorageAccounting& a, Report& r) {
     Series bars =
         make_series("bytes per token per layer", "Record size by variant", "variant", "bytes", "", "B");
     bars.style = SeriesStyle::bars;
-    const auto& variants = record_variants();
+    const auto& variants = accounting_variants();
     for (size_t i = 0; i < variants.size(); ++i) {
         bars.add(double(i), double(a.variants[i].record_per_token));
         bars.x_names.push_back(std::string(variants[i].row) + " " + variants[i].id);
@@ -197,8 +208,8 @@ void kimi_reference_checks(const StorageAccounting& a, Report& r) {
         table = table && b == want[i];
         got += (got.empty() ? "" : ", ") + std::string(variants[i].row) + " " + format_grouped(double(b));
     }
-    r.check("kimi_linear_record_variants", "Kimi-Linear record variants = the kda.md §6 table", table,
-            got + " B");
+    r.check("kimi_linear_record_variants", "Kimi-Linear record variants = the kda.md §6 table (its 7 rows)",
+            table, got + " B");
     const SpecStorage& k4 = *a.kimi_reference;
     const bool ok = k4.snapshot_per_layer == 2170880 && a.layout_S_bytes == 2097152 &&
                     a.layout_window_bytes == 73728 && k4.record_per_token == 41088 &&
@@ -232,6 +243,189 @@ void accounting_notes(const StorageAccounting& a, Report& r) {
                           " values per token, not one per key channel as in KDA.");
 }
 
+// ---- vLLM's pages: snapshot per draft token against RecoverSSM (kimi_k3.md §3.3) ----
+
+void vllm_scalars(const StorageAccounting& a, const VllmPageComparison& v, Report& r) {
+    const VllmPages& x = v.chosen;
+    const std::string N = std::to_string(x.draft_tokens);
+    r.scalar("vllm_snapshot_page_bytes", "vLLM: one state page per KDA layer (S + conv window of W - 1 + N)",
+             "B", double(x.snapshot_page))
+        .help =
+        "The baseline's page: the fp32 recurrent state plus the conv window widened to W - 1 + N columns "
+        "(kimi_k3.md §3.1). Raw page, TP1, before vLLM pads it to the attention page.";
+    r.scalar("vllm_recoverssm_page_bytes", "vLLM: RecoverSSM's page per KDA layer (S + conv + records)", "B",
+             double(x.recoverssm_page))
+        .help =
+        "The same page with correction_cache (HV, 1 + N, V) fp32 and kg_cache (HV, 1 + N, 2 K) appended "
+        "(kimi_k3.md §3.2).";
+    r.scalar("vllm_record_bytes_per_layer", "vLLM: RecoverSSM's records per KDA layer, 1 + N positions", "B",
+             double(x.records));
+    r.scalar("vllm_ratio_none", "vLLM without prefix caching: (1 + N) snapshot pages / one RecoverSSM page",
+             "ratio", x.ratio_none, true)
+        .help = "mamba_cache_mode none: the baseline holds 1 + " + N +
+                " state blocks per request (one per verified position), RecoverSSM one.";
+    r.scalar("vllm_ratio_align", "vLLM with prefix caching: (2 + N) snapshot pages / two RecoverSSM pages",
+             "ratio", x.ratio_align, true)
+        .help = "mamba_cache_mode align: the baseline holds 2 + " + N +
+                " state blocks per request, RecoverSSM two (the checkpoint and the next aligned block).";
+    const double layers = double(a.chosen.linear_layers);
+    r.scalar("vllm_snapshot_bytes_per_request_align", "vLLM, prefix caching: snapshot pages per request", "B",
+             double(x.snapshot_align) * layers)
+        .help = "All " + std::to_string(a.chosen.linear_layers) + " KDA layers, raw pages, TP1.";
+    r.scalar("vllm_recoverssm_bytes_per_request_align", "vLLM, prefix caching: RecoverSSM pages per request",
+             "B", double(x.recoverssm_align) * layers);
+}
+
+void vllm_table_and_plot(const VllmPageComparison& v, Report& r) {
+    Table& t =
+        r.add_table(make_table("vLLM's KDA pages per layer and request, snapshot per draft token vs "
+                               "RecoverSSM (kimi_k3.md §3.3; raw "
+                               "pages, TP1; N = draft tokens)",
+                               {{"N", "tokens"},
+                                {"snapshot page S + C_N", "B"},
+                                {"RecoverSSM page S + C_N + R_N", "B"},
+                                {"records R_N", "B"},
+                                {"no prefix caching: (1 + N) snapshot pages", "B"},
+                                {"no prefix caching: ratio", "ratio"},
+                                {"prefix caching: (2 + N) snapshot pages", "B"},
+                                {"prefix caching: 2 RecoverSSM pages", "B"},
+                                {"prefix caching: ratio", "ratio"}}));
+    auto ratio = [](std::string name) {
+        return make_series(std::move(name), "vLLM: snapshot pages / RecoverSSM pages per KDA layer against N",
+                           "draft tokens N", "ratio", "tokens", "ratio");
+    };
+    Series none = ratio("no prefix caching: (1 + N) snap / rec"),
+           align = ratio("prefix caching: (2 + N) snap / (2 rec)");
+    for (const VllmPages& x : v.table) {
+        t.add({double(x.draft_tokens), double(x.snapshot_page), double(x.recoverssm_page), double(x.records),
+               double(x.snapshot_none), x.ratio_none, double(x.snapshot_align), double(x.recoverssm_align),
+               x.ratio_align});
+        none.add(x.draft_tokens, x.ratio_none);
+        align.add(x.draft_tokens, x.ratio_align);
+    }
+    r.add_series(std::move(none));
+    r.add_series(std::move(align));
+    Table& tensors = r.add_table(make_table(
+        "vLLM's tensors of one KDA layer's page at N = " + std::to_string(v.chosen.draft_tokens) + " (TP1)",
+        {{"tensor", ""}, {"shape", ""}, {"dtype", ""}, {"bytes", "B"}, {"in", ""}}));
+    for (const PageTensor& x : v.tensors) {
+        std::string shape;
+        for (uint64_t d : x.shape) shape += (shape.empty() ? "" : " x ") + std::to_string(d);
+        tensors.add({x.name, shape, std::string(dtype_name(x.dtype)), double(x.bytes()),
+                     std::string(x.record ? "RecoverSSM only" : "both pages")});
+    }
+}
+
+void vllm_checks(const StorageAccounting& a, const VllmPageComparison& v, Report& r) {
+    // The page model's snapshot against the accounting's state (account_memory) and the layer's layout.
+    bool widens = true, records = true;
+    for (const VllmPages& x : v.table) {
+        widens &=
+            x.snapshot_page == a.chosen.snapshot_per_layer + uint64_t(x.draft_tokens) * v.conv_column_bytes;
+        records &= x.records == uint64_t(1 + x.draft_tokens) *
+                                    a.variants[size_t(RecordVariant::recoverssm)].record_per_token;
+    }
+    const VllmPages& one = v.table.front();
+    r.check("vllm_snapshot_page_widens_window",
+            "vLLM's snapshot page = the layer's state (S + W - 1 conv columns) + one conv column per draft "
+            "token, "
+            "N = 1.." +
+                std::to_string(kVllmPageTableDraft),
+            widens,
+            "N = 1: page " + format_grouped(double(one.snapshot_page)) + " B; state " +
+                format_grouped(double(a.chosen.snapshot_per_layer)) + " B + " +
+                format_grouped(double(v.conv_column_bytes)) + " B per column (the layer's layout)");
+    r.check("recoverssm_page_records_equal_records",
+            "vLLM's record caches R_N = (1 + N) RecoverSSM records of the record accounting, N = 1.." +
+                std::to_string(kVllmPageTableDraft),
+            records,
+            "N = 1: correction_cache + kg_cache " + format_grouped(double(one.records)) + " B; record " +
+                format_grouped(double(a.variants[size_t(RecordVariant::recoverssm)].record_per_token)) +
+                " B per position");
+}
+
+// The Kimi-K3 figures of kimi_k3.md §3.3: the record and the raw-page table.
+void kimi_k3_checks(const StorageAccounting& a, const VllmPageComparison& v, Report& r) {
+    if (a.model.id != "kimi-k3") return;
+    const uint64_t heads = uint64_t(a.model.lin_v_heads);
+    const uint64_t rec = v.recoverssm_record, snap_head = a.layout_S_bytes / heads;
+    r.check(
+        "kimi_k3_recoverssm_record",
+        "Kimi-K3 RecoverSSM record = kimi_k3.md §3.3 (1,024 B per head and draft position, 1/64 of a head's "
+        "state)",
+        rec == 98304 && rec / heads == 1024 && snap_head == 65536 && snap_head == 64 * (rec / heads),
+        format_grouped(double(rec)) + " B per layer (expect \"98,304\"), " +
+            format_grouped(double(rec / heads)) + " B per head (expect \"1,024\"); a head's state " +
+            format_grouped(double(snap_head)) + " B (expect \"65,536\")");
+    struct Row {
+        uint64_t snap, rec;
+        int none, align;  // x 100
+    };
+    const Row want[kVllmPageTableDraft] = {{6586368, 6782976, 194, 146}, {6660096, 6955008, 287, 192},
+                                           {6733824, 7127040, 378, 236}, {6807552, 7299072, 466, 280},
+                                           {6881280, 7471104, 553, 322}, {6955008, 7643136, 637, 364},
+                                           {7028736, 7815168, 719, 405}, {7102464, 7987200, 800, 445}};
+    bool ok = v.table.size() == size_t(kVllmPageTableDraft);
+    std::string bad;
+    for (size_t i = 0; ok && i < v.table.size(); ++i) {
+        const VllmPages& x = v.table[i];
+        const Row& w = want[i];
+        const bool row = x.snapshot_page == w.snap && x.recoverssm_page == w.rec &&
+                         std::lround(x.ratio_none * 100) == w.none &&
+                         std::lround(x.ratio_align * 100) == w.align;
+        if (!row && bad.empty())
+            bad = "; N = " + std::to_string(x.draft_tokens) +
+                  " differs: " + format_grouped(double(x.snapshot_page)) + " / " +
+                  format_grouped(double(x.recoverssm_page)) + " B, " + fixed2(x.ratio_none) + " / " +
+                  fixed2(x.ratio_align);
+        ok &= row;
+    }
+    const VllmPages& n1 = v.table.front();
+    const VllmPages& n8 = v.table.back();
+    r.check(
+        "kimi_k3_vllm_page_table",
+        "Kimi-K3 raw pages and ratios from the tensor shapes = the kimi_k3.md §3.3 table, N = 1..8", ok,
+        "N = 1: " + format_grouped(double(n1.snapshot_page)) + " / " +
+            format_grouped(double(n1.recoverssm_page)) + " B, " + fixed2(n1.ratio_none) + " / " +
+            fixed2(n1.ratio_align) + " (expect \"6,586,368\" / \"6,782,976\", \"1.94\" / \"1.46\"); N = 8: " +
+            format_grouped(double(n8.snapshot_page)) + " / " + format_grouped(double(n8.recoverssm_page)) +
+            " B, " + fixed2(n8.ratio_none) + " / " + fixed2(n8.ratio_align) +
+            " (expect \"7,102,464\" / \"7,987,200\", \"8.00\" / \"4.45\")" + bad);
+}
+
+void vllm_notes(const VllmPageComparison& v, Report& r) {
+    const std::string N = std::to_string(v.chosen.draft_tokens);
+    r.notes.push_back(
+        "vLLM's default for KDA under speculative decoding (kimi_k3.md §3.1) is a snapshot per draft token: "
+        "num_speculative_blocks = N extra state blocks per request, the verify kernel writes the full fp32 "
+        "state "
+        "after every token into its own slot, and the next step starts from slot num_accepted - 1. "
+        "RecoverSSM "
+        "(kimi_k3.md §3.2, --use-replayssm) keeps one untouched checkpoint and records per draft position "
+        "and "
+        "head the delta-rule correction c_t, the raw key and the raw gate; after acceptance it folds the "
+        "accepted "
+        "records into the checkpoint. Both widen the conv window to W - 1 + N columns.");
+    r.notes.push_back(
+        "In the vLLM page comparison N = draft_len = " + N +
+        " is vLLM's num_speculative_tokens (a verify window of 1 + N positions, each with a record), while "
+        "the "
+        "module's own snapshot/record figures count N verified tokens. Pages are raw (TP1, before the "
+        "padding "
+        "to the attention page); all three terms scale with 1/TP, so the ratios hold at any TP. RecoverSSM "
+        "cannot "
+        "be combined with KV connectors (P/D disaggregation, KV offload), per kimi_k3.md §3.2.");
+}
+
+void report_vllm(const StorageAccounting& a, Report& r) {
+    if (!a.vllm) return;
+    vllm_scalars(a, *a.vllm, r);
+    vllm_table_and_plot(*a.vllm, r);
+    vllm_checks(a, *a.vllm, r);
+    kimi_k3_checks(a, *a.vllm, r);
+    vllm_notes(*a.vllm, r);
+}
+
 // ---- the rollback on the runnable model ----
 
 void demo_scalars(const SpecStorageParams& p, const RollbackDemo& d, Report& r) {
@@ -241,7 +435,7 @@ void demo_scalars(const SpecStorageParams& p, const RollbackDemo& d, Report& r) 
         " drafts), the longest prefix the target's greedy picks agree with.";
     r.scalar("demo_snapshot_bytes", "Demo: confirmed + N snapshots held", "B", double(d.snapshot_bytes_held));
     r.scalar("demo_record_bytes", "Demo: confirmed + N records held", "B",
-             double(d.record_bytes_held[size_t(p.variant)]));
+             double(d.record_bytes_held[size_t(demo_variant(p))]));
 }
 
 // How many of a variant's restores (n = 0..N) were bitwise: S, conv windows, the whole state and KV.
@@ -268,7 +462,7 @@ void demo_tables(const SpecStorageParams& p, const RollbackDemo& d, Report& r) {
                                                                              {"copy == replay", ""},
                                                                              {"tokens replayed", "tokens"},
                                                                              {"state bytes copied", "B"}}));
-    for (const RestoreOutcome& o : d.outcomes[size_t(p.variant)])
+    for (const RestoreOutcome& o : d.outcomes[size_t(demo_variant(p))])
         restores.add({double(o.n), std::string(o.copy_exact ? "bitwise" : "DIFFERS"),
                       std::string(o.replay_exact ? "bitwise"
                                   : o.S_exact    ? "S only"
@@ -300,8 +494,8 @@ bool exactness_claims_hold(const RollbackDemo& d) {
 }
 
 void restore_checks(const SpecStorageParams& p, const RollbackDemo& d, Report& r) {
-    const std::vector<RestoreOutcome>& chosen = d.outcomes[size_t(p.variant)];
-    const VariantInfo& v = variant_info(p.variant);
+    const std::vector<RestoreOutcome>& chosen = d.outcomes[size_t(demo_variant(p))];
+    const VariantInfo& v = variant_info(demo_variant(p));
     bool agree = true, all_replay = true;
     int copies = 0;
     for (const RestoreOutcome& o : chosen) {
@@ -338,7 +532,7 @@ void restore_checks(const SpecStorageParams& p, const RollbackDemo& d, Report& r
 // records), against the accounting's for its preset.
 void held_ratio_check(const SpecStorageParams& p, const RollbackDemo& d, Report& r) {
     const SpecStorage& tiny = d.tiny_accounting;
-    const double records = double(d.record_bytes_held[size_t(p.variant)]);
+    const double records = double(d.record_bytes_held[size_t(demo_variant(p))]);
     const double n_snapshots = double(d.snapshot_bytes_held - d.confirmed_bytes_held) / records,
                  counting_confirmed = double(d.snapshot_bytes_held) / records;
     auto same = [](double a, double b) { return std::fabs(a - b) <= 1e-12 * std::fabs(b); };
@@ -363,7 +557,7 @@ void demo_checks(const SpecStorageParams& p, const RollbackDemo& d, Report& r) {
             "One-pass verification has the logits of token-by-token verification, bitwise", d.logits_match,
             std::to_string(d.draft_len) + " rows of " + std::to_string(d.vocab) + " logits");
     const SpecStorage& tiny = d.tiny_accounting;
-    const uint64_t records = d.record_bytes_held[size_t(p.variant)];
+    const uint64_t records = d.record_bytes_held[size_t(demo_variant(p))];
     r.check("held_bytes_equal_accounting", "Bytes the runnable model holds = the accounting for its preset",
             d.snapshot_bytes_held == tiny.per_sequence(tiny.snapshots_total_per_layer) &&
                 records == tiny.per_sequence(tiny.projection_total_per_layer),
@@ -383,7 +577,7 @@ void demo_timing(const SpecStorageParams& p, const RollbackDemo& d, Report& r) {
     };
     Series copy = model("copy snapshot n");
     Series replay =
-        model("copy confirmed + replay n records (" + std::string(variant_info(p.variant).id) + ")");
+        model("copy confirmed + replay n records (" + std::string(variant_info(demo_variant(p)).id) + ")");
     for (int n = 0; n <= d.draft_len; ++n) {
         copy.add(n, d.copy_ms[size_t(n)]);
         replay.add(n, d.replay_ms[size_t(n)]);
@@ -412,6 +606,14 @@ void report_demo(const SpecStorageParams& p, const RollbackDemo& d, Report& r) {
         r.check("demo_ran", "Rollback on the runnable model ran", false, d.error);
         return;
     }
+    if (!runnable_variant(p.variant))
+        r.notes.push_back(
+            std::string("The runnable model does not record ") + variant_info(p.variant).id +
+            " (its fold on the runnable model is not implemented here): the rollback demo restores "
+            "with " +
+            variant_info(demo_variant(p)).id +
+            ", which records the same correction vector, and its checks claim only what " +
+            variant_info(demo_variant(p)).id + " does (S bitwise, conv windows not rebuilt).");
     demo_scalars(p, d, r);
     demo_tables(p, d, r);
     demo_checks(p, d, r);
@@ -435,6 +637,7 @@ void report_spec_storage(const SpecStorageParams& p, const SpecStorageResult& re
     accounting_checks(a, r);
     kimi_reference_checks(a, r);
     accounting_notes(a, r);
+    report_vllm(a, r);
     if (result.demo) report_demo(p, *result.demo, r);
 }
 

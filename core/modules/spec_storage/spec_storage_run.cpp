@@ -89,7 +89,7 @@ double SpecStorageRun::compare(const Deadline& d) {
 double SpecStorageRun::time_restores(const Deadline&) {
     if (!lab_) return 1.0;
     if (!timed_model_) {
-        if (std::string e = lab_->time_restore(params_.variant, 5, &demo_.copy_ms, &demo_.replay_ms);
+        if (std::string e = lab_->time_restore(demo_variant(params_), 5, &demo_.copy_ms, &demo_.replay_ms);
             !e.empty())
             demo_.error = e;
         timed_model_ = true;
@@ -110,13 +110,30 @@ void SpecStorageRun::finish() {
         demo_.snapshot_bytes_held = lab_->snapshot_bytes_held();
         demo_.confirmed_bytes_held = lab_->confirmed_bytes_held();
         demo_.logits_match = lab_->logits_match();
-        demo_.tiny_accounting = spec_storage(model_->config(), params_.variant, demo_.draft_len, 1, 0);
+        demo_.tiny_accounting = spec_storage(model_->config(), demo_variant(params_), demo_.draft_len, 1, 0);
     }
     result_.demo = std::move(demo_);
     report_spec_storage(params_, result_, report_);
 }
 
+// vLLM's pages at N draft tokens, damaged as the falsifier says.
+spec::VllmPages pages_at(const SpecStorageParams& p, const ModelConfig& c, int n,
+                         std::vector<PageTensor>* tensors = nullptr) {
+    std::vector<PageTensor> t = vllm_kda_page_tensors(c, n, 1);
+    if (p.falsify == SpecStorageFalsify::records_without_kg)
+        std::erase_if(t, [](const PageTensor& x) { return x.name == "kg_cache"; });
+    if (p.falsify == SpecStorageFalsify::conv_without_draft)
+        for (PageTensor& x : t)
+            if (x.name == "conv_state") x.shape[1] = uint64_t(c.conv_width - 1);
+    if (tensors) *tensors = t;
+    return vllm_pages(t, n);
+}
+
 }  // namespace
+
+RecordVariant demo_variant(const SpecStorageParams& p) {
+    return runnable_variant(p.variant) ? p.variant : RecordVariant::delta;
+}
 
 StorageAccounting account_spec_storage(const SpecStorageParams& p) {
     StorageAccounting a;
@@ -124,7 +141,8 @@ StorageAccounting account_spec_storage(const SpecStorageParams& p) {
     const ModelConfig c = accounting_config(p, a.model);
     const int N = p.draft_len, R = p.running_requests, L = p.ring_capacity;
     a.chosen = spec_storage(c, p.variant, N, R, L);
-    for (const VariantInfo& v : record_variants()) a.variants.push_back(spec_storage(c, v.variant, N, R, L));
+    for (const VariantInfo& v : accounting_variants())
+        a.variants.push_back(spec_storage(c, v.variant, N, R, L));
     for (int n = 1; n <= kSpecMaxDraft; ++n) a.by_draft_len.push_back(spec_storage(c, p.variant, n, R, L));
     a.fields = record_fields(c, p.variant);
     const model::KdaDims layer = model::kda_dims(a.model);
@@ -132,6 +150,18 @@ StorageAccounting account_spec_storage(const SpecStorageParams& p) {
     a.layout_window_bytes = layer.window_floats() * dtype_bytes(a.model.conv_dtype);
     if (a.model.id == "kimi-linear-48b")
         a.kimi_reference = spec_storage(c, RecordVariant::minimal_exact, 4, R, L);
+    a.recoverssm_fields = record_fields(c, RecordVariant::recoverssm);
+    if (p.falsify == SpecStorageFalsify::records_without_kg)
+        std::erase_if(a.recoverssm_fields, [](const RecordField& f) { return f.name != "correction c_t"; });
+    if (a.model.linear_name == "KDA") {
+        VllmPageComparison v;
+        v.chosen = pages_at(p, c, N, &v.tensors);
+        for (int n = 1; n <= kVllmPageTableDraft; ++n) v.table.push_back(pages_at(p, c, n));
+        v.conv_column_bytes =
+            uint64_t(layer.window_floats() / size_t(layer.window_rows())) * dtype_bytes(a.model.conv_dtype);
+        for (const RecordField& f : a.recoverssm_fields) v.recoverssm_record += f.bytes();
+        a.vllm = std::move(v);
+    }
     return a;
 }
 

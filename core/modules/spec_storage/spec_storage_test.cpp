@@ -71,6 +71,41 @@ TEST_CASE("spec-storage: deterministic outside timing; accounting-only runs; eve
     CHECK(s_only.find_check("replay_equals_direct") == nullptr);
 }
 
+TEST_CASE("spec-storage: Kimi-K3 RecoverSSM record and vLLM's pages (kimi_k3.md §3.3)") {
+    const Report r = test::run_module(
+        "spec-storage",
+        {{"preset", "kimi-k3"}, {"variant", "recoverssm"}, {"draft_len", "7"}, {"demo", "0"}});
+    test::all_checks_pass(r);
+    CHECK(test::scalar_of(r, "record_bytes_per_token_per_layer") == 98304);  // 96 x 1,024
+    CHECK(test::scalar_of(r, "vllm_snapshot_page_bytes") == 7028736);
+    CHECK(test::scalar_of(r, "vllm_recoverssm_page_bytes") == 7815168);
+    CHECK(std::round(test::scalar_of(r, "vllm_ratio_none") * 100) == 719);
+    CHECK(std::round(test::scalar_of(r, "vllm_ratio_align") * 100) == 405);
+    for (const char* key : {"kimi_k3_recoverssm_record", "kimi_k3_vllm_page_table",
+                            "vllm_snapshot_page_widens_window", "recoverssm_page_records_equal_records"})
+        CHECK_MESSAGE(test::check_keyed(r, key).passed, key);
+    // The closed form of §3.3 at N = 1 and N = 8, against the scalars of those runs.
+    for (int n : {1, 8}) {
+        const Report x = test::run_module("spec-storage", {{"preset", "kimi-k3"},
+                                                           {"variant", "recoverssm"},
+                                                           {"draft_len", std::to_string(n)},
+                                                           {"demo", "0"}});
+        const double S = 6291456, C = 73728.0 * (3 + n), R = 98304.0 * (1 + n);
+        CHECK(test::scalar_of(x, "vllm_ratio_none") == doctest::Approx((1 + n) * (S + C) / (S + C + R)));
+        CHECK(test::scalar_of(x, "vllm_ratio_align") ==
+              doctest::Approx((2 + n) * (S + C) / (2 * (S + C + R))));
+    }
+    // Kimi-Linear's existing figures stay; a recoverssm demo restores with a variant the runnable model
+    // records.
+    const Report kl = test::run_module("spec-storage", {{"variant", "recoverssm"}});
+    CHECK(kl.all_checks_passed());
+    CHECK(test::scalar_of(kl, "record_bytes_per_token_per_layer") == 32768);  // 32 x 1,024
+    CHECK(test::check_keyed(kl, "kimi_linear_reference_figures").passed);
+    CHECK(kl.find_check("replay_equals_direct") == nullptr);  // delta form: S only, no exactness claim
+    CHECK(demo_variant(SpecStorageParams{.variant = spec::RecordVariant::recoverssm}) ==
+          spec::RecordVariant::delta);
+}
+
 TEST_CASE("spec-storage: every check holds intact and fails when falsified") {
-    test::all_checks_proven("spec-storage", 11);
+    test::all_checks_proven("spec-storage", 15);
 }
