@@ -12,10 +12,6 @@ PoolModel pool_model(const MemoryAccount& a) {
     return m;
 }
 
-}  // namespace k3
-
-namespace k3 {
-
 VllmStatePage vllm_state_page(const ModelConfig& c, int draft_len, bool recoverssm, bool draft_columns) {
     VllmStatePage p;
     const uint64_t n = uint64_t(draft_len > 0 ? draft_len : 0);

@@ -10,10 +10,6 @@ namespace k3 {
 PoolModel pool_model(const MemoryAccount& a);
 inline PoolModel pool_model(const ModelConfig& c) { return pool_model(account_memory(c)); }
 
-}  // namespace k3
-
-namespace k3 {
-
 // vLLM's state page for one linear layer of one rank (reference/kimi_k3.md §2.2; vLLM
 // mamba_utils.py): the conv window of (conv_width - 1) + N columns of the conv channels in the conv
 // dtype (N speculative tokens), the recurrent state, and with RecoverSSM, for each of the 1 + N
