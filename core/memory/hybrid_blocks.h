@@ -8,6 +8,9 @@
 //    user's block size. The state page is then padded up to the attention page
 //    ("Padding mamba page size by x%").
 //    Qwen3.5-4B: 2,146,304 B state / 4,096 B per token = 524 -> 528 tokens, padding 0.76 %.
+//    For MLA models the vLLM tree serving Kimi K3 raises m to at least 128 (the caller passes it:
+//    module 3's mla_align), and the state page is vLLM's, with its conv window of 3 + N columns and
+//    RecoverSSM's records (core/model/pool_model.h vllm_state_page; reference/kimi_k3.md §2.2).
 // 2. Groups. Layers of one kind are split into groups of `group_size` layers: the smaller layer
 //    count, or the larger when the two are within 25 %. The last group of a kind is filled with
 //    padding layers. One block id indexes the same offset in group_size per-layer tensors, so one

@@ -80,13 +80,7 @@ ParamList<MemoryParams> memory_params() {
         .describe(
             "Published configurations for the accounting, the runnable tiny model, or custom dimensions "
             "(below).");
-    l.choice(&MemoryParams::kv_dtype, "kv_dtype", "KV dtype",
-             Choices<KvDtype>{{KvDtype::model, "auto", "the model's (auto)"},
-                              {KvDtype::bf16, "bf16", ""},
-                              {KvDtype::fp8, "fp8", ""},
-                              {KvDtype::fp16, "fp16", ""},
-                              {KvDtype::fp32, "fp32", ""}})
-        .in_group("Model");
+    l.choice(&MemoryParams::kv_dtype, "kv_dtype", "KV dtype", kv_dtype_choices()).in_group("Model");
     l.integer(&MemoryParams::tp, "tp", "Tensor parallel", "ranks", 1, 64).log().in_group("Model");
     l.integer(&MemoryParams::context, "context", "Context length", "tokens", 1, 16777216)
         .log()
@@ -102,10 +96,7 @@ ParamList<MemoryParams> memory_params() {
 
 void validate_memory(const MemoryParams& p, Issues& issues) {
     const ModelConfig whole = memory_model_tp1(p);
-    if (whole.lin_v_heads % p.tp != 0 || whole.lin_heads % p.tp != 0)
-        issues.error(p.tp, "tensor parallelism " + std::to_string(p.tp) + " must divide the linear heads (" +
-                               std::to_string(whole.lin_heads) + " q/k, " +
-                               std::to_string(whole.lin_v_heads) + " v)");
+    if (const std::string e = tp_shard_error(whole, p.tp); !e.empty()) issues.error(p.tp, e);
     if (p.preset != ModelPreset::custom) return;
     if (p.custom.v_heads % p.custom.heads != 0)
         issues.error(p.custom.v_heads, "value heads (" + std::to_string(p.custom.v_heads) +

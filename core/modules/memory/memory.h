@@ -5,6 +5,7 @@
 
 #include "core/experiments/module.h"
 #include "core/model/accounting.h"
+#include "core/model/tp_shard.h"
 
 namespace k3 {
 
@@ -26,9 +27,6 @@ enum class MemoryFalsify : uint8_t {
     kv_dtype,     // the accounting counts the KV cache at 4 bytes per element whatever its dtype
     wrong_model,  // the accounting is given another preset's configuration
 };
-
-// The attention cache's element type: the preset's own (vLLM's "auto") or a chosen one.
-enum class KvDtype : uint8_t { model, bf16, fp8, fp16, fp32 };
 
 struct MemoryParams {
     ModelPreset preset = ModelPreset::kimi_linear_48b;

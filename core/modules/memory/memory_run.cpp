@@ -1,22 +1,9 @@
 // Module 2 `memory`: the model the parameters describe and its exact byte accounting.
 #include "core/modules/memory/memory.h"
 
-#include <algorithm>
-
 namespace k3 {
 
 namespace {
-
-DType kv_dtype_of(KvDtype k, DType model) {
-    switch (k) {
-        case KvDtype::model: return model;
-        case KvDtype::bf16: return DType::bf16;
-        case KvDtype::fp8: return DType::fp8;
-        case KvDtype::fp16: return DType::fp16;
-        case KvDtype::fp32: return DType::fp32;
-    }
-    return model;
-}
 
 ModelConfig custom_model(const CustomModel& m) {
     ModelConfig c;
@@ -43,21 +30,12 @@ ModelConfig custom_model(const CustomModel& m) {
 
 ModelConfig memory_model_tp1(const MemoryParams& p) {
     ModelConfig c = p.preset == ModelPreset::custom ? custom_model(p.custom) : *model_preset(p.preset);
-    c.kv_dtype = kv_dtype_of(p.kv_dtype, c.kv_dtype);
+    c.kv_dtype = resolve_kv_dtype(p.kv_dtype, c.kv_dtype);
     return c;
 }
 
-// One rank's share under tensor parallelism (reference/kimi_k3.md §2.1, §2.3): the linear layers'
-// heads are split, so their S and conv windows divide by TP; an MLA latent is one KV "head" that every
-// rank keeps whole; GQA K/V heads are split (at least one per rank).
-ModelConfig memory_model(const MemoryParams& p) {
-    ModelConfig c = memory_model_tp1(p);
-    if (p.tp <= 1) return c;
-    c.lin_heads /= p.tp;
-    c.lin_v_heads /= p.tp;
-    if (c.attn_kind == AttnKind::gqa) c.kv_heads = std::max(1, c.kv_heads / p.tp);
-    return c;
-}
+// One rank's share under tensor parallelism (core/model/tp_shard.h).
+ModelConfig memory_model(const MemoryParams& p) { return shard_for_tp(memory_model_tp1(p), p.tp); }
 
 // The accounting, damaged as the falsifier says.
 static MemoryAccount account_falsified(const MemoryParams& p, const ModelConfig& c) {

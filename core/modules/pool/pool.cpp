@@ -69,7 +69,7 @@ std::string design_short_of_one_request(const PoolParams& p, const PoolModel& m,
         return "the static split's state pool (" + std::to_string(static_slots) + " slots)";
     HybridBlockPlan plan;
     const bool planned =
-        plan_hybrid_blocks(m, uint32_t(p.block_multiple), kVllmUserBlockTokens, &plan).empty();
+        plan_hybrid_blocks(vllm_model_of(p), vllm_kernel_multiple(p), kVllmUserBlockTokens, &plan).empty();
     if (planned && budget / plan.block_bytes < plan.blocks_per_request(p.states_per_request))
         return "vLLM's blocks (" + std::to_string(budget / plan.block_bytes) + " of " +
                format_bytes(double(plan.block_bytes)) + ")";
@@ -113,6 +113,21 @@ std::vector<Falsifier<PoolParams>> pool_falsifiers() {
          "vLLM's block derivation is told each linear layer's state is half its size",
          {"vllm_block_minimal"},
          set(PoolFalsify::state_size)},
+        {"mla_align",
+         "vLLM's block derivation (and its pool) is told Kimi K3's MLA kernel alignment is 16, not 128",
+         {"vllm_block_minimal", "vllm_block_k3_reference"},
+         set(PoolFalsify::mla_align),
+         {{"preset", "kimi-k3"}, {"tp", "8"}, {"kv_dtype", "fp8"}}},
+        {"conv_draft",
+         "vLLM's state page leaves the N draft columns out of the conv window (3 columns, not 3 + N)",
+         {"vllm_block_minimal", "vllm_block_k3_reference"},
+         set(PoolFalsify::conv_draft),
+         {{"preset", "kimi-k3"}, {"kv_dtype", "fp8"}, {"draft_len", "7"}}},
+        {"spec_blocks",
+         "with RecoverSSM a request still holds one state block per draft token",
+         {"vllm_state_residency_k3_reference"},
+         set(PoolFalsify::spec_blocks),
+         {{"preset", "kimi-k3"}, {"kv_dtype", "fp8"}, {"draft_len", "7"}, {"recoverssm", "on"}}},
         {"state_size_qwen",
          "vLLM's block derivation is told Qwen3-Next's state is half its size",
          {"vllm_block_qwen3_next_observed"},
@@ -126,11 +141,14 @@ std::vector<Falsifier<PoolParams>> pool_falsifiers() {
 ParamList<PoolParams> pool_params() {
     ParamList<PoolParams> l;
     l.choice(&PoolParams::preset, "preset", "Model",
-             preset_choices({ModelPreset::kimi_linear_48b, ModelPreset::qwen3_next_80b, ModelPreset::tiny}))
+             preset_choices({ModelPreset::kimi_linear_48b, ModelPreset::kimi_k3, ModelPreset::qwen3_next_80b,
+                             ModelPreset::tiny}))
         .in_group("Model and budget")
         .describe(
             "Sizes of the state slot and of KV per token come from this model's exact accounting "
             "(module 2).");
+    l.choice(&PoolParams::kv_dtype, "kv_dtype", "KV dtype", kv_dtype_choices()).in_group("Model and budget");
+    l.integer(&PoolParams::tp, "tp", "Tensor parallel", "ranks", 1, 64).log().in_group("Model and budget");
     l.real(&PoolParams::budget_mib, "budget_mib", "Pool budget", "MiB", 16, 65536)
         .log()
         .in_group("Model and budget");
@@ -142,6 +160,16 @@ ParamList<PoolParams> pool_params() {
     l.integer(&PoolParams::block_multiple, "block_multiple", "vLLM kernel block multiple", "tokens", 1, 1024)
         .in_group("Designs")
         .describe("vLLM rounds the inflated attention block up to a multiple of this (FlashAttention: 16).");
+    l.choice(&PoolParams::mla_align, "mla_align", "vLLM MLA alignment 128",
+             Choices<MlaAlign>{{MlaAlign::automatic, "auto", "auto (Kimi K3 only)"},
+                               {MlaAlign::on, "on", ""},
+                               {MlaAlign::off, "off", ""}})
+        .in_group("Designs");
+    l.integer(&PoolParams::draft_len, "draft_len", "Speculative tokens N", "tokens", 0, 8)
+        .in_group("Designs");
+    l.flag(&PoolParams::recoverssm, "recoverssm", "RecoverSSM").in_group("Designs");
+    l.flag(&PoolParams::prefix_caching, "prefix_caching", "vLLM prefix caching (align mode)")
+        .in_group("Designs");
     l.integer(&PoolParams::states_per_request, "states_per_request", "State slots per running request",
               "slots", 1, 4)
         .in_group("Designs");
@@ -170,6 +198,18 @@ void validate_pool(const PoolParams& p, Issues& issues) {
         issues.error(w.arrival_rate, "the arrivals span " + format_grouped(arrival_steps) +
                                          " steps, over the limit of " + format_grouped(kMaxArrivalSteps) +
                                          ": raise the rate or lower the request count");
+    if (const std::string e = tp_shard_error(pool_config_tp1(p), p.tp); !e.empty()) {
+        issues.error(p.tp, e);
+        return;
+    }
+    if (p.recoverssm && p.draft_len == 0)
+        issues.error(p.recoverssm,
+                     "RecoverSSM recovers speculative decoding: it needs draft_len of at least 1");
+    if (p.recoverssm && model_preset(p.preset)->linear_name != "KDA")
+        issues.error(p.recoverssm,
+                     "RecoverSSM records KDA's delta-rule corrections and gates; this model's "
+                     "linear layers are " +
+                         model_preset(p.preset)->linear_name);
     const PoolModel m = pool_model_of(p);
     const uint64_t budget = pool_budget_bytes(p);
     const uint64_t pages = budget / (uint64_t(p.page_tokens) * m.kv_bytes_per_token());

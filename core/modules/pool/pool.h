@@ -13,6 +13,8 @@
 #include "core/memory/pool.h"
 #include "core/memory/pool_sim.h"
 #include "core/model/config.h"
+#include "core/model/pool_model.h"
+#include "core/model/tp_shard.h"
 
 namespace k3 {
 
@@ -27,10 +29,26 @@ enum class PoolFalsify : uint8_t {
     lose_request,    // PoolSimFault::lose_request
     refuse_fitting,  // PoolSimFault::refuse_fitting
     state_size,      // vLLM's block derivation (and its pool) is told the state is half its size
+    mla_align,       // vLLM's block derivation is told the MLA kernel alignment is 16, not 128
+    conv_draft,      // vLLM's state page leaves the N draft columns out of the conv window
+    spec_blocks,     // with RecoverSSM a request still holds N speculative state blocks
 };
+
+// Whether vLLM forces the attention kernel alignment to at least 128 tokens for MLA models
+// (Platform._align_hybrid_block_size, reference/kimi_k3.md §2.2). `automatic`: for Kimi K3, which the
+// vLLM tree of reference/kimi_k3.md serves; not for the older presets, whose blocks (reference/serving.md
+// §1.2) come from vLLM before it.
+enum class MlaAlign : uint8_t { automatic, on, off };
+inline constexpr uint32_t kVllmMlaAlignment = 128;
 
 struct PoolParams {
     ModelPreset preset = ModelPreset::kimi_linear_48b;
+    KvDtype kv_dtype = KvDtype::model;
+    int tp = 1;                  // tensor-parallel ranks: one rank's pool
+    int draft_len = 0;           // N speculative tokens (vLLM num_speculative_tokens)
+    bool recoverssm = false;     // K3's RecoverSSM: records instead of one state page per draft token
+    bool prefix_caching = true;  // vLLM mamba_cache_mode: align when on, none when off
+    MlaAlign mla_align = MlaAlign::automatic;
     double budget_mib = 2048;  // each design gets the same bytes
     int page_tokens = 64;      // SGLang page_size (static and unified designs)
     double state_ratio = 0.9;  // SGLang mamba_full_memory_ratio (static split)
@@ -61,9 +79,13 @@ struct PoolDesignRun {
 struct PoolComparison {
     ModelConfig config;
     PoolModel model;
-    HybridBlockPlan plan;  // vLLM's block size, derived from the model
-    uint64_t budget = 0;   // bytes per design
-    size_t requests = 0;   // in the stream
+    PoolModel vllm_model;           // what vLLM's design holds: the model with vLLM's state page
+    VllmStatePage vllm_page;        // that page's parts
+    uint32_t kernel_multiple = 16;  // vLLM's kernel alignment for this model
+    HybridBlockPlan plan;           // vLLM's block size, derived from the model (as the falsifier tells it)
+    uint64_t state_blocks_per_request = 0;  // vLLM: state blocks one request holds in each linear layer
+    uint64_t budget = 0;                    // bytes per design
+    size_t requests = 0;                    // in the stream
     std::vector<uint32_t> prefix_lengths;
     std::array<PoolDesignRun, kPoolDesigns.size()> designs;  // kPoolDesigns order
 
@@ -78,7 +100,17 @@ ParamList<PoolParams> pool_params();
 void validate_pool(const PoolParams& p, Issues& issues);
 
 uint64_t pool_budget_bytes(const PoolParams& p);
+ModelConfig pool_config_tp1(const PoolParams& p);  // the preset with its KV dtype
+ModelConfig pool_config(const PoolParams& p);      // one rank's share of it
 PoolModel pool_model_of(const PoolParams& p);
+// vLLM's design: its state page, the pool model with it, its kernel alignment, and the state blocks
+// a request holds per linear layer (reference/kimi_k3.md §2.2): 2 + N in align mode, 1 + N in none
+// mode, N = 0 speculative blocks with RecoverSSM. Undamaged (the run applies the falsifiers).
+VllmStatePage vllm_page_of(const PoolParams& p);
+PoolModel vllm_model_of(const PoolParams& p);
+bool mla_align_applies(const PoolParams& p);
+uint32_t vllm_kernel_multiple(const PoolParams& p);
+uint64_t vllm_state_blocks_per_request(const PoolParams& p);
 // The run in stages: the request stream, each design served in turn, the report.
 std::unique_ptr<Run> start_pool(const PoolParams& p, const Params& raw);
 

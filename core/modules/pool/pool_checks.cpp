@@ -1,6 +1,9 @@
 // Module 3 `pool`: the checks. Each recounts or re-derives what it checks apart from the code that
 // produced it: the pool's own tables against its running totals, every request's outcome against the
 // counters, vLLM's block against a search over block sizes, and the observed Qwen3-Next block.
+#include <cmath>
+#include <cstdio>
+
 #include "core/base/numfmt.h"
 #include "core/modules/pool/pool.h"
 
@@ -102,33 +105,112 @@ uint64_t searched_block_tokens(const PoolModel& m, uint64_t multiple, uint64_t u
     return block < user_block ? user_block : block;
 }
 
+// reference/kimi_k3.md §2.2, first table: vLLM's state page, block and padded page for Kimi K3 (kernel
+// alignment 128). A row with a range of N gives the page at both ends.
+struct K3BlockRow {
+    DType kv;
+    int tp, n_min, n_max;
+    bool recoverssm;
+    uint64_t page_at_min, page_at_max, block, padded;
+};
+constexpr K3BlockRow kK3BlockRows[] = {
+    {DType::bf16, 1, 0, 0, false, 6512640, 6512640, 5760, 6635520},
+    {DType::fp8, 1, 0, 0, false, 6512640, 6512640, 11392, 6561792},
+    {DType::fp8, 1, 7, 7, false, 7028736, 7028736, 12288, 7077888},
+    {DType::fp8, 1, 7, 7, true, 7815168, 7815168, 13568, 7815168},
+    {DType::fp8, 8, 0, 7, false, 814080, 878592, 1536, 884736},
+    {DType::fp8, 8, 7, 7, true, 976896, 976896, 1792, 1032192},
+    {DType::bf16, 8, 0, 7, false, 814080, 878592, 768, 884736},
+};
+
+// reference/kimi_k3.md §2.2, second table: KDA pages one request holds over the 69 layers (fp8), in MB
+// as printed, with half the printed step as the tolerance.
+struct K3ResidencyRow {
+    int tp, n;
+    bool recoverssm;
+    double none_mb, align_mb, step;
+};
+constexpr K3ResidencyRow kK3ResidencyRows[] = {
+    {1, 0, false, 452.8, 905.5, 0.1}, {1, 7, false, 3907, 4395, 1}, {1, 7, true, 539, 1078, 1},
+    {8, 0, false, 61.0, 122.1, 0.1},  {8, 7, false, 488, 549, 1},   {8, 7, true, 71, 142, 1},
+};
+
+std::string printed_mb(double mb, double step) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.*f", step < 1 ? 1 : 0, mb);
+    return buf;
+}
+
+// vllm_block_k3_reference, vllm_state_residency_k3_reference: where the parameters match a row.
+void k3_reference_checks(const PoolParams& p, const PoolComparison& c, Report& r) {
+    if (p.preset != ModelPreset::kimi_k3 || c.kernel_multiple != kVllmMlaAlignment) return;
+    const DType kv = c.config.kv_dtype;
+    const HybridBlockPlan& plan = c.plan;
+    for (const K3BlockRow& row : kK3BlockRows) {
+        if (row.kv != kv || row.tp != p.tp || p.draft_len < row.n_min || p.draft_len > row.n_max ||
+            row.recoverssm != p.recoverssm)
+            continue;
+        const bool at_end = p.draft_len == row.n_min || p.draft_len == row.n_max;
+        const uint64_t page = p.draft_len == row.n_min ? row.page_at_min : row.page_at_max;
+        const uint64_t state = c.plan.page_bytes_per_layer - c.plan.state_padding_per_layer;
+        const bool ok = plan.block_tokens == row.block && plan.page_bytes_per_layer == row.padded &&
+                        (!at_end || state == page);
+        r.check("vllm_block_k3_reference",
+                "vLLM block and padded state page match Kimi K3's figures (reference/kimi_k3.md §2.2)", ok,
+                "state page " + format_grouped(double(state)) + " B, block " +
+                    std::to_string(plan.block_tokens) + " tokens, padded page " +
+                    format_grouped(double(plan.page_bytes_per_layer)) + " B; the reference gives " +
+                    (at_end ? format_grouped(double(page)) + " B, " : std::string("(N inside its range) ")) +
+                    std::to_string(row.block) + " tokens, " + format_grouped(double(row.padded)) + " B");
+        break;
+    }
+    if (kv != DType::fp8) return;
+    for (const K3ResidencyRow& row : kK3ResidencyRows) {
+        if (row.tp != p.tp || row.n != p.draft_len || row.recoverssm != p.recoverssm) continue;
+        const double want = p.prefix_caching ? row.align_mb : row.none_mb;
+        const double got = double(c.state_blocks_per_request) * double(plan.page_bytes_per_layer) *
+                           double(c.model.linear_layers) / 1e6;
+        r.check("vllm_state_residency_k3_reference",
+                "State pages one request holds match Kimi K3's figures (reference/kimi_k3.md §2.2)",
+                std::abs(got - want) <= row.step / 2,
+                std::to_string(c.state_blocks_per_request) + " block(s) x " +
+                    format_grouped(double(plan.page_bytes_per_layer)) + " B x " +
+                    std::to_string(c.model.linear_layers) + " layers = " + format_sig(got, 6) +
+                    " MB; the reference gives " + printed_mb(want, row.step) + " MB (" +
+                    (p.prefix_caching ? "align" : "none") + " mode)");
+        break;
+    }
+}
+
 void block_checks(const PoolParams& p, const PoolComparison& c, Report& r) {
     const HybridBlockPlan& plan = c.plan;
-    const PoolModel& m = c.model;
+    const PoolModel& m = c.vllm_model;
     const uint64_t kv = m.kv_bytes_per_token_per_layer, state = m.state_bytes_per_layer;
-    const uint64_t searched = searched_block_tokens(m, uint64_t(p.block_multiple), kVllmUserBlockTokens);
+    const uint64_t multiple = c.kernel_multiple;
+    const uint64_t searched = searched_block_tokens(m, multiple, kVllmUserBlockTokens);
     const uint32_t pool_block = c.of(PoolDesign::hybrid_pages).layout.page_tokens;
     r.check("vllm_block_minimal",
             "vLLM block: one attention page holds one layer's state, and no smaller multiple would",
             plan.block_tokens == searched && pool_block == searched,
             "derived " + std::to_string(plan.block_tokens) + " tokens, the pool's block " +
-                std::to_string(pool_block) + "; searched in steps of " + std::to_string(p.block_multiple) +
-                ": " + std::to_string(searched) + " tokens x " + format_grouped(double(kv)) +
+                std::to_string(pool_block) + "; searched in steps of " + std::to_string(multiple) + ": " +
+                std::to_string(searched) + " tokens x " + format_grouped(double(kv)) +
                 " B = " + format_grouped(double(searched * kv)) + " B >= " + format_grouped(double(state)) +
                 " B per layer" +
                 (searched > kVllmUserBlockTokens
-                     ? ", " + format_grouped(double((searched - uint64_t(p.block_multiple)) * kv)) + " B < " +
+                     ? ", " + format_grouped(double((searched - multiple) * kv)) + " B < " +
                            format_grouped(double(state)) + " B"
                      : " (the user's block of " + std::to_string(kVllmUserBlockTokens) + " tokens)"));
     // vLLM logged this block for Qwen3-Next with FlashAttention's multiple; other settings have no
     // observation to compare with.
-    if (c.config.id == "qwen3-next-80b" && p.block_multiple == kObservedBlockMultiple)
+    if (c.config.id == "qwen3-next-80b" && c.kernel_multiple == uint32_t(kObservedBlockMultiple))
         r.check("vllm_block_qwen3_next_observed",
                 "vLLM block matches the observed Qwen3-Next figure (reference/serving.md §7)",
                 plan.block_tokens == kObservedQwen3NextBlock,
                 std::to_string(plan.block_tokens) + " tokens derived; vLLM logged " +
                     std::to_string(kObservedQwen3NextBlock) + " (kernel multiple " +
                     std::to_string(kObservedBlockMultiple) + ")");
+    k3_reference_checks(p, c, r);
 }
 
 }  // namespace

@@ -69,10 +69,24 @@ void design_scalars(const PoolDesignRun& run, double budget, Report& r) {
 void scalars(const PoolComparison& c, Report& r) {
     for (const PoolDesignRun& run : c.designs) design_scalars(run, double(c.budget), r);
     const HybridBlockPlan& plan = c.plan;
+    const uint64_t page = plan.page_bytes_per_layer - plan.state_padding_per_layer;
     r.scalar("vllm_block_tokens", "vLLM attention block (derived)", "tokens", plan.block_tokens, true);
-    r.scalar("vllm_state_padding_pct", "vLLM state page padding", "%",
-             plan.state_padding_pct(c.model.state_bytes_per_layer))
-        .help = "\"Padding mamba page size by x%\": per layer, before padding layers.";
+    r.scalar("vllm_kernel_multiple", "vLLM kernel alignment", "tokens", plan.kernel_multiple);
+    r.scalar("vllm_state_page_bytes", "vLLM state page per layer (conv window, recurrent, records)", "B",
+             double(page));
+    r.scalar("vllm_state_page_padded_bytes", "vLLM state page per layer, padded to the block", "B",
+             double(plan.page_bytes_per_layer));
+    r.scalar("vllm_state_blocks_per_request", "vLLM state blocks a request holds per linear layer", "blocks",
+             double(c.state_blocks_per_request))
+        .help =
+        "2 + N in align mode (prefix caching), 1 + N in none mode; N = 0 speculative blocks with RecoverSSM.";
+    const double resident_layer = double(c.state_blocks_per_request) * double(plan.page_bytes_per_layer);
+    r.scalar("vllm_state_resident_per_layer_bytes", "vLLM state pages one request holds, per layer", "B",
+             resident_layer);
+    r.scalar("vllm_state_resident_bytes", "vLLM state pages one request holds, all linear layers", "B",
+             resident_layer * double(c.model.linear_layers));
+    r.scalar("vllm_state_padding_pct", "vLLM state page padding", "%", plan.state_padding_pct(page)).help =
+        "\"Padding mamba page size by x%\": per layer, before padding layers.";
     r.scalar("vllm_padding_layers", "vLLM padding layers", "layers",
              plan.linear_padding_layers + plan.attention_padding_layers);
     const PoolLayout& split = c.of(PoolDesign::static_split).layout;
@@ -274,13 +288,14 @@ void notes(const PoolComparison& c, uint64_t cell_bytes, Report& r) {
         plan.linear_padding_layers
             ? " with " + std::to_string(plan.linear_padding_layers) + " padding layer(s)"
             : std::string();
-    r.notes.push_back("vLLM: \"Setting attention block size to " + std::to_string(plan.block_tokens) +
-                      " tokens\" (" + std::to_string(plan.raw_tokens) + " rounded up to a multiple of " +
-                      std::to_string(plan.kernel_multiple) + "), \"Padding mamba page size by " +
-                      format_sig(plan.state_padding_pct(m.state_bytes_per_layer), 3) +
-                      "%\"; layer groups of " + std::to_string(plan.group_size) + ": " +
-                      std::to_string(plan.linear_groups) + " blocks per state" + padding_layers + ", " +
-                      std::to_string(plan.attention_groups) + " per KV page.");
+    r.notes.push_back(
+        "vLLM: \"Setting attention block size to " + std::to_string(plan.block_tokens) + " tokens\" (" +
+        std::to_string(plan.raw_tokens) + " rounded up to a multiple of " +
+        std::to_string(plan.kernel_multiple) + "), \"Padding mamba page size by " +
+        format_sig(plan.state_padding_pct(plan.page_bytes_per_layer - plan.state_padding_per_layer), 3) +
+        "%\"; layer groups of " + std::to_string(plan.group_size) + ": " +
+        std::to_string(plan.linear_groups) + " blocks per state" + padding_layers + ", " +
+        std::to_string(plan.attention_groups) + " per KV page.");
     if (cell_bytes)
         r.notes.push_back("Pool maps are downsampled: one cell per " + format_bytes(double(cell_bytes)) +
                           " of pool order (" + std::to_string(kPoolMapCells) +

@@ -40,7 +40,8 @@ class PoolRun : public StagedRun {
     double serve(PoolDesignRun& run, const Deadline& deadline);
 
     PoolParams params_;
-    PoolModel derivation_model_;  // what vLLM's block derivation is told (the model, unless falsified)
+    PoolModel derivation_model_;  // what vLLM's block derivation is told (its model, unless falsified)
+    uint32_t derivation_multiple_ = 16;
     std::vector<SimRequest> stream_;
     uint64_t snapshot_step_ = 0;
     // The design being served: its pool lives only while it is served.
@@ -50,18 +51,37 @@ class PoolRun : public StagedRun {
 };
 
 void PoolRun::prepare() {
-    result_.config = *model_preset(params_.preset);
+    result_.config = pool_config(params_);
     result_.model = pool_model(result_.config);
+    result_.vllm_page = vllm_page_of(params_);
+    result_.vllm_model = vllm_pool_model(result_.config, result_.vllm_page);
+    result_.kernel_multiple = vllm_kernel_multiple(params_);
+    result_.state_blocks_per_request = vllm_state_blocks_per_request(params_);
     result_.budget = pool_budget_bytes(params_);
     stream_ = make_request_stream(params_.workload);
     result_.requests = stream_.size();
     result_.prefix_lengths = prefix_lengths(params_.workload);
     const double arrivals = double(stream_.empty() ? 0 : stream_.back().arrival);
     snapshot_step_ = uint64_t(params_.map_at * arrivals);
-    derivation_model_ = result_.model;
-    if (params_.falsify == PoolFalsify::state_size) derivation_model_.state_bytes_per_layer /= 2;
-    plan_hybrid_blocks(derivation_model_, uint32_t(params_.block_multiple), kVllmUserBlockTokens,
-                       &result_.plan);
+    derivation_model_ = result_.vllm_model;
+    derivation_multiple_ = result_.kernel_multiple;
+    switch (params_.falsify) {
+        case PoolFalsify::state_size: derivation_model_.state_bytes_per_layer /= 2; break;
+        case PoolFalsify::mla_align:
+            if (mla_align_applies(params_))
+                derivation_multiple_ = std::max(uint32_t(params_.block_multiple), 16u);
+            break;
+        case PoolFalsify::conv_draft:
+            derivation_model_ = vllm_pool_model(
+                result_.config,
+                vllm_state_page(result_.config, params_.draft_len, params_.recoverssm, false));
+            break;
+        case PoolFalsify::spec_blocks:
+            if (params_.recoverssm) result_.state_blocks_per_request += uint64_t(params_.draft_len);
+            break;
+        default: break;
+    }
+    plan_hybrid_blocks(derivation_model_, derivation_multiple_, kVllmUserBlockTokens, &result_.plan);
     for (size_t i = 0; i < kPoolDesigns.size(); ++i) result_.designs[i].design = kPoolDesigns[i];
 }
 
@@ -73,8 +93,7 @@ PoolResult PoolRun::make_pool(PoolDesign d) const {
         case PoolDesign::static_split:
             return make_static_pool(result_.model, {budget, page, params_.state_ratio, 0});
         case PoolDesign::hybrid_pages:
-            return make_hybrid_pool(derivation_model_,
-                                    {budget, uint32_t(params_.block_multiple), kVllmUserBlockTokens});
+            return make_hybrid_pool(derivation_model_, {budget, derivation_multiple_, kVllmUserBlockTokens});
         case PoolDesign::unified: return make_unified_pool(result_.model, {budget, page, 0, true});
     }
     return {};
@@ -109,7 +128,40 @@ double PoolRun::serve(PoolDesignRun& run, const Deadline& deadline) {
 
 uint64_t pool_budget_bytes(const PoolParams& p) { return uint64_t(p.budget_mib * kMiB); }
 
-PoolModel pool_model_of(const PoolParams& p) { return pool_model(*model_preset(p.preset)); }
+ModelConfig pool_config_tp1(const PoolParams& p) {
+    ModelConfig c = *model_preset(p.preset);
+    c.kv_dtype = resolve_kv_dtype(p.kv_dtype, c.kv_dtype);
+    return c;
+}
+
+ModelConfig pool_config(const PoolParams& p) { return shard_for_tp(pool_config_tp1(p), p.tp); }
+
+PoolModel pool_model_of(const PoolParams& p) { return pool_model(pool_config(p)); }
+
+VllmStatePage vllm_page_of(const PoolParams& p) {
+    return vllm_state_page(pool_config(p), p.draft_len, p.recoverssm);
+}
+
+PoolModel vllm_model_of(const PoolParams& p) { return vllm_pool_model(pool_config(p), vllm_page_of(p)); }
+
+bool mla_align_applies(const PoolParams& p) {
+    if (model_preset(p.preset)->attn_kind != AttnKind::mla) return false;
+    switch (p.mla_align) {
+        case MlaAlign::automatic: return p.preset == ModelPreset::kimi_k3;
+        case MlaAlign::on: return true;
+        case MlaAlign::off: return false;
+    }
+    return false;
+}
+
+uint32_t vllm_kernel_multiple(const PoolParams& p) {
+    const uint32_t k = uint32_t(p.block_multiple);
+    return mla_align_applies(p) ? std::max(k, kVllmMlaAlignment) : k;
+}
+
+uint64_t vllm_state_blocks_per_request(const PoolParams& p) {
+    return (p.prefix_caching ? 2u : 1u) + (p.recoverssm ? 0u : uint64_t(p.draft_len));
+}
 
 std::unique_ptr<Run> start_pool(const PoolParams& p, const Params& raw) {
     return std::make_unique<PoolRun>(p, raw);

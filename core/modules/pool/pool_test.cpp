@@ -141,6 +141,71 @@ TEST_CASE("pool: other presets") {
     CHECK(scalar(t, "vllm_block_tokens") == 128);
 }
 
+TEST_CASE("pool: Kimi K3 under vLLM's derivation (reference/kimi_k3.md §2.2)") {
+    struct Row {
+        KvDtype kv;
+        int tp, n;
+        bool recoverssm;
+        uint64_t page, block, padded;
+    };
+    // The first table of §2.2, both ends of its ranges of N.
+    const Row rows[] = {
+        {KvDtype::bf16, 1, 0, false, 6512640, 5760, 6635520},
+        {KvDtype::fp8, 1, 0, false, 6512640, 11392, 6561792},
+        {KvDtype::fp8, 1, 7, false, 7028736, 12288, 7077888},
+        {KvDtype::fp8, 1, 7, true, 7815168, 13568, 7815168},
+        {KvDtype::fp8, 8, 0, false, 814080, 1536, 884736},
+        {KvDtype::fp8, 8, 7, false, 878592, 1536, 884736},
+        {KvDtype::fp8, 8, 7, true, 976896, 1792, 1032192},
+        {KvDtype::bf16, 8, 0, false, 814080, 768, 884736},
+        {KvDtype::bf16, 8, 7, false, 878592, 768, 884736},
+    };
+    for (const Row& row : rows) {
+        PoolParams p;
+        p.preset = ModelPreset::kimi_k3;
+        p.kv_dtype = row.kv;
+        p.tp = row.tp;
+        p.draft_len = row.n;
+        p.recoverssm = row.recoverssm;
+        CAPTURE(row.tp);
+        CAPTURE(row.n);
+        CAPTURE(row.recoverssm);
+        CHECK(vllm_page_of(p).bytes() == row.page);
+        CHECK(vllm_kernel_multiple(p) == 128);
+        HybridBlockPlan plan;
+        REQUIRE(plan_hybrid_blocks(vllm_model_of(p), vllm_kernel_multiple(p), kVllmUserBlockTokens, &plan)
+                    .empty());
+        CHECK(plan.block_tokens == row.block);
+        CHECK(plan.page_bytes_per_layer == row.padded);
+    }
+    // Blocks held per request: 2 + N aligned, 1 + N without prefix caching, N = 0 with RecoverSSM.
+    PoolParams p;
+    p.draft_len = 7;
+    CHECK(vllm_state_blocks_per_request(p) == 9);
+    p.prefix_caching = false;
+    CHECK(vllm_state_blocks_per_request(p) == 8);
+    p.recoverssm = true;
+    CHECK(vllm_state_blocks_per_request(p) == 1);
+    // The MLA alignment is Kimi K3's tree's: Kimi-Linear keeps FlashAttention's 16 unless asked.
+    PoolParams kl;
+    CHECK(vllm_kernel_multiple(kl) == 16);
+    kl.mla_align = MlaAlign::on;
+    CHECK(vllm_kernel_multiple(kl) == 128);
+
+    // The acceptance runs, with the residency of the second table (4,395 MB aligned at TP1, N = 7).
+    const Report tp8 =
+        run_pool({{"preset", "kimi-k3"}, {"tp", "8"}, {"kv_dtype", "fp8"}, {"requests", "100"}});
+    test::all_checks_pass(tp8);
+    CHECK(scalar(tp8, "vllm_block_tokens") == 1536);
+    CHECK(test::check_keyed(tp8, "vllm_block_k3_reference").passed);
+    const Report n7 =
+        run_pool({{"preset", "kimi-k3"}, {"kv_dtype", "fp8"}, {"draft_len", "7"}, {"requests", "100"}});
+    test::all_checks_pass(n7);
+    CHECK(scalar(n7, "vllm_block_tokens") == 12288);
+    CHECK(scalar(n7, "vllm_state_resident_bytes") == 9.0 * 7077888 * 69);
+    CHECK(test::check_keyed(n7, "vllm_state_residency_k3_reference").passed);
+}
+
 TEST_CASE("pool: refused parameter combinations") {
     const Experiment& e = *find_experiment("pool");
     auto refused = [&](std::vector<std::pair<std::string, std::string>> kv, const std::string& key) {
@@ -155,6 +220,9 @@ TEST_CASE("pool: refused parameter combinations") {
     refused({{"requests", "5000"}, {"output_tokens", "16384"}}, "output_tokens");
     refused({{"requests", "5000"}, {"arrival_rate", "0.001"}}, "arrival_rate");
     refused({{"preset", "tiny"}, {"page_tokens", "1"}, {"budget_mib", "65536"}}, "page_tokens");
+    refused({{"preset", "kimi-k3"}, {"tp", "5"}}, "tp");
+    refused({{"preset", "kimi-k3"}, {"recoverssm", "on"}}, "recoverssm");
+    refused({{"preset", "qwen3-next-80b"}, {"recoverssm", "on"}, {"draft_len", "2"}}, "recoverssm");
 }
 
 TEST_CASE("pool: a factory can refuse a layout the validator accepts, and the report says which") {
@@ -171,7 +239,7 @@ TEST_CASE("pool: every check holds intact and fails when falsified, under each o
     const Experiment& e = *find_experiment("pool");
     const CheckAudit a = audit_checks(e);
     CHECK(a.problems.empty());
-    CHECK(a.checks.size() == 17);
+    CHECK(a.checks.size() == 19);
     for (const CheckProof& c : a.checks) {
         CAPTURE(c.key);
         CHECK(c.proven());

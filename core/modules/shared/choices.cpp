@@ -14,6 +14,14 @@ Choices<DType> dtype_choices(std::initializer_list<DType> offered) {
     return out;
 }
 
+Choices<KvDtype> kv_dtype_choices() {
+    return {{KvDtype::model, "auto", "the model's (auto)"},
+            {KvDtype::bf16, "bf16", ""},
+            {KvDtype::fp8, "fp8", ""},
+            {KvDtype::fp16, "fp16", ""},
+            {KvDtype::fp32, "fp32", ""}};
+}
+
 Choices<spec::RecordVariant> record_variant_choices(bool exact_only) {
     Choices<spec::RecordVariant> out;
     // exact_only: the variants the runnable model replays exactly; otherwise every variant, with the

@@ -7,6 +7,7 @@
 #include "core/experiments/param_list.h"
 #include "core/model/config.h"
 #include "core/model/roofline.h"
+#include "core/model/tp_shard.h"
 #include "core/spec/storage.h"
 
 namespace k3 {
@@ -15,6 +16,8 @@ namespace k3 {
 Choices<ModelPreset> preset_choices(std::initializer_list<ModelPreset> offered);
 // Element types by name ("fp32", "bf16", ...), no display names.
 Choices<DType> dtype_choices(std::initializer_list<DType> offered);
+// The KV cache's element type: "auto" (the model's) or a chosen one (modules 2 and 3).
+Choices<KvDtype> kv_dtype_choices();
 // The record variants of reference/kda.md §6, labelled by their table row ("(b) minimal exact ...");
 // `exact_only`: only those whose replay rebuilds the whole layer state (modules 7 and 8).
 Choices<spec::RecordVariant> record_variant_choices(bool exact_only = false);
