@@ -49,8 +49,6 @@ struct Audit {
     void falsify(size_t i);
 };
 
-const Check* find(const Report& r, const std::string& key) { return r.find_check(key); }
-
 // Whether any check with this key failed (a key can repeat: once per design, per simulation).
 bool any_failed(const Report& r, const std::string& key) {
     for (const auto* v : {&r.checks, &r.timing.checks})
@@ -82,7 +80,7 @@ void Audit::falsify(size_t i) {
                 if (key_matches(pattern, c.key)) consider(c.key);
         for (const auto* v : {&bad.checks, &bad.timing.checks})  // checks that report only a failure
             for (const Check& c : *v)
-                if (key_matches(pattern, c.key) && !find(*base, c.key)) consider(c.key);
+                if (key_matches(pattern, c.key) && !base->find_check(c.key)) consider(c.key);
         if (!named)
             out.problems.push_back(e.id + ": " + who + " names " + pattern +
                                    ", which its runs do not report");

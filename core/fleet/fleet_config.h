@@ -75,19 +75,14 @@ enum class FleetSimFalsify : uint8_t {
     phantom_hit,      // the first admission resumes from half its prompt, which no instance holds
     leak_pages,       // the first request to complete keeps its working-memory pages
     late_iteration,   // the first iteration ends 1 % later than its batch's cost
-};
-
-// Falsifier hook of module 13 (k3cli audit-checks): one deliberate corruption of the resumes and
-// migrations the fault checks audit (FleetSim::resume_audit, FaultOutcome::migrations). `none` in
-// every real run.
-enum class FaultsFalsify : uint8_t {
-    none,
+    // Module 13's: the resumes and migrations its fault checks audit (FleetSim::resume_audit,
+    // FaultOutcome::migrations).
     guard_lets_one_through,   // the guard lets one request resume at its KV, past its state
     checkpoint_one_page_off,  // one cache hit reports its checkpoint a page deeper than it was written
-    crash_resume_in_place,   // a request of the crashed instance resumes where it was, as if nothing was lost
-    migration_drops_page,    // one live migration leaves the request's last KV page behind
-    migration_drops_state,   // one live migration arrives without the request's state
-    migration_lost_counter,  // the drain's lost-work counter is one token high
+    crash_resume_in_place,    // a request of the crashed instance resumes where it was
+    migration_drops_page,     // one live migration leaves the request's last KV page behind
+    migration_drops_state,    // one live migration arrives without the request's state
+    migration_lost_counter,   // the drain's lost-work counter is one token high
 };
 
 struct FleetConfig {
@@ -137,7 +132,6 @@ struct FleetConfig {
     // Consistency guard: a request resumes only where its KV and its recurrent state sit at the same
     // position. Off: it resumes at the KV position whatever state it has (counted as a violation).
     bool guard = true;
-    FaultsFalsify faults_falsify = FaultsFalsify::none;  // falsifier hook (module 13), not a setting
 
     double load = 1;  // arrival-rate multiplier: arrival times are divided by it
     // Simulate runs of decode-only steps as one event (same results; tests compare both ways).

@@ -376,7 +376,7 @@ FleetSim::Hits FleetSim::find_hits(uint32_t k, uint32_t r) {
         h.tainted_source = h.state > 0 && (L.adm.lease.state.handle & kTaintedHandle);
         h.record = state_record_of(L.adm.lease.state.handle);
         const uint64_t page = c_.cache.page_size;
-        if (h.state > 0 && h.state + page <= h.kv && falsify_once(FaultsFalsify::checkpoint_one_page_off))
+        if (h.state > 0 && h.state + page <= h.kv && falsify_now(FleetSimFalsify::checkpoint_one_page_off))
             h.state += page;
     }
     if (admit_seq_ == 0 && falsify_now(FleetSimFalsify::phantom_hit)) h.kv = h.state = lookup_len(r) / 2;
@@ -418,7 +418,7 @@ FleetSim::AdmitResult FleetSim::admit(uint32_t k, uint32_t r, double now) {
     const Request& q = w_->requests[r];
     const Hits h = find_hits(k, r);
     uint64_t resume = c_.guard ? h.state : h.kv;
-    if (c_.guard && h.kv > h.state && falsify_once(FaultsFalsify::guard_lets_one_through)) resume = h.kv;
+    if (c_.guard && h.kv > h.state && falsify_now(FleetSimFalsify::guard_lets_one_through)) resume = h.kv;
     // Logits need at least one computed token: a whole-context hit recomputes the last one.
     if (L.target > 0) resume = std::min(resume, L.target - 1);
     const uint64_t base = L.carry ? 0 : resume;

@@ -41,25 +41,18 @@ void FleetSim::record_migration(uint32_t r, int32_t f, uint64_t state_pos) {
     Live& L = live_[r];
     MigrationRecord m{r, L.pos, L.pos, state_pos};
     const uint64_t pt = c_.page_tokens;
-    if (L.pos > 0 && falsify_once(FaultsFalsify::migration_drops_page)) m.kv_carried = (L.pos - 1) / pt * pt;
-    if (state_pos > 0 && falsify_once(FaultsFalsify::migration_drops_state)) m.state_pos = 0;
+    if (L.pos > 0 && falsify_now(FleetSimFalsify::migration_drops_page)) m.kv_carried = (L.pos - 1) / pt * pt;
+    if (state_pos > 0 && falsify_now(FleetSimFalsify::migration_drops_state)) m.state_pos = 0;
     L.carry = true;
     L.carry_kv = m.kv_carried;
     L.carry_state = m.state_pos;
     L.carry_record = {m.state_pos, L.audit_mismatched};
     if (f < 0) return;
     FaultOutcome& fo = fault_out_[uint32_t(f)];
-    if (falsify_once(FaultsFalsify::migration_lost_counter)) ++fo.lost_tokens;
+    if (falsify_now(FleetSimFalsify::migration_lost_counter)) ++fo.lost_tokens;
     L.migration_fault = f;
     L.migration_index = uint32_t(fo.migrations.size());
     fo.migrations.push_back(m);
-}
-
-// The falsifier hook corrupts one event only: a check must catch a single corruption.
-bool FleetSim::falsify_once(FaultsFalsify f) {
-    if (c_.faults_falsify != f || faults_falsified_) return false;
-    faults_falsified_ = true;
-    return true;
 }
 
 }  // namespace k3

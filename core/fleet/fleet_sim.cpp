@@ -409,7 +409,7 @@ void FleetSim::crash(uint32_t f, double now) {
         Live& L = live_[r];
         fo.lost_tokens += L.pos - L.base;
         t_.lost_tokens += L.pos - L.base;
-        if (L.pos > 0 && falsify_once(FaultsFalsify::crash_resume_in_place)) {
+        if (L.pos > 0 && falsify_now(FleetSimFalsify::crash_resume_in_place)) {
             L.carry = true;  // what was lost is taken as carried along: KV and state at pos
             L.carry_kv = L.carry_state = L.pos;
             L.carry_record = {};

@@ -274,11 +274,9 @@ class FleetSim {
     // Whether falsifier f (FleetConfig::falsify) fires now: the first time it is asked, if set.
     bool falsify_now(FleetSimFalsify f);
 
-    // ---- the resume audit and migration records, and module 13's falsifier hook
-    // (fleet_resume_audit.cpp) ----
+    // ---- the resume audit and migration records (fleet_resume_audit.cpp) ----
     void audit_resume(uint32_t r, const Hits& h, uint64_t resume);
     void record_migration(uint32_t r, int32_t f, uint64_t state_pos);
-    bool falsify_once(FaultsFalsify f);
 
     friend class FleetRouterView;
 
@@ -307,7 +305,6 @@ class FleetSim {
     double sample_dt_ = 0;
     FleetTotals t_;
     ResumeAudit audit_;
-    bool faults_falsified_ = false;  // the faults falsifier hook has corrupted its one event
     uint64_t finished_ = 0, admit_seq_ = 0;
     uint32_t tenants_ = 1;
     // Quotas: running state slots and concurrent prefills a tenant may hold on one instance, and

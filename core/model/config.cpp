@@ -48,50 +48,44 @@ std::vector<LayerKind> hybrid_pattern(int n_layers, int attn_every, bool attn_la
 
 namespace {
 
-ModelConfig kimi_linear_48b_preset() {
+// What the Kimi family shares (reference/kda.md §0, reference/kimi_k3.md §1.3): KDA heads of 128
+// without value-head grouping, a width-4 conv, the recurrent state in fp32 (vLLM keeps it so whatever
+// the cache dtype) and bf16 conv windows; MLA with a 512 latent plus 64 cached rope dims in bf16.
+ModelConfig kimi_family(int layers, int d_model, int heads) {
     ModelConfig c;
-    // HF moonshotai/Kimi-Linear-48B-A3B config (reference/kda.md §0).
-    c.id = "kimi-linear-48b";
-    c.name = "Kimi-Linear-48B-A3B";
-    c.layers = hybrid_pattern(27, 4, true);
-    c.d_model = 2304;
-    c.lin_heads = c.lin_v_heads = 32;
+    c.layers = hybrid_pattern(layers, 4, true);
+    c.d_model = d_model;
+    c.lin_heads = c.lin_v_heads = heads;
     c.head_k = c.head_v = 128;
     c.conv_width = 4;
     c.state_dtype = DType::fp32;
     c.conv_dtype = DType::bf16;
     c.attn_kind = AttnKind::mla;
-    c.attn_heads = 32;
+    c.attn_heads = heads;
     c.mla_latent = 512;
     c.mla_rope = 64;
     c.mla_nope_dim = 128;
     c.mla_v_dim = 128;
     c.kv_dtype = DType::bf16;
+    return c;
+}
+
+ModelConfig kimi_linear_48b_preset() {
+    // HF moonshotai/Kimi-Linear-48B-A3B config (reference/kda.md §0): 20 KDA + 7 MLA layers.
+    ModelConfig c = kimi_family(27, 2304, 32);
+    c.id = "kimi-linear-48b";
+    c.name = "Kimi-Linear-48B-A3B";
     c.total_params = 48e9;  // "48B total, 3B activated" (model card)
     c.active_params = 3e9;
     return c;
 }
 
 ModelConfig kimi_k3_preset() {
-    ModelConfig c;
     // moonshotai/Kimi-K3 config.json (reference/kimi_k3.md §1.2-1.3): 69 KDA + 24 NoPE MLA layers,
-    // MLA at 1-based 4, 8, ..., 92 and 93; KDA 96 heads of 128 without value-head grouping.
+    // MLA at 1-based 4, 8, ..., 92 and 93 (the rope dims are cached, not rotated).
+    ModelConfig c = kimi_family(93, 7168, 96);
     c.id = "kimi-k3";
     c.name = "Kimi-K3";
-    c.layers = hybrid_pattern(93, 4, true);
-    c.d_model = 7168;
-    c.lin_heads = c.lin_v_heads = 96;
-    c.head_k = c.head_v = 128;
-    c.conv_width = 4;
-    c.state_dtype = DType::fp32;  // vLLM keeps the KDA recurrent state in fp32 whatever the cache dtype
-    c.conv_dtype = DType::bf16;
-    c.attn_kind = AttnKind::mla;
-    c.attn_heads = 96;
-    c.mla_latent = 512;
-    c.mla_rope = 64;  // cached, not rotated (NoPE MLA)
-    c.mla_nope_dim = 128;
-    c.mla_v_dim = 128;
-    c.kv_dtype = DType::bf16;
     c.vocab = 163840;
     c.max_context = 1048576;
     c.moe = {896, 16, 2, 3584, 3072, 1};

@@ -44,42 +44,42 @@ std::vector<std::pair<std::string, std::string>> drain_params() {
     return {{"fault", "drain"}, {"recovery", "migrate"}};
 }
 
-// Each corrupts one event of every simulation of the run (FleetConfig::faults_falsify).
+// Each corrupts one event of every simulation of the run (FleetConfig::falsify).
 std::vector<Falsifier<FaultsParams>> faults_falsifiers() {
-    auto set = [](FaultsFalsify f) { return [f](FaultsParams& p) { p.falsify = f; }; };
+    auto set = [](FleetSimFalsify f) { return [f](FaultsParams& p) { p.sim_falsify = f; }; };
     const auto drain = drain_params();
     return {
         {"guard_lets_one_through",
          "the guard lets one request resume at its kv position, past its state",
          {"guard_no_violations*"},
-         set(FaultsFalsify::guard_lets_one_through)},
+         set(FleetSimFalsify::guard_lets_one_through)},
         {"guard_lets_one_through_on_drain",
          "the guard lets one request resume at its kv position, past its state (a drain)",
          {"guard_no_violations*"},
-         set(FaultsFalsify::guard_lets_one_through),
+         set(FleetSimFalsify::guard_lets_one_through),
          drain},
         {"checkpoint_one_page_off",
          "one cache hit reports its checkpoint one page deeper than it was computed",
          {"guard_no_violations*"},
-         set(FaultsFalsify::checkpoint_one_page_off)},
+         set(FleetSimFalsify::checkpoint_one_page_off)},
         {"crash_resume_in_place",
          "a request of the crashed instance resumes where it was, as if its kv and state had survived",
          {"guard_no_violations", "guard_no_violations_recompute_guard"},
-         set(FaultsFalsify::crash_resume_in_place)},
+         set(FleetSimFalsify::crash_resume_in_place)},
         {"migration_drops_page",
          "one live migration leaves the request's last kv page behind",
          {"migration_lost_nothing*"},
-         set(FaultsFalsify::migration_drops_page),
+         set(FleetSimFalsify::migration_drops_page),
          drain},
         {"migration_drops_state",
          "one live migration arrives without the request's state",
          {"migration_lost_nothing*"},
-         set(FaultsFalsify::migration_drops_state),
+         set(FleetSimFalsify::migration_drops_state),
          drain},
         {"migration_lost_counter",
          "the drain's lost-work counter is one token high",
          {"migration_lost_nothing*"},
-         set(FaultsFalsify::migration_lost_counter),
+         set(FleetSimFalsify::migration_lost_counter),
          drain},
     };
 }

@@ -34,8 +34,7 @@ struct FaultsParams {
     FleetCacheParams cache;
     FleetInstanceParams instances;
     FleetCostParams cost;
-    FaultsFalsify falsify = FaultsFalsify::none;          // not a declared parameter (k3cli audit-checks)
-    FleetSimFalsify sim_falsify = FleetSimFalsify::none;  // the shared fleet checks' hook, likewise
+    FleetSimFalsify sim_falsify = FleetSimFalsify::none;  // not a declared parameter (k3cli audit-checks)
 };
 
 // One simulation of the workload: with the fault under a recovery, or without the fault.

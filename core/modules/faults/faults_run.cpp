@@ -82,8 +82,7 @@ FaultsResult setup_faults(const FaultsParams& p) {
     const FaultSpec fault{p.fault, p.fault_instance, f.fault_ms, down};
     f.config.detect_ms = p.detect_ms;
     f.config.host_tier_bytes = uint64_t(p.host_tier_gib * 1024.0 * 1024.0 * 1024.0);
-    f.config.faults_falsify = p.falsify;  // every simulation is damaged the same way
-    f.config.falsify = p.sim_falsify;
+    f.config.falsify = p.sim_falsify;  // every simulation is damaged the same way
     auto add = [&](std::string label, RunTag tag, bool has_fault, Recovery r, MigrationMove m, bool guard) {
         FleetConfig c = f.config;
         if (has_fault) c.faults = {fault};

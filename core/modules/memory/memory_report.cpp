@@ -169,7 +169,9 @@ void reference_checks(const MemoryParams& p, const MemoryResult& m, Report& r) {
     // Keyed on the preset asked for, so that an accounting fed another model's configuration fails.
     const MemoryAccount& a = m.account;
     const double be = a.state_equivalent_tokens();
-    if (p.preset == ModelPreset::kimi_linear_48b) {
+    // The published figures are for one GPU and the preset's own KV dtype.
+    const bool published = p.tp == 1 && p.kv_dtype == KvDtype::model;
+    if (p.preset == ModelPreset::kimi_linear_48b && published) {
         const double r1m = a.total_bytes(1048576) / a.baseline_bytes(1048576);
         r.check("kimi_linear_reference_figures", "Kimi-Linear reference figures (reference/kda.md §5)",
                 a.state_bytes == 43417600 && a.kv_bytes_per_token == 8064 &&
@@ -180,7 +182,7 @@ void reference_checks(const MemoryParams& p, const MemoryResult& m, Report& r) {
                     " (expect 0.261), break-even " + format_number(std::round(be)) + " (expect 5,384)");
     }
     if (p.preset == ModelPreset::kimi_k3) kimi_k3_reference_check(p, m, r);
-    if (p.preset == ModelPreset::qwen3_next_80b) {
+    if (p.preset == ModelPreset::qwen3_next_80b && published) {
         const double mib = double(a.state_bytes) / (1024.0 * 1024.0);
         r.check("qwen3_next_reference_figures", "Qwen3-Next reference figures (reference/serving.md §7)",
                 std::fabs(mib - 73.7) < 0.05 && a.kv_bytes_per_token == 24576 && std::round(be) == 3144,
