@@ -20,7 +20,43 @@ inline void decay_write(float* Sh, int K, int V, const float* kh, const float* g
     }
 }
 
+// One head of the closed form: row i of S is P_i S0_i + sum_t (P_{i,>t} k_t[i]) c_t, t from T - 1 down.
+template <class R>
+void closed_form_head(R* Sh, int K, int V, const float* k, size_t k_row, const float* c, size_t c_row,
+                      const float* g, size_t g_row, int T, int skip) {
+    R acc[kda::kMaxHeadDim];
+    for (int i = 0; i < K; ++i) {
+        R P = 1;
+        for (int j = 0; j < V; ++j) acc[j] = 0;
+        for (int t = T - 1; t >= 0; --t) {
+            const R coef = P * R(k[size_t(t) * k_row + size_t(i)]);
+            const float* ct = c + size_t(t) * c_row;
+            for (int j = 0; j < V; ++j) acc[j] = acc[j] + coef * R(ct[j]);
+            if (t != skip) P = P * k3exp(R(g[size_t(t) * g_row + size_t(i)]));
+        }
+        R* row = Sh + size_t(i) * V;
+        for (int j = 0; j < V; ++j) row[j] = P * row[j] + acc[j];
+    }
+}
+
+template <class R>
+void closed_form(const kda::Shape& s, R* S, const float* k, const float* c, const float* g, int T, int skip) {
+    for (int h = 0; h < s.HV; ++h)
+        closed_form_head(S + size_t(h) * s.head_state(), s.K, s.V, k + size_t(h / s.group()) * s.K,
+                         s.qk_row(), c + size_t(h) * s.V, s.v_row(), g + size_t(h) * s.K, s.g_row(), T, skip);
+}
+
 }  // namespace
+
+void closed_form_fold(const kda::Shape& s, float* S, const float* k, const float* c, const float* g, int T,
+                      int skip_decay) {
+    closed_form(s, S, k, c, g, T, skip_decay);
+}
+
+void closed_form_fold(const kda::Shape& s, double* S, const float* k, const float* c, const float* g, int T,
+                      int skip_decay) {
+    closed_form(s, S, k, c, g, T, skip_decay);
+}
 
 void delta_record(const kda::Shape& s, float* S, const float* k, const float* v, const float* g,
                   const float* beta, int T, float* delta) {

@@ -30,4 +30,16 @@ void delta_record(const kda::Shape& s, float* S, const float* k, const float* v,
 void delta_replay(const kda::Shape& s, float* S, const float* k, const float* delta, const float* g, int T,
                   size_t stride);
 
+// RecoverSSM's closed-form commit (vLLM's _commit_kda_state_kernel, kimi_k3.md §3.2): the T records
+// folded at once, S = S0 (.) prod_t D_t + sum_t (k_t c_t^T) (.) prod_{s>t} D_s with D_t = Diag(exp g_t),
+// the records read in reverse with a running decay product per key row. k [T][H][K] (L2-normalised), c
+// [T][HV][V], g [T][HV][K], contiguous. Equal to T steps of delta_replay in exact arithmetic, not in its
+// rounding (module 7 measures how far apart they are). Plain loops in a fixed order; exp is
+// core/base/fmath.h's (exp_f32 for the fp32 state, exp_f64 for the fp64 reference). `skip_decay` >= 0
+// is a falsifier hook (module 7): the product leaves that token's decay factor out.
+void closed_form_fold(const kda::Shape& s, float* S, const float* k, const float* c, const float* g, int T,
+                      int skip_decay = -1);
+void closed_form_fold(const kda::Shape& s, double* S, const float* k, const float* c, const float* g, int T,
+                      int skip_decay = -1);
+
 }  // namespace k3::spec

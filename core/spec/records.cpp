@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/kda/conv.h"
 #include "core/kda/recurrent.h"
+#include "core/model/vec_kernels.h"
 #include "core/spec/delta.h"
 
 namespace k3::spec {
@@ -36,7 +38,10 @@ RecordLayout RecordLayout::of(const KdaDims& d, RecordVariant v) {
             put(L.k, qk), put(L.delta, vc), put(L.g, gc), put(L.raw_q, qk), put(L.raw_k, qk),
                 put(L.raw_v, vc);
             break;
-        case RecordVariant::recoverssm: break;  // accounting only (spec::runnable_variant): no fields
+        case RecordVariant::recoverssm:  // the record (spec::record_fields), then the conv column
+            put(L.delta, vc), put(L.k_pre, qk), put(L.z, gc), put(L.raw_q, qk), put(L.raw_k, qk),
+                put(L.raw_v, vc);
+            break;
     }
     L.floats = at;
     return L;
@@ -45,7 +50,7 @@ RecordLayout RecordLayout::of(const KdaDims& d, RecordVariant v) {
 RecordLayout RecordLayout::under_allocated() const {
     RecordLayout L = *this;
     int* fields[] = {&L.k,     &L.v,     &L.g, &L.beta,       &L.delta, &L.raw_q,
-                     &L.raw_k, &L.raw_v, &L.z, &L.beta_logit, &L.x};
+                     &L.raw_k, &L.raw_v, &L.z, &L.beta_logit, &L.x,     &L.k_pre};
     int* last = nullptr;
     for (int* f : fields)
         if (*f >= 0 && (!last || *f > *last)) last = f;
@@ -56,8 +61,9 @@ RecordLayout RecordLayout::under_allocated() const {
     return L;
 }
 
-void flip_gate_bit(const RecordLayout& lay, float* record, int bit) {
-    float* f = record + (lay.g >= 0 ? lay.g : lay.z >= 0 ? lay.z : lay.x);
+void flip_record_bit(const RecordLayout& lay, float* record, int bit, bool correction) {
+    if (correction && lay.delta < 0) return;
+    float* f = record + (correction ? lay.delta : lay.g >= 0 ? lay.g : lay.z >= 0 ? lay.z : lay.x);
     uint32_t u;
     std::memcpy(&u, f, sizeof u);
     u ^= 1u << (bit & 31);
@@ -100,22 +106,28 @@ Recorder::Recorder(const model::Model& m, RecordVariant v, bool under_allocated)
     buf_.reset(lay_, m.config().n_linear());
 }
 
-void Recorder::flip_gate_bit(int layer, int token, int bit) {
+void Recorder::flip_record_bit(int layer, int token, int bit, bool correction) {
     if (layer < 0 || layer >= buf_.layers() || token < 0 || token >= buf_.tokens()) return;
-    spec::flip_gate_bit(lay_, buf_.row(layer, token), bit);
+    spec::flip_record_bit(lay_, buf_.row(layer, token), bit, correction);
 }
 
 void Recorder::begin(std::span<const std::byte> start) {
     buf_.reset(lay_, m_.config().n_linear());
-    if (lay_.delta < 0) return;
     const size_t per_layer = size_t(m_.pool_model().state_bytes_per_layer);
-    const size_t sf = m_.kda().state_floats();
-    S_.resize(size_t(buf_.layers()));
-    for (int l = 0; l < buf_.layers(); ++l) {
-        S_[size_t(l)].assign(sf, 0.0f);  // a missing start state reads as zeros (a new sequence)
-        if (start.size() >= size_t(l + 1) * per_layer)
-            std::memcpy(S_[size_t(l)].data(), start.data() + size_t(l) * per_layer, sf * sizeof(float));
-    }
+    const KdaDims& d = m_.kda();
+    // A layer's floats [from, from + n) of the start state; a missing start reads as zeros (a new sequence).
+    auto copy = [&](std::vector<FloatBuf>& to, size_t from, size_t n) {
+        to.resize(size_t(buf_.layers()));
+        for (int l = 0; l < buf_.layers(); ++l) {
+            to[size_t(l)].assign(n, 0.0f);
+            if (start.size() >= size_t(l + 1) * per_layer)
+                std::memcpy(to[size_t(l)].data(), start.data() + size_t(l) * per_layer + from * sizeof(float),
+                            n * sizeof(float));
+        }
+    };
+    if (lay_.delta >= 0) copy(S_, 0, d.state_floats());
+    const size_t win = size_t(d.window_rows()) * size_t(d.qk_channels());  // KdaState::at: S, q, k, v
+    if (lay_.k_pre >= 0) copy(win_k_, d.state_floats() + win, win);
 }
 
 void Recorder::on_kda(int layer, int li, uint64_t pos, const float* x, const KdaActs& a) {
@@ -136,6 +148,13 @@ void Recorder::on_kda(int layer, int li, uint64_t pos, const float* x, const Kda
         for (int t = 0; t < T; ++t)
             std::memcpy(out + size_t(t) * F + lay_.x, x + size_t(t) * d.d_model,
                         sizeof(float) * size_t(d.d_model));
+    if (lay_.k_pre >= 0) {  // the forward normalised k in place: its conv (and SiLU) again, same bits
+        if (k_pre_.size() < size_t(T) * qk) k_pre_.resize(size_t(T) * qk);
+        kda::conv_sequence(qk, d.conv_width, win_k_[size_t(li)].data(), a.raw_k.data(), T,
+                           m_.kda_weights(li).conv_k.data(), k_pre_.data());
+        model::silu(k_pre_.data(), size_t(T) * qk, m_.options().impl);
+        put(lay_.k_pre, k_pre_, qk);
+    }
     if (lay_.delta >= 0) {
         // The kernel keeps delta in registers; recompute it from this layer's S before these tokens.
         if (delta_.size() < size_t(T) * vc) delta_.resize(size_t(T) * vc);
@@ -165,6 +184,25 @@ void push_rows(float* win, int rows, int D, const float* rec, int n, int F, int 
 }
 
 }  // namespace
+
+FoldInputs recoverssm_fold_inputs(const model::KdaWeights& w, const KdaDims& d, const RecordLayout& L,
+                                  const float* rec, int n, ReplayScratch& s) {
+    KdaActs& a = s.acts;
+    a.resize(d, n);
+    const int F = L.floats, qk = d.qk_channels(), vc = d.v_channels(), gc = d.g_channels();
+    if (n <= 0) return {a.k.data(), s.c.data(), a.g.data(), 0};
+    if (s.c.size() < size_t(n) * vc) s.c.resize(size_t(n) * vc);
+    gather(rec, n, F, L.delta, vc, s.c.data());
+    gather(rec, n, F, L.k_pre, qk, a.k.data());
+    gather(rec, n, F, L.z, gc, a.z.data());
+    // The layer's own stages: its L2 norm (q is not needed: zero rows stay zero) and its gate function
+    // (beta is computed too, from zero logits, and not read).
+    std::fill(a.q.begin(), a.q.begin() + ptrdiff_t(size_t(n) * qk), 0.0f);
+    std::fill(a.beta_logit.begin(), a.beta_logit.begin() + ptrdiff_t(size_t(n) * d.s.HV), 0.0f);
+    model::kda_normalize(d, a);
+    model::kda_gates(w, d, a);
+    return {a.k.data(), s.c.data(), a.g.data(), n};
+}
 
 void replay_layer(const model::KdaWeights& w, const KdaDims& d, const RecordLayout& L, const KdaState& st,
                   const float* rec, int n, ReplayScratch& s, kda::Impl impl) {
@@ -227,7 +265,14 @@ void replay_layer(const model::KdaWeights& w, const KdaDims& d, const RecordLayo
             delta_replay(d.s, st.S, rec + L.k, rec + L.delta, rec + L.g, n, size_t(F));
             if (L.variant == RecordVariant::delta_conv) windows();
             break;
-        case RecordVariant::recoverssm: break;  // never recorded on the runnable model
+        case RecordVariant::recoverssm: {
+            const FoldInputs f = recoverssm_fold_inputs(w, d, L, rec, n, s);
+            for (int t = 0; t < n; ++t)
+                delta_replay(d.s, st.S, f.k + size_t(t) * qk, f.c + size_t(t) * vc, f.g + size_t(t) * gc, 1,
+                             0);
+            windows();
+            break;
+        }
     }
 }
 

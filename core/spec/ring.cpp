@@ -144,7 +144,7 @@ std::string RecordRing::accept(int n) {
     c_.count += n;
     c_.pending = 0;
     if (c_.count > 0 && fault_now(RingFault::flip_record_bit))
-        flip_gate_bit(lay_, slots_[0].data() + size_t(c_.slot(0)) * size_t(lay_.floats), 22);
+        flip_record_bit(lay_, slots_[0].data() + size_t(c_.slot(0)) * size_t(lay_.floats), 22);
     return {};
 }
 

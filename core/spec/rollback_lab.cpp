@@ -1,6 +1,7 @@
 #include "core/spec/rollback_lab.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "core/base/bytes.h"
@@ -12,6 +13,7 @@
 #include "core/kda/recurrent.h"
 #include "core/model/sampler.h"
 #include "core/model/vec_kernels.h"
+#include "core/spec/delta.h"
 #include "core/spec/drafter.h"
 
 namespace k3::spec {
@@ -157,6 +159,51 @@ std::string RollbackLab::compare(RecordVariant v, std::vector<RestoreOutcome>* o
             o.untouched = model::same_contents(copied, untouched) && model::same_contents(got, untouched);
         }
         out->push_back(o);
+    }
+    return {};
+}
+
+namespace {
+
+// Running max |a - b| and max |b| over many arrays; their ratio.
+struct RelError {
+    double diff = 0, scale = 0;
+    template <class A, class B>
+    void add(const A* a, const B* b, size_t n) {
+        for (size_t i = 0; i < n; ++i) {
+            diff = std::max(diff, std::fabs(double(a[i]) - double(b[i])));
+            scale = std::max(scale, std::fabs(double(b[i])));
+        }
+    }
+    double rel() const { return scale > 0 ? diff / scale : diff; }
+};
+
+}  // namespace
+
+std::string RollbackLab::closed_form_errors(int skip_decay, std::vector<ClosedFormError>* out) {
+    out->clear();
+    Verifier rv(m_, Rollback::replay, RecordVariant::recoverssm, fault_);
+    if (std::string e = verify_recording(*seq_, rv); !e.empty()) return e;
+    const model::KdaDims& d = m_.kda();
+    const size_t per = size_t(m_.pool_model().state_bytes_per_layer), sf = d.state_floats();
+    std::vector<float> s32(sf), want(sf);
+    std::vector<double> s64(sf);
+    ReplayScratch scratch;
+    for (int n = 0; n <= N_; ++n) {
+        RelError direct, fp64, direct64;
+        for (int li = 0; li < m_.config().n_linear(); ++li) {
+            std::memcpy(s32.data(), confirmed_.state.data() + size_t(li) * per, sf * sizeof(float));
+            std::memcpy(want.data(), direct_[size_t(n)].state.data() + size_t(li) * per, sf * sizeof(float));
+            std::copy(s32.begin(), s32.end(), s64.begin());
+            const FoldInputs f = recoverssm_fold_inputs(m_.kda_weights(li), d, rv.records().layout(),
+                                                        rv.records().row(li, 0), n, scratch);
+            closed_form_fold(d.s, s32.data(), f.k, f.c, f.g, n, skip_decay);
+            closed_form_fold(d.s, s64.data(), f.k, f.c, f.g, n);
+            direct.add(s32.data(), want.data(), sf);
+            fp64.add(s32.data(), s64.data(), sf);
+            direct64.add(want.data(), s64.data(), sf);
+        }
+        out->push_back({n, direct.rel(), fp64.rel(), direct64.rel()});
     }
     return {};
 }

@@ -31,6 +31,17 @@ struct RestoreOutcome {
     bool draft_mutated = false, untouched = false;
 };
 
+// RecoverSSM's closed-form commit (spec::closed_form_fold, vLLM's kernel) of the first n records, every
+// layer's S, against decoding the n tokens directly (fp32, token by token) and against the same closed
+// form in fp64: the largest |difference| over every element of every layer, relative to the largest |S|
+// of the reference.
+struct ClosedFormError {
+    int n = 0;
+    double vs_direct = 0;       // closed form (fp32) against direct decoding's bits
+    double vs_fp64 = 0;         // closed form (fp32) against the closed form in fp64
+    double direct_vs_fp64 = 0;  // direct decoding (fp32) against the fp64 closed form
+};
+
 class RollbackLab {
   public:
     // draft_len N >= 1 tokens per verification; the drafts follow the target's greedy continuation,
@@ -50,6 +61,9 @@ class RollbackLab {
     // Restores every n in 0..N both ways (replay with records of `v`) and compares with direct decoding.
     [[nodiscard]] std::string compare(RecordVariant v, std::vector<RestoreOutcome>* out,
                                       uint64_t* record_bytes_held);
+    // The closed-form commit's error for every n in 0..N (one recoverssm verification of the draft).
+    // `skip_decay`: the falsifier hook of spec::closed_form_fold (-1 in normal use).
+    [[nodiscard]] std::string closed_form_errors(int skip_decay, std::vector<ClosedFormError>* out);
     // Median wall time (ms) of restoring n tokens by copy and by replay of `v`, n = 0..N (`reps` each).
     [[nodiscard]] std::string time_restore(RecordVariant v, int reps, std::vector<double>* copy_ms,
                                            std::vector<double>* replay_ms);

@@ -23,31 +23,19 @@ const std::vector<VariantInfo>& record_variants() {
          false},
         {RecordVariant::delta_conv, "delta_conv", "(e)+conv", "delta form + raw rows",
          "(e) plus the raw q, k, v rows that rebuild the conv window", true, true},
+        // kimi_k3.md §3.2: the raw q, k, v rows stay in the conv window vLLM widens to W - 1 + N columns
+        // (record_conv_columns); the fold rebuilds S from the correction, the re-normalised key and the
+        // gate recomputed from z, and shifts the rows into the W - 1 window.
+        {RecordVariant::recoverssm, "recoverssm", "K3", "RecoverSSM (Kimi-K3)",
+         "per head and position: the delta-rule correction c_t (fp32), the key after the conv before its "
+         "L2 norm and the raw gate z (activation dtype), folded into the untouched checkpoint after "
+         "acceptance; the raw q, k, v rows are the conv window's W - 1 + N columns",
+         true, true},
     };
     return v;
 }
 
-const std::vector<VariantInfo>& accounting_variants() {
-    static const std::vector<VariantInfo> v = [] {
-        std::vector<VariantInfo> all = record_variants();
-        // kimi_k3.md §3.2: vLLM keeps the (W - 1 + N)-wide conv window and compacts it after acceptance,
-        // so the record rebuilds S only; the runnable model does not implement it.
-        all.push_back({RecordVariant::recoverssm, "recoverssm", "K3", "RecoverSSM (Kimi-K3)",
-                       "per head and position: the delta-rule correction c_t (fp32), the raw key and the raw "
-                       "gate (activation dtype). S is refolded from the checkpoint; the conv window is kept "
-                       "W - 1 + N wide",
-                       false, false});
-        return all;
-    }();
-    return v;
-}
-
-bool runnable_variant(RecordVariant v) { return size_t(v) < record_variants().size(); }
-
-// The runnable variants' entries are record_variants()' own (callers compare addresses).
-const VariantInfo& variant_info(RecordVariant v) {
-    return runnable_variant(v) ? record_variants()[size_t(v)] : accounting_variants()[size_t(v)];
-}
+const VariantInfo& variant_info(RecordVariant v) { return record_variants()[size_t(v)]; }
 
 std::optional<RecordVariant> parse_variant(std::string_view id) {
     for (const auto& i : accounting_variants())
@@ -85,7 +73,9 @@ std::vector<RecordField> record_fields(const ModelConfig& c, RecordVariant v) {
         case RecordVariant::delta: return {k, {"delta", vc, DType::fp32}, gate};
         case RecordVariant::delta_conv: return {k, {"delta", vc, DType::fp32}, gate, rq, rk, rv};
         case RecordVariant::recoverssm:  // kimi_k3.md §3.2: c_t (128 fp32) + raw k, raw g (2 x 128 bf16)
-            return {{"correction c_t", vc, DType::fp32}, {"raw k", qk, act}, {"raw gate", g, act}};
+            return {{"correction c_t", vc, DType::fp32},
+                    {"k (post-conv, before L2)", qk, act},
+                    {"raw gate input z", g, act}};
     }
     return {};
 }
@@ -94,6 +84,18 @@ uint64_t record_bytes_per_token_per_layer(const ModelConfig& c, RecordVariant v)
     uint64_t b = 0;
     for (const auto& f : record_fields(c, v)) b += f.bytes();
     return b;
+}
+
+int record_conv_columns(RecordVariant v) { return v == RecordVariant::recoverssm ? 1 : 0; }
+
+uint64_t conv_column_bytes(const ModelConfig& c) {
+    const uint64_t channels = 2 * uint64_t(c.lin_heads) * uint64_t(c.head_k) +
+                              uint64_t(c.lin_v_heads) * uint64_t(c.head_v);  // q, k, v
+    return channels * dtype_bytes(c.conv_dtype);
+}
+
+uint64_t held_bytes_per_token_per_layer(const ModelConfig& c, RecordVariant v) {
+    return record_bytes_per_token_per_layer(c, v) + uint64_t(record_conv_columns(v)) * conv_column_bytes(c);
 }
 
 uint64_t snapshot_bytes_per_layer(const ModelConfig& c) { return account_memory(c).state_bytes_per_layer; }
@@ -107,18 +109,18 @@ SpecStorage spec_storage(const ModelConfig& c, RecordVariant v, int draft_len, i
     s.linear_layers = c.n_linear();
     s.snapshot_per_layer = snapshot_bytes_per_layer(c);
     s.record_per_token = record_bytes_per_token_per_layer(c, v);
+    s.held_per_token = held_bytes_per_token_per_layer(c, v);
     const uint64_t n = uint64_t(draft_len > 0 ? draft_len : 0);
     s.snapshots_extra_per_layer = n * s.snapshot_per_layer;
-    s.records_extra_per_layer = n * s.record_per_token;
+    s.records_extra_per_layer = n * s.held_per_token;
     s.snapshots_total_per_layer = (n + 1) * s.snapshot_per_layer;
     s.projection_total_per_layer = s.snapshot_per_layer + s.records_extra_per_layer;
     s.ring_total_per_layer =
-        s.snapshot_per_layer + uint64_t(ring_capacity > 0 ? ring_capacity : 0) * s.record_per_token;
+        s.snapshot_per_layer + uint64_t(ring_capacity > 0 ? ring_capacity : 0) * s.held_per_token;
     const double proj = double(s.projection_total_per_layer);
     s.ratio_n_snapshots = proj > 0 ? double(s.snapshots_extra_per_layer) / proj : 0;
     s.ratio_counting_confirmed = proj > 0 ? double(s.snapshots_total_per_layer) / proj : 0;
-    s.ratio_per_token =
-        s.record_per_token > 0 ? double(s.snapshot_per_layer) / double(s.record_per_token) : 0;
+    s.ratio_per_token = s.held_per_token > 0 ? double(s.snapshot_per_layer) / double(s.held_per_token) : 0;
     return s;
 }
 

@@ -35,8 +35,7 @@ enum class RecordVariant : uint8_t {
     layer_input,        // (d)  the layer input x; every projection recomputed
     delta,              // (e)  k; delta = beta (v - k^T D S); g   (replay S = D S + k delta^T)
     delta_conv,         // (e) + raw q, k, v for the conv window
-    // Accounting only (the runnable model does not record it; not in record_variants()):
-    recoverssm,  // Kimi-K3's RecoverSSM (kimi_k3.md §3.2): correction c_t; raw k; raw gate
+    recoverssm,         // Kimi-K3's RecoverSSM (kimi_k3.md §3.2): correction c_t; k before L2; raw gate z
 };
 
 struct VariantInfo {
@@ -51,11 +50,10 @@ struct VariantInfo {
     bool restores_window;  // false: S is exact, the conv windows are not rebuilt
 };
 
-// The variants the runnable model records and replays (core/spec/records.h), in enum order.
+// Every variant, in enum order; the runnable model records and replays each (core/spec/records.h).
 const std::vector<VariantInfo>& record_variants();
-// Every variant, in enum order: record_variants() and then the accounting-only ones (recoverssm).
-const std::vector<VariantInfo>& accounting_variants();
-bool runnable_variant(RecordVariant v);
+// The same list (callers that tabulate the accounting of every variant).
+inline const std::vector<VariantInfo>& accounting_variants() { return record_variants(); }
 const VariantInfo& variant_info(RecordVariant v);
 std::optional<RecordVariant> parse_variant(std::string_view id);
 std::vector<std::string> variant_ids();  // of accounting_variants()
@@ -72,6 +70,16 @@ struct RecordField {
 uint64_t gate_elements(const ModelConfig& c);
 std::vector<RecordField> record_fields(const ModelConfig& c, RecordVariant v);
 uint64_t record_bytes_per_token_per_layer(const ModelConfig& c, RecordVariant v);
+// RecoverSSM keeps each draft token's raw pre-conv q, k, v rows as a column of the conv window vLLM widens
+// to W - 1 + N columns (kimi_k3.md §3.1-3.2), so they are not part of its record (record_fields), but
+// they are held per token all the same: one column per token for recoverssm, none for the others (whose
+// records carry the raw rows themselves, or do not rebuild the window).
+int record_conv_columns(RecordVariant v);
+// One column of a linear layer's conv window: the raw q, k and v channels of one token, conv dtype.
+uint64_t conv_column_bytes(const ModelConfig& c);
+// What a token's rollback data holds per layer: its record plus its conv columns. The runnable model's
+// RecordLayout::floats x 4 is this figure (its dtypes are fp32).
+uint64_t held_bytes_per_token_per_layer(const ModelConfig& c, RecordVariant v);
 // S + conv windows of one linear layer (core/model/accounting.h).
 uint64_t snapshot_bytes_per_layer(const ModelConfig& c);
 
@@ -79,9 +87,11 @@ struct SpecStorage {
     int draft_len = 0, running_requests = 0, ring_capacity = 0, linear_layers = 0;
     uint64_t snapshot_per_layer = 0;  // one full state
     uint64_t record_per_token = 0;    // one record, per layer
+    uint64_t held_per_token = 0;      // one record + its conv columns (held_bytes_per_token_per_layer)
 
     // Per layer. "extra" is what speculation adds on top of the confirmed state.
-    uint64_t snapshots_extra_per_layer = 0;   // N x snapshot
+    uint64_t snapshots_extra_per_layer = 0;  // N x snapshot
+    // "record" below is what a token holds, held_per_token (= record_per_token but for recoverssm).
     uint64_t records_extra_per_layer = 0;     // N x record
     uint64_t snapshots_total_per_layer = 0;   // (N + 1) x snapshot
     uint64_t projection_total_per_layer = 0;  // snapshot + N x record

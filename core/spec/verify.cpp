@@ -40,7 +40,9 @@ std::string Verifier::extend(model::Sequence& seq, std::span<const int32_t> toke
         const ForwardOptions fo{core, logits ? LogitRows::all : LogitRows::none, &recorder_};
         if (std::string e = m_.forward(seq, tokens, fo, logits ? &row_ : nullptr); !e.empty()) return e;
         if (logits) logits->insert(logits->end(), row_.begin(), row_.begin() + ptrdiff_t(tokens.size() * V));
-        if (fault_ == VerifyFault::flip_record_bit && verified_ == 0) recorder_.flip_gate_bit(0, 0, 22);
+        if (fault_ == VerifyFault::flip_record_bit && verified_ == 0) recorder_.flip_record_bit(0, 0, 22);
+        if (fault_ == VerifyFault::flip_correction_bit && verified_ == 0)
+            recorder_.flip_record_bit(0, 0, 22, true);
     } else {
         const ForwardOptions fo{CoreMode::recurrent, logits ? LogitRows::last : LogitRows::none, nullptr};
         for (int32_t t : tokens) {

@@ -33,10 +33,11 @@ const char* rollback_name(Rollback r);
 // only where its rollback method is involved.
 enum class VerifyFault : uint8_t {
     none,
-    flip_record_bit,    // replay: extend() flips one bit of the first token's gate in layer 0's record
-    short_record,       // replay: records are under-allocated (RecordLayout::under_allocated)
-    snapshot_position,  // snapshot: keep(n) copies snapshot n + 1 (at most verified()), cuts the KV at n
-    chunked_verify,     // replay: extend() runs the chunked kernel instead of the recurrent one
+    flip_record_bit,      // replay: extend() flips one bit of the first token's gate in layer 0's record
+    flip_correction_bit,  // replay: ... of its first correction value (delta forms, recoverssm)
+    short_record,         // replay: records are under-allocated (RecordLayout::under_allocated)
+    snapshot_position,    // snapshot: keep(n) copies snapshot n + 1 (at most verified()), cuts the KV at n
+    chunked_verify,       // replay: extend() runs the chunked kernel instead of the recurrent one
 };
 
 class Verifier {

@@ -1,13 +1,17 @@
 // Rollback after verification (core/spec/verify.h, records.h, delta.h), reference/kda.md §7 invariant
 // 21: for every accepted count n in 0..N, restoring by snapshot copy or by replaying n records onto the
 // confirmed state gives the bits of running the n tokens directly, for every record variant that
-// claims exactness; the variants that do not claim it restore S exactly and leave the conv windows
-// stale; n = 0 leaves the confirmed bytes untouched.
+// claims exactness (RecoverSSM's token-order fold among them); the variants that do not claim it restore
+// S exactly and leave the conv windows stale; n = 0 leaves the confirmed bytes untouched. RecoverSSM's
+// closed-form commit agrees with the token-order fold to rounding.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "core/base/bytes.h"
+#include "core/kda/gates.h"
 #include "core/kda/recurrent.h"
 #include "core/spec/delta.h"
 #include "core/spec/verify.h"
@@ -143,7 +147,8 @@ TEST_CASE("spec replay: rollback storage held is the confirmed state plus N reco
         Verifier ver(m, Rollback::replay, v.variant);
         REQUIRE(ver.begin(*r.seq).empty());
         REQUIRE(ver.extend(*r.seq, random_tokens(N, 10, m.vocab()), nullptr).empty());
-        const uint64_t rec = record_bytes_per_token_per_layer(m.config(), v.variant);
+        // The record and, for recoverssm, the token's conv window column held beside it.
+        const uint64_t rec = held_bytes_per_token_per_layer(m.config(), v.variant);
         CHECK(ver.bytes_held() == state + uint64_t(N) * rec * uint64_t(layers));
     }
     Run r = new_run(m);
@@ -178,5 +183,44 @@ TEST_CASE("spec delta: delta_record leaves the recurrent kernel's bits and delta
             delta_replay(s, Sr.data(), k.data() + size_t(t) * s.qk_row(),
                          delta.data() + size_t(t) * s.v_row(), g.data() + size_t(t) * s.g_row(), 1, 0);
         CHECK(bitwise_equal(Sk, Sr));
+    }
+}
+
+TEST_CASE("spec recoverssm: the closed-form commit = the token-order fold to rounding; n <= 1 bitwise") {
+    const kda::Shape s{2, 4, 16, 24};  // grouped value heads, K != V
+    const int T = 12;
+    Rng r(91);
+    std::vector<float> k(size_t(T) * s.qk_row()), c(size_t(T) * s.v_row()), g(size_t(T) * s.g_row()),
+        S0(s.state_floats());
+    r.fill_normal(k.data(), k.size());
+    kda::l2norm_rows(k.data(), T * s.H, s.K);
+    r.fill_normal(c.data(), c.size(), 0.5f);
+    r.fill_uniform(g.data(), g.size(), -5.0f, 0.0f);  // K3's bounded gate range
+    r.fill_normal(S0.data(), S0.size());
+    auto rel = [](const auto& a, const auto& b) {
+        double d = 0, m = 0;
+        for (size_t i = 0; i < a.size(); ++i)
+            d = std::max(d, std::fabs(double(a[i]) - double(b[i]))), m = std::max(m, std::fabs(double(b[i])));
+        return d / m;
+    };
+    std::vector<float> folded = S0;  // token order, one record at a time
+    for (int n = 0; n <= T; ++n) {
+        CAPTURE(n);
+        if (n > 0)
+            delta_replay(s, folded.data(), k.data() + size_t(n - 1) * s.qk_row(),
+                         c.data() + size_t(n - 1) * s.v_row(), g.data() + size_t(n - 1) * s.g_row(), 1, 0);
+        std::vector<float> closed = S0;
+        std::vector<double> wide(S0.begin(), S0.end());
+        closed_form_fold(s, closed.data(), k.data(), c.data(), g.data(), n);
+        closed_form_fold(s, wide.data(), k.data(), c.data(), g.data(), n);
+        if (n <= 1) CHECK(bitwise_equal(closed, folded));  // one step: the same operations
+        CHECK(rel(closed, folded) <= 1e-5);
+        CHECK(rel(closed, wide) <= 1e-5);
+        CHECK(rel(folded, wide) <= 1e-5);
+        if (n >= 1) {  // the falsifier hook: one decay factor left out is far outside rounding
+            std::vector<float> skipped = S0;
+            closed_form_fold(s, skipped.data(), k.data(), c.data(), g.data(), n, n - 1);
+            CHECK(rel(skipped, folded) > 1e-3);
+        }
     }
 }

@@ -98,9 +98,29 @@ TEST_CASE("spec storage: the runnable model's records are exactly the accounted 
             CAPTURE(std::string(id));
             CAPTURE(std::string(v.id));
             const RecordLayout L = RecordLayout::of(d, v.variant);
-            CHECK(uint64_t(L.floats) * 4 == record_bytes_per_token_per_layer(c, v.variant));
+            // floats x 4 = the record's fields + its conv window columns (RecoverSSM's raw rows, which
+            // vLLM counts in the widened conv window, not in the record).
+            const uint64_t columns = uint64_t(record_conv_columns(v.variant)) * conv_column_bytes(c);
+            CHECK(uint64_t(L.floats) * 4 == record_bytes_per_token_per_layer(c, v.variant) + columns);
+            CHECK(uint64_t(L.floats) * 4 == held_bytes_per_token_per_layer(c, v.variant));
+            CHECK(columns ==
+                  (v.variant == RecordVariant::recoverssm ? d.window_floats() / d.window_rows() * 4 : 0));
         }
     }
+}
+
+TEST_CASE(
+    "spec storage: Kimi-K3's RecoverSSM record is 1,024 B per head; its conv column is held beside it") {
+    const ModelConfig c = *model_preset("kimi-k3");
+    CHECK(record_bytes_per_token_per_layer(c, RecordVariant::recoverssm) == 98304);  // kimi_k3.md §3.3
+    CHECK(conv_column_bytes(c) == 73728);                                            // 36,864 bf16
+    CHECK(held_bytes_per_token_per_layer(c, RecordVariant::recoverssm) == 98304 + 73728);
+    const SpecStorage s = spec_storage(c, RecordVariant::recoverssm, 7, 1, 16);
+    CHECK(s.record_per_token == 98304);
+    CHECK(s.projection_total_per_layer == 6512640 + 7 * (98304 + 73728));
+    CHECK(s.ring_total_per_layer == 6512640 + 16 * (98304 + 73728));
+    CHECK(held_bytes_per_token_per_layer(c, RecordVariant::minimal_exact) ==
+          record_bytes_per_token_per_layer(c, RecordVariant::minimal_exact));
 }
 
 TEST_CASE("spec storage: variant ids parse back and the exactness claims are the documented ones") {
@@ -114,4 +134,5 @@ TEST_CASE("spec storage: variant ids parse back and the exactness claims are the
     CHECK(variant_info(RecordVariant::minimal_exact).exact);
     CHECK(!variant_info(RecordVariant::core_only).exact);
     CHECK(!variant_info(RecordVariant::delta).exact);
+    CHECK(variant_info(RecordVariant::recoverssm).exact);  // the fold rebuilds the windows too
 }

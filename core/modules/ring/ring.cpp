@@ -114,7 +114,8 @@ Experiment make_ring_experiment() {
         .validate = validate_ring,
         .start = start_ring,
         .live = false,
-        .falsifiers = ring_falsifiers()});
+        .falsifiers = ring_falsifiers(),
+        .audit_params = {{{"variant", "recoverssm"}}}});
 }
 
 K3_REGISTER_EXPERIMENT(make_ring_experiment);

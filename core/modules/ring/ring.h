@@ -45,7 +45,7 @@ struct RingParams {
 struct RingSweepPoint {
     int capacity = 0;
     spec::RingSimResult sim;
-    spec::SpecStorage kimi;  // Kimi-Linear's storage with this ring
+    spec::SpecStorage kimi;  // Kimi-K3's storage with this ring (the flagship)
 };
 
 struct RingResult {
@@ -65,7 +65,7 @@ struct RingResult {
     int live_overwrites = 0;              // pushes over a kept record not yet folded
     int peak_live = 0;                    // most slots holding a kept or pending record
     spec::SpecStorage own;                // the accounting of the runnable preset at N, L
-    spec::SpecStorage kimi;               // Kimi-Linear's at N, L
+    spec::SpecStorage kimi;               // Kimi-K3's at N, L
     std::vector<RingSweepPoint> sweep;
     double plain_ms = 0, stream_ms = 0;  // wall clock
 };

@@ -68,9 +68,9 @@ void write_scalars(const RingResult& res, Report& r) {
     r.scalar("snapshot_writes_per_token", "State writes per committed token, snapshots", "states",
              tokens > 0 ? double(st.verified) / tokens : 0)
         .help = "The snapshot method writes a full state after every verified token.";
-    r.scalar("kimi_ring_bytes_per_request", "Kimi-Linear: checkpoint + ring per request", "B",
+    r.scalar("kimi_ring_bytes_per_request", "Kimi-K3: checkpoint + ring per request", "B",
              double(res.kimi.per_sequence(res.kimi.ring_total_per_layer)));
-    r.scalar("kimi_snapshot_bytes_per_request", "Kimi-Linear: confirmed + N snapshots per request", "B",
+    r.scalar("kimi_snapshot_bytes_per_request", "Kimi-K3: confirmed + N snapshots per request", "B",
              double(res.kimi.per_sequence(res.kimi.snapshots_total_per_layer)));
 }
 
@@ -109,11 +109,11 @@ void sweep_plots(const RingResult& res, Report& r) {
         return s;
     };
     const std::string work_plot = "Capacity sweep (bookkeeping simulation, 4,096 tokens)";
-    const std::string memory_plot = "Memory per request against L (Kimi-Linear)";
+    const std::string memory_plot = "Memory per request against L (Kimi-K3)";
     Series flushes = sweep("flushes per 100 tokens", work_plot, "per 100 tokens", "");
     Series replayed = sweep("records replayed per token", work_plot, "per 100 tokens", "");
-    Series ring = sweep("checkpoint + ring (Kimi-Linear)", memory_plot, "bytes", "B");
-    Series snapshots = sweep("confirmed + N snapshots (Kimi-Linear)", memory_plot, "bytes", "B");
+    Series ring = sweep("checkpoint + ring (Kimi-K3)", memory_plot, "bytes", "B");
+    Series snapshots = sweep("confirmed + N snapshots (Kimi-K3)", memory_plot, "bytes", "B");
     for (const RingSweepPoint& s : res.sweep) {
         const double x = s.capacity;
         flushes.add(x, flushes_per_100_tokens(s.sim));
@@ -146,7 +146,7 @@ void tables(const RingResult& res, Report& r) {
                                                                {"replayed per token", "records"},
                                                                {"mean occupancy", "records"},
                                                                {"shortened steps", "count"},
-                                                               {"Kimi-Linear bytes per request", "B"}}));
+                                                               {"Kimi-K3 bytes per request", "B"}}));
     for (const RingSweepPoint& s : res.sweep)
         sweep.add({double(s.capacity), flushes_per_100_tokens(s.sim), replayed_per_token(s.sim),
                    s.sim.mean_occupancy, double(s.sim.shortened),
@@ -204,7 +204,7 @@ void ring_checks(const RingParams& p, const RingResult& res, Report& r) {
             res.ring_bytes == own.per_sequence(own.ring_total_per_layer),
             format_grouped(double(res.ring_bytes)) +
                 " B allocated (checkpoint + slot buffers); accounting: state + " + std::to_string(L) + " x " +
-                format_grouped(double(own.record_per_token)) + " B x " + std::to_string(own.linear_layers) +
+                format_grouped(double(own.held_per_token)) + " B x " + std::to_string(own.linear_layers) +
                 " layers = " + format_grouped(double(own.per_sequence(own.ring_total_per_layer))) + " B");
 }
 

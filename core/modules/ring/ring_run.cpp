@@ -152,7 +152,7 @@ double RingRun::drafter_acceptance() const {
 
 void RingRun::sweep() {
     if (failed()) return;
-    const ModelConfig kimi = *model_preset(ModelPreset::kimi_linear_48b);
+    const ModelConfig kimi = *model_preset(ModelPreset::kimi_k3);
     const int N = params_.draft_len;
     const double accept = drafter_acceptance();
     for (int L : {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128}) {
@@ -191,7 +191,7 @@ void RingRun::finish() {
         res.peak_live = ring.peak_live();
         const int N = params_.draft_len, L = params_.ring_capacity;
         res.own = spec_storage(target_->config(), params_.variant, N, 1, L);
-        res.kimi = spec_storage(*model_preset(ModelPreset::kimi_linear_48b), params_.variant, N, 1, L);
+        res.kimi = spec_storage(*model_preset(ModelPreset::kimi_k3), params_.variant, N, 1, L);
     }
     report_ring(params_, result_, report_);
 }

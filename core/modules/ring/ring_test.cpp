@@ -70,4 +70,13 @@ TEST_CASE("ring: deterministic outside timing; shorten, commits and the self dra
     CHECK(test::check_keyed(s, "tokens_equal_greedy").passed);
 }
 
+TEST_CASE("ring: RecoverSSM's records in the ring fold exactly; the figures at scale are Kimi-K3's") {
+    const Report r = test::run_module("ring", {{"new_tokens", "24"}, {"variant", "recoverssm"}});
+    test::all_checks_pass(r);
+    CHECK(test::check_keyed(r, "final_checkpoint_bitwise").passed);
+    // 69 KDA layers x (state 6,512,640 B + L = 16 x (record 98,304 B + conv column 73,728 B)).
+    CHECK(test::scalar_of(r, "kimi_ring_bytes_per_request") == 69.0 * (6512640 + 16 * (98304 + 73728)));
+    CHECK(test::scalar_of(r, "kimi_snapshot_bytes_per_request") == 69.0 * 5 * 6512640);  // N = 4
+}
+
 TEST_CASE("ring: every check holds intact and fails when falsified") { test::all_checks_proven("ring", 7); }

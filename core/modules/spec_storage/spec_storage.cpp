@@ -9,28 +9,36 @@ namespace k3 {
 
 namespace {
 
+// The view of Kimi-Linear's published figures (reference/kda.md §6): N = 4, minimal exact, no demo.
+std::vector<std::pair<std::string, std::string>> kimi_linear_n4() {
+    return {{"preset", "kimi-linear-48b"}, {"draft_len", "4"}, {"variant", "minimal_exact"}, {"demo", "0"}};
+}
+
 std::vector<Falsifier<SpecStorageParams>> spec_storage_falsifiers() {
     auto set = [](SpecStorageFalsify f) { return [f](SpecStorageParams& p) { p.falsify = f; }; };
-    const std::vector<std::pair<std::string, std::string>> k3_pages = {
-        {"preset", "kimi-k3"}, {"variant", "recoverssm"}, {"draft_len", "7"}, {"demo", "0"}};
+    const std::vector<std::pair<std::string, std::string>> kimi_n4 = kimi_linear_n4();
+    const std::vector<std::pair<std::string, std::string>> k3_pages = {{"demo", "0"}};
     return {
         {"window_row",
          "the storage accounting counts each snapshot with one conv window row too few",
          {"snapshot_equals_layer_state", "kimi_linear_reference_figures"},
-         set(SpecStorageFalsify::window_row)},
+         set(SpecStorageFalsify::window_row),
+         kimi_n4},
         {"gate_per_head",
          "the record accounting counts one gate value per head (as for gated deltanet), not one per key "
          "channel",
          {"kimi_linear_record_variants", "kimi_linear_reference_figures",
           "recoverssm_page_records_equal_records"},
-         set(SpecStorageFalsify::gate_per_head)},
+         set(SpecStorageFalsify::gate_per_head),
+         kimi_n4},
         {"short_record",
          "each record is allotted its last field's floats too few (that field overlaps the one before)",
          {"held_bytes_equal_accounting", "ratios_from_held_bytes"},
          set(SpecStorageFalsify::short_record)},
         {"record_bit",
          "one bit of the first recorded gate value is flipped before the replay",
-         {"copy_equals_replay", "replay_equals_direct", "variant_exactness_claims"},
+         {"copy_equals_replay", "replay_equals_direct", "variant_exactness_claims", "recoverssm_fold_bitwise",
+          "closed_form_within_tolerance"},
          set(SpecStorageFalsify::record_bit)},
         {"snapshot_position",
          "the copy restore takes the snapshot of the next draft position (the kv is still cut at n)",
@@ -50,6 +58,14 @@ std::vector<Falsifier<SpecStorageParams>> spec_storage_falsifiers() {
          {"vllm_snapshot_page_widens_window", "kimi_k3_vllm_page_table"},
          set(SpecStorageFalsify::conv_without_draft),
          k3_pages},
+        {"closed_form_skip",
+         "recoverssm's closed-form commit leaves the first accepted token's decay factor out of the product",
+         {"closed_form_within_tolerance"},
+         set(SpecStorageFalsify::closed_form_skip)},
+        {"correction_bit",
+         "one bit of the first recorded correction c_t (layer 0) is flipped before the fold",
+         {"recoverssm_fold_bitwise", "closed_form_within_tolerance"},
+         set(SpecStorageFalsify::correction_bit)},
     };
 }
 
@@ -87,16 +103,10 @@ void validate_spec_storage(const SpecStorageParams& p, Issues& issues) {
                        "a ring of " + format_number(p.ring_capacity) +
                            " records cannot hold one verification of N = " + format_number(p.draft_len) +
                            " tokens (module 8 refuses it); its figure is shown anyway");
-    if (p.demo && !spec::runnable_variant(p.variant))
-        issues.warning(p.variant, std::string("the runnable model does not record ") +
-                                      spec::variant_info(p.variant).id + ": the demo restores with " +
-                                      spec::variant_info(demo_variant(p)).id +
-                                      " (the same correction vector) and claims only what that variant does");
 }
 
 Experiment make_spec_storage_experiment() {
-    const std::vector<std::pair<std::string, std::string>> kimi_n4 = {
-        {"preset", "kimi-linear-48b"}, {"draft_len", "4"}, {"variant", "minimal_exact"}, {"demo", "0"}};
+    const std::vector<std::pair<std::string, std::string>> kimi_n4 = kimi_linear_n4();
     return make_experiment(Module<SpecStorageParams>{
         .number = 7,
         .id = "spec-storage",
@@ -117,7 +127,8 @@ Experiment make_spec_storage_experiment() {
                 {"Kimi-Linear, N = 4: the same, counting the confirmed state on both sides", kimi_n4,
                  "ratio_counting_confirmed"},
             },
-        .falsifiers = spec_storage_falsifiers()});
+        .falsifiers = spec_storage_falsifiers(),
+        .audit_params = {kimi_linear_n4()}});
 }
 
 K3_REGISTER_EXPERIMENT(make_spec_storage_experiment);

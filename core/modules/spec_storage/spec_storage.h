@@ -3,7 +3,8 @@
 // rejection (reference/kda.md §6, reference/serving.md §3). The storage is exact accounting of the
 // chosen preset (core/spec/storage.h); the rollback itself runs on the runnable model
 // (core/spec/rollback_lab.h) and is compared bitwise with a cold run (copy) and with token-by-token
-// decoding (replay), for every rejection point and every record variant.
+// decoding (replay), for every rejection point and every record variant; RecoverSSM's closed-form commit
+// (vLLM's kernel) is measured beside its exact token-order fold.
 #pragma once
 
 #include <cstdint>
@@ -29,12 +30,14 @@ enum class SpecStorageFalsify : uint8_t {
     chunked_verify,      // the demo's one-pass verification runs the chunked kernel
     records_without_kg,  // RecoverSSM's records (and vLLM's kg_cache) lose the raw key and raw gate
     conv_without_draft,  // vLLM's conv window is counted W - 1 wide, without the N draft columns
+    closed_form_skip,    // RecoverSSM's closed-form commit leaves the first token's decay factor out
+    correction_bit,      // one bit of a demo record's correction is flipped before the fold
 };
 
 struct SpecStorageParams {
-    ModelPreset preset = ModelPreset::kimi_linear_48b;
-    int draft_len = 4;  // N: tokens per verification
-    spec::RecordVariant variant = spec::RecordVariant::minimal_exact;
+    ModelPreset preset = ModelPreset::kimi_k3;
+    int draft_len = 7;  // N: tokens per verification (7: Kimi-K3's DSpark draft length, kimi_k3.md §3.3)
+    spec::RecordVariant variant = spec::RecordVariant::recoverssm;
     int running_requests = 128;                             // R
     int ring_capacity = 16;                                 // L, for comparison with module 8
     bool demo = true;                                       // run the rollback on the runnable model
@@ -47,9 +50,9 @@ constexpr int kSpecMaxDraft = 32;
 // vLLM's page comparison (kimi_k3.md §3.3) is tabulated for N = 1 .. kVllmPageTableDraft.
 constexpr int kVllmPageTableDraft = 8;
 
-// The variant the runnable-model demo records: the chosen one, or for an accounting-only variant
-// (recoverssm, which the runnable model does not implement) the delta form, its nearest runnable kin.
-spec::RecordVariant demo_variant(const SpecStorageParams& p);
+// The closed-form commit's bound: max |closed form - direct decoding| <= this x max |S| for every n up
+// to kSpecMaxDraft. Derivation in spec_storage_report.cpp (closed_form_checks).
+constexpr double kClosedFormTolerance = 1e-5;
 
 // vLLM's pages of one KDA layer (spec::vllm_kda_page_tensors, TP1), KDA presets only.
 struct VllmPageComparison {
@@ -89,8 +92,9 @@ struct RollbackDemo {
     std::vector<uint64_t> record_bytes_held;                  // per variant: confirmed + N records
     spec::SpecStorage tiny_accounting;                        // the accounting of the tiny preset, R = 1
     // Wall clock (the report's "timing").
-    std::vector<double> copy_ms, replay_ms;  // median restore of n kept tokens, n = 0..N
-    spec::LayerRestoreTiming layer;          // one KDA layer at Kimi-Linear dimensions
+    std::vector<double> copy_ms, replay_ms;          // median restore of n kept tokens, n = 0..N
+    spec::LayerRestoreTiming layer;                  // one KDA layer at Kimi-Linear dimensions
+    std::vector<spec::ClosedFormError> closed_form;  // RecoverSSM's closed-form commit, n = 0..N
 };
 
 struct SpecStorageResult {

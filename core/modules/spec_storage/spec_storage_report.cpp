@@ -1,5 +1,6 @@
 // Module 7 `spec-storage`: the accounting and the runnable model's rollback as figures, plots, tables,
 // checks and notes.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -59,7 +60,12 @@ void size_scalars(const SpecStorageParams& p, const StorageAccounting& a, Report
                 ").";
     r.scalar("record_bytes_per_token_per_layer", "Record per token per layer, " + variant_name(v), "B",
              double(s.record_per_token), true)
-        .help = "Contents: " + std::string(v.contents) + ".";
+        .help =
+        "Contents: " + std::string(v.contents) + "." +
+        (s.held_per_token != s.record_per_token
+             ? " Held per token with its conv window column: " + format_grouped(double(s.held_per_token)) +
+                   " B (the figure the snapshot/record ratios use)."
+             : "");
     r.scalar("ratio_per_token", "Snapshot / record, per token", "ratio", s.ratio_per_token).help =
         "What each extra verified token costs: one snapshot against one record (any N).";
     r.scalar("snapshot_extra_bytes_per_sequence", "N snapshots per sequence", "B",
@@ -93,11 +99,7 @@ void variant_table(const StorageAccounting& a, Report& r) {
     for (size_t i = 0; i < variants.size(); ++i) {
         const VariantInfo& v = variants[i];
         const SpecStorage& x = a.variants[i];
-        const char* claim =
-            !runnable_variant(v.variant)
-                ? "not run here (accounting only; S refolded, conv window kept W - 1 + N wide)"
-            : v.exact ? "claimed: S and windows bitwise"
-                      : "claimed: S only (windows stale)";
+        const char* claim = v.exact ? "claimed: S and windows bitwise" : "claimed: S only (windows stale)";
         t.add({std::string(v.label), std::string(v.row), std::string(v.contents), double(x.record_per_token),
                x.ratio_per_token, double(x.projection_total_per_layer), x.ratio_n_snapshots,
                x.ratio_counting_confirmed, std::string(claim)});
@@ -128,6 +130,14 @@ void storage_tables(const SpecStorageParams& p, const StorageAccounting& a, Repo
                                {{"field", ""}, {"elements", "count"}, {"dtype", ""}, {"bytes", "B"}}));
     for (const RecordField& f : a.fields)
         fields.add({f.name, double(f.elements), std::string(dtype_name(f.dtype)), double(f.bytes())});
+    // RecoverSSM: the raw rows are held as conv window columns (vLLM's page), not in the record.
+    const ModelConfig& c = a.model;
+    const uint64_t column = conv_column_bytes(c);
+    for (int i = 0; i < record_conv_columns(p.variant); ++i)
+        fields.add(
+            {std::string("(held beside the record) raw q, k, v: one column of the W - 1 + N conv window"),
+             double(column / dtype_bytes(c.conv_dtype)), std::string(dtype_name(c.conv_dtype)),
+             double(column)});
 }
 
 void draft_len_plots(const StorageAccounting& a, Report& r) {
@@ -199,11 +209,12 @@ void accounting_checks(const StorageAccounting& a, Report& r) {
 // The figures reference/kda.md §6 gives for Kimi-Linear.
 void kimi_reference_checks(const StorageAccounting& a, Report& r) {
     if (!a.kimi_reference) return;
-    const uint64_t want[] = {32896, 41088, 32832, 57472, 4608, 40960, 65536};  // record_variants() order
+    // record_variants() order, the first 7 (recoverssm is not in kda.md's table)
+    const uint64_t want[] = {32896, 41088, 32832, 57472, 4608, 40960, 65536};
     bool table = true;
     std::string got;
     const auto& variants = record_variants();
-    for (size_t i = 0; i < variants.size(); ++i) {
+    for (size_t i = 0; i < std::size(want); ++i) {
         const uint64_t b = a.variants[i].record_per_token;
         table = table && b == want[i];
         got += (got.empty() ? "" : ", ") + std::string(variants[i].row) + " " + format_grouped(double(b));
@@ -435,7 +446,7 @@ void demo_scalars(const SpecStorageParams& p, const RollbackDemo& d, Report& r) 
         " drafts), the longest prefix the target's greedy picks agree with.";
     r.scalar("demo_snapshot_bytes", "Demo: confirmed + N snapshots held", "B", double(d.snapshot_bytes_held));
     r.scalar("demo_record_bytes", "Demo: confirmed + N records held", "B",
-             double(d.record_bytes_held[size_t(demo_variant(p))]));
+             double(d.record_bytes_held[size_t(p.variant)]));
 }
 
 // How many of a variant's restores (n = 0..N) were bitwise: S, conv windows, the whole state and KV.
@@ -462,7 +473,7 @@ void demo_tables(const SpecStorageParams& p, const RollbackDemo& d, Report& r) {
                                                                              {"copy == replay", ""},
                                                                              {"tokens replayed", "tokens"},
                                                                              {"state bytes copied", "B"}}));
-    for (const RestoreOutcome& o : d.outcomes[size_t(demo_variant(p))])
+    for (const RestoreOutcome& o : d.outcomes[size_t(p.variant)])
         restores.add({double(o.n), std::string(o.copy_exact ? "bitwise" : "DIFFERS"),
                       std::string(o.replay_exact ? "bitwise"
                                   : o.S_exact    ? "S only"
@@ -494,8 +505,8 @@ bool exactness_claims_hold(const RollbackDemo& d) {
 }
 
 void restore_checks(const SpecStorageParams& p, const RollbackDemo& d, Report& r) {
-    const std::vector<RestoreOutcome>& chosen = d.outcomes[size_t(demo_variant(p))];
-    const VariantInfo& v = variant_info(demo_variant(p));
+    const std::vector<RestoreOutcome>& chosen = d.outcomes[size_t(p.variant)];
+    const VariantInfo& v = variant_info(p.variant);
     bool agree = true, all_replay = true;
     int copies = 0;
     for (const RestoreOutcome& o : chosen) {
@@ -532,7 +543,7 @@ void restore_checks(const SpecStorageParams& p, const RollbackDemo& d, Report& r
 // records), against the accounting's for its preset.
 void held_ratio_check(const SpecStorageParams& p, const RollbackDemo& d, Report& r) {
     const SpecStorage& tiny = d.tiny_accounting;
-    const double records = double(d.record_bytes_held[size_t(demo_variant(p))]);
+    const double records = double(d.record_bytes_held[size_t(p.variant)]);
     const double n_snapshots = double(d.snapshot_bytes_held - d.confirmed_bytes_held) / records,
                  counting_confirmed = double(d.snapshot_bytes_held) / records;
     auto same = [](double a, double b) { return std::fabs(a - b) <= 1e-12 * std::fabs(b); };
@@ -557,12 +568,72 @@ void demo_checks(const SpecStorageParams& p, const RollbackDemo& d, Report& r) {
             "One-pass verification has the logits of token-by-token verification, bitwise", d.logits_match,
             std::to_string(d.draft_len) + " rows of " + std::to_string(d.vocab) + " logits");
     const SpecStorage& tiny = d.tiny_accounting;
-    const uint64_t records = d.record_bytes_held[size_t(demo_variant(p))];
+    const uint64_t records = d.record_bytes_held[size_t(p.variant)];
     r.check("held_bytes_equal_accounting", "Bytes the runnable model holds = the accounting for its preset",
             d.snapshot_bytes_held == tiny.per_sequence(tiny.snapshots_total_per_layer) &&
                 records == tiny.per_sequence(tiny.projection_total_per_layer),
             format_grouped(double(d.snapshot_bytes_held)) + " B of snapshots, " +
                 format_grouped(double(records)) + " B of state + records");
+}
+
+// RecoverSSM's commit on the runnable model: its token-order fold (the variant's replay, compared with
+// direct decoding in the restores above) beside the closed form vLLM's kernel evaluates.
+//
+// Tolerance: the closed form reorders the same fp32 arithmetic. Each element of S is P S0 + sum_t
+// (P_{>t} k_t) c_t: a product of up to n + 1 rounded factors and a sum of n + 1 rounded terms, so its
+// error is at most about (2 n + 2) u of the largest term, u = 2^-24, and the token-order fold's (which is
+// direct decoding) the same again: |closed - direct| <= (4 n + 4) u max|S|, at N = kSpecMaxDraft about
+// 7.9e-6. kClosedFormTolerance = 1e-5 is that bound rounded up. Measured on the tiny model (seed 7): 0 at
+// n <= 1 (one step is the same arithmetic), 2.2e-7 at N = 7, 3.7e-7 at N = 32 (about 6 u), as large as
+// direct decoding's own distance from fp64; a flipped correction bit or a skipped decay factor lands
+// orders of magnitude above the bound (module 7's falsifiers).
+void closed_form_report(const RollbackDemo& d, Report& r) {
+    const std::vector<RestoreOutcome>& fold = d.outcomes[size_t(RecordVariant::recoverssm)];
+    Table& t = r.add_table(
+        make_table("RecoverSSM's commit on the runnable model: token-order fold against vLLM's closed form",
+                   {{"n accepted", "tokens"},
+                    {"token-order fold == direct", ""},
+                    {"closed form vs direct, max rel", "ratio"},
+                    {"closed form vs fp64, max rel", "ratio"},
+                    {"direct vs fp64, max rel", "ratio"}}));
+    double vs_direct = 0, vs_fp64 = 0, direct_fp64 = 0;
+    int bitwise = 0;
+    for (size_t n = 0; n < d.closed_form.size() && n < fold.size(); ++n) {
+        const ClosedFormError& e = d.closed_form[n];
+        bitwise += fold[n].replay_exact;
+        t.add({double(e.n), std::string(fold[n].replay_exact ? "bitwise" : "DIFFERS"), e.vs_direct, e.vs_fp64,
+               e.direct_vs_fp64});
+        vs_direct = std::max(vs_direct, e.vs_direct);
+        vs_fp64 = std::max(vs_fp64, e.vs_fp64);
+        direct_fp64 = std::max(direct_fp64, e.direct_vs_fp64);
+    }
+    const std::string over = " over n = 0.." + std::to_string(d.draft_len) + " and every layer's S";
+    r.scalar("closed_form_rel_error", "RecoverSSM closed form vs direct decoding: max |diff| / max |S|",
+             "ratio", vs_direct)
+        .help =
+        "vLLM's closed-form commit in fp32 against the bits of decoding the n tokens directly" + over + ".";
+    r.scalar("closed_form_rel_error_fp64", "RecoverSSM closed form vs its fp64 evaluation", "ratio", vs_fp64)
+        .help = "The same closed form in fp32 against fp64" + over + ".";
+    r.scalar("direct_rel_error_fp64", "Direct decoding (fp32) vs the fp64 closed form", "ratio", direct_fp64)
+        .help = "The fp32 recurrence's own rounding, for scale" + over + ".";
+    const int points = int(fold.size());
+    r.check(
+        "recoverssm_fold_bitwise",
+        "RecoverSSM's token-order fold of the first n records = decoding them directly, bitwise (S, "
+        "conv windows, KV), for every n in 0..N",
+        bitwise == points && points == d.draft_len + 1,
+        std::to_string(bitwise) + " of " + std::to_string(points) +
+            " accepted counts; the fold re-normalises k, recomputes g from z through the layer's gate and "
+            "applies S = exp(g) S + k c^T");
+    r.check("closed_form_within_tolerance",
+            "vLLM's closed-form commit stays within " + format_sig(kClosedFormTolerance, 2) +
+                " of max |S| of direct decoding and of fp64, for every n",
+            d.closed_form.size() == size_t(d.draft_len + 1) && vs_direct <= kClosedFormTolerance &&
+                vs_fp64 <= kClosedFormTolerance,
+            "max " + format_sig(vs_direct, 3) + " against direct decoding, " + format_sig(vs_fp64, 3) +
+                " against fp64 (direct decoding itself: " + format_sig(direct_fp64, 3) +
+                " against fp64); bound (4 N + 4) 2^-24 at N = " + std::to_string(kSpecMaxDraft) +
+                ", rounded up");
 }
 
 void demo_timing(const SpecStorageParams& p, const RollbackDemo& d, Report& r) {
@@ -577,7 +648,7 @@ void demo_timing(const SpecStorageParams& p, const RollbackDemo& d, Report& r) {
     };
     Series copy = model("copy snapshot n");
     Series replay =
-        model("copy confirmed + replay n records (" + std::string(variant_info(demo_variant(p)).id) + ")");
+        model("copy confirmed + replay n records (" + std::string(variant_info(p.variant).id) + ")");
     for (int n = 0; n <= d.draft_len; ++n) {
         copy.add(n, d.copy_ms[size_t(n)]);
         replay.add(n, d.replay_ms[size_t(n)]);
@@ -606,17 +677,10 @@ void report_demo(const SpecStorageParams& p, const RollbackDemo& d, Report& r) {
         r.check("demo_ran", "Rollback on the runnable model ran", false, d.error);
         return;
     }
-    if (!runnable_variant(p.variant))
-        r.notes.push_back(
-            std::string("The runnable model does not record ") + variant_info(p.variant).id +
-            " (its fold on the runnable model is not implemented here): the rollback demo restores "
-            "with " +
-            variant_info(demo_variant(p)).id +
-            ", which records the same correction vector, and its checks claim only what " +
-            variant_info(demo_variant(p)).id + " does (S bitwise, conv windows not rebuilt).");
     demo_scalars(p, d, r);
     demo_tables(p, d, r);
     demo_checks(p, d, r);
+    closed_form_report(d, r);
     demo_timing(p, d, r);
     r.notes.push_back(
         "Restore times on the runnable model include a copy of the confirmed state before the replay: its "

@@ -18,6 +18,7 @@ VerifyFault demo_fault(SpecStorageFalsify f) {
     switch (f) {
         case SpecStorageFalsify::short_record: return VerifyFault::short_record;
         case SpecStorageFalsify::record_bit: return VerifyFault::flip_record_bit;
+        case SpecStorageFalsify::correction_bit: return VerifyFault::flip_correction_bit;
         case SpecStorageFalsify::snapshot_position: return VerifyFault::snapshot_position;
         case SpecStorageFalsify::chunked_verify: return VerifyFault::chunked_verify;
         default: return VerifyFault::none;
@@ -39,6 +40,7 @@ class SpecStorageRun : public StagedRun {
         if (!p.demo) return;
         add_step("runnable model", 3, [this] { load_model(); });
         add_stage("rollback for every n and variant", 3, [this](const Deadline& d) { return compare(d); });
+        add_step("RecoverSSM closed-form commit", 0.5, [this] { closed_form(); });
         add_stage("restore timings", 3, [this](const Deadline& d) { return time_restores(d); });
         add_step("report", 0.1, [this] { finish(); });
     }
@@ -50,6 +52,7 @@ class SpecStorageRun : public StagedRun {
     }
     void load_model();
     double compare(const Deadline& d);
+    void closed_form();
     double time_restores(const Deadline& d);
     void finish();
 
@@ -86,10 +89,16 @@ double SpecStorageRun::compare(const Deadline& d) {
     return double(demo_.outcomes.size()) / double(variants.size());
 }
 
+void SpecStorageRun::closed_form() {
+    if (!lab_ || !demo_.error.empty()) return;
+    const int skip = params_.falsify == SpecStorageFalsify::closed_form_skip ? 0 : -1;
+    if (std::string e = lab_->closed_form_errors(skip, &demo_.closed_form); !e.empty()) demo_.error = e;
+}
+
 double SpecStorageRun::time_restores(const Deadline&) {
     if (!lab_) return 1.0;
     if (!timed_model_) {
-        if (std::string e = lab_->time_restore(demo_variant(params_), 5, &demo_.copy_ms, &demo_.replay_ms);
+        if (std::string e = lab_->time_restore(params_.variant, 5, &demo_.copy_ms, &demo_.replay_ms);
             !e.empty())
             demo_.error = e;
         timed_model_ = true;
@@ -110,7 +119,7 @@ void SpecStorageRun::finish() {
         demo_.snapshot_bytes_held = lab_->snapshot_bytes_held();
         demo_.confirmed_bytes_held = lab_->confirmed_bytes_held();
         demo_.logits_match = lab_->logits_match();
-        demo_.tiny_accounting = spec_storage(model_->config(), demo_variant(params_), demo_.draft_len, 1, 0);
+        demo_.tiny_accounting = spec_storage(model_->config(), params_.variant, demo_.draft_len, 1, 0);
     }
     result_.demo = std::move(demo_);
     report_spec_storage(params_, result_, report_);
@@ -130,10 +139,6 @@ spec::VllmPages pages_at(const SpecStorageParams& p, const ModelConfig& c, int n
 }
 
 }  // namespace
-
-RecordVariant demo_variant(const SpecStorageParams& p) {
-    return runnable_variant(p.variant) ? p.variant : RecordVariant::delta;
-}
 
 StorageAccounting account_spec_storage(const SpecStorageParams& p) {
     StorageAccounting a;

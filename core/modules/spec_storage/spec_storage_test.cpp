@@ -1,6 +1,6 @@
-// Module 7 `spec-storage`: its declaration, the default view's figures (reference/kda.md §6), checks
-// passing, determinism outside "timing", accounting-only runs of every preset, and every check proven
-// by its falsifier.
+// Module 7 `spec-storage`: its declaration, the default view's figures (Kimi-K3's RecoverSSM, run on the
+// runnable model) and the Kimi-Linear view's (reference/kda.md §6), checks passing, determinism outside
+// "timing", accounting-only runs of every preset, and every check proven by its falsifier.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -23,15 +23,38 @@ TEST_CASE("spec-storage: declared as module 7 with its parameters, texts and hea
     REQUIRE(e->headlines.size() == 2);
     CHECK(e->headlines[0].scalar_key == "ratio_n_snapshots");
     CHECK(e->headlines[1].scalar_key == "ratio_counting_confirmed");
-    // The defaults are the Kimi-Linear, N = 4 view.
+    // The defaults are the flagship: Kimi-K3's RecoverSSM at its deployed draft length.
     const SpecStorageParams d = spec_storage_params().read(e->defaults());
-    CHECK(d.preset == ModelPreset::kimi_linear_48b);
-    CHECK(d.draft_len == 4);
-    CHECK(d.variant == spec::RecordVariant::minimal_exact);
+    CHECK(d.preset == ModelPreset::kimi_k3);
+    CHECK(d.draft_len == 7);
+    CHECK(d.variant == spec::RecordVariant::recoverssm);
+    // The Kimi-Linear view's published-figure checks run in the audit.
+    REQUIRE(e->audit_params.size() == 1);
 }
 
-TEST_CASE("spec-storage: the default run shows the quarter figure under both conventions") {
+TEST_CASE("spec-storage: the default run is RecoverSSM, run on the runnable model, beside its closed form") {
     const Report r = test::run_module("spec-storage", {});
+    test::all_checks_pass(r);
+    CHECK(test::scalar_of(r, "snapshot_bytes_per_layer") == 6512640);
+    CHECK(test::scalar_of(r, "record_bytes_per_token_per_layer") == 98304);
+    CHECK(test::scalar_of(r, "linear_layers") == 69);
+    // The runnable-model demo ran RecoverSSM itself: bitwise checks, and restore times under timing only.
+    for (const char* key : {"copy_equals_replay", "copy_equals_direct", "replay_equals_direct",
+                            "variant_exactness_claims", "one_pass_logits_bitwise", "recoverssm_fold_bitwise",
+                            "closed_form_within_tolerance", "held_bytes_equal_accounting"})
+        CHECK_MESSAGE(test::check_keyed(r, key).passed, key);
+    const double err = test::scalar_of(r, "closed_form_rel_error");
+    CHECK(err > 0);  // N = 7: the closed form rounds differently
+    CHECK(err <= kClosedFormTolerance);
+    CHECK(test::scalar_of(r, "closed_form_rel_error_fp64") <= kClosedFormTolerance);
+    CHECK(r.timing.series.size() == 4);
+    for (const auto& s : r.series) CHECK(s.name.find("ms") == std::string::npos);
+}
+
+TEST_CASE("spec-storage: the Kimi-Linear view shows the quarter figure under both conventions") {
+    const Report r = test::run_module(
+        "spec-storage",
+        {{"preset", "kimi-linear-48b"}, {"draft_len", "4"}, {"variant", "minimal_exact"}, {"demo", "0"}});
     test::all_checks_pass(r);
     CHECK(test::scalar_of(r, "snapshot_bytes_per_layer") == 2170880);
     CHECK(test::scalar_of(r, "record_bytes_per_token_per_layer") == 41088);
@@ -43,12 +66,6 @@ TEST_CASE("spec-storage: the default run shows the quarter figure under both con
     // Both conventions are named in the labels.
     CHECK(r.find_scalar("ratio_n_snapshots")->label.find("N snapshots") != std::string::npos);
     CHECK(r.find_scalar("ratio_counting_confirmed")->label.find("confirmed") != std::string::npos);
-    // The runnable-model demo ran: bitwise checks, and restore times under timing only.
-    for (const char* key : {"copy_equals_replay", "copy_equals_direct", "replay_equals_direct",
-                            "variant_exactness_claims", "one_pass_logits_bitwise"})
-        CHECK_MESSAGE(test::check_keyed(r, key).passed, key);
-    CHECK(r.timing.series.size() == 4);
-    for (const auto& s : r.series) CHECK(s.name.find("ms") == std::string::npos);
 }
 
 TEST_CASE("spec-storage: deterministic outside timing; accounting-only runs; every preset and variant") {
@@ -95,17 +112,14 @@ TEST_CASE("spec-storage: Kimi-K3 RecoverSSM record and vLLM's pages (kimi_k3.md 
         CHECK(test::scalar_of(x, "vllm_ratio_align") ==
               doctest::Approx((2 + n) * (S + C) / (2 * (S + C + R))));
     }
-    // Kimi-Linear's existing figures stay; a recoverssm demo restores with a variant the runnable model
-    // records.
-    const Report kl = test::run_module("spec-storage", {{"variant", "recoverssm"}});
+    // Kimi-Linear's existing figures stay; the recoverssm demo claims exactness and proves it.
+    const Report kl = test::run_module("spec-storage", {{"preset", "kimi-linear-48b"}, {"draft_len", "4"}});
     CHECK(kl.all_checks_passed());
     CHECK(test::scalar_of(kl, "record_bytes_per_token_per_layer") == 32768);  // 32 x 1,024
     CHECK(test::check_keyed(kl, "kimi_linear_reference_figures").passed);
-    CHECK(kl.find_check("replay_equals_direct") == nullptr);  // delta form: S only, no exactness claim
-    CHECK(demo_variant(SpecStorageParams{.variant = spec::RecordVariant::recoverssm}) ==
-          spec::RecordVariant::delta);
+    CHECK(test::check_keyed(kl, "replay_equals_direct").passed);
 }
 
 TEST_CASE("spec-storage: every check holds intact and fails when falsified") {
-    test::all_checks_proven("spec-storage", 15);
+    test::all_checks_proven("spec-storage", 17);
 }
