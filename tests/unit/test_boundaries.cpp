@@ -78,7 +78,10 @@ TEST_CASE("boundaries map 3: replay vs snapshots holds module 7's bytes and cros
     CHECK(r.net() > 0);
     // The same ratios as module 7's report.
     const Experiment& e = *find_experiment("spec-storage");
-    auto pp = parse_params(e.params, {{"demo", "0"}}, RangePolicy::strict);
+    auto pp = parse_params(
+        e.params,
+        {{"demo", "0"}, {"preset", "kimi-linear-48b"}, {"draft_len", "4"}, {"variant", "minimal_exact"}},
+        RangePolicy::strict);
     REQUIRE(pp.ok());
     const Report m7 = run_to_end(e, pp.params);
     CHECK(r.snapshot_bytes / r.replay_bytes ==
