@@ -3,6 +3,9 @@
 //                                        copy a snapshot, or copy the confirmed state and replay n records
 //   restore_ms/kimi_layer/{copy,replay}  one KDA layer at Kimi-Linear dimensions (32 heads, 128 x 128):
 //                                        copy a full layer state, or replay n minimal-exact records in place
+//   fold_ms/k3_layer/{token_order,closed_form}  RecoverSSM's commit of n records into one KDA layer at
+//                                        Kimi-K3 dimensions (96 heads, 128 x 128): the token-order fold (n
+//                                        passes over S, bitwise = decoding) and vLLM's closed form (one pass)
 //   tokens_per_s/...                     greedy decoding of the tiny model, plain and speculative (N = 4)
 //                                        with a chance drafter at several acceptance rates (drafting free:
 //                                        the bound of what speculation gains here), and the model drafting
@@ -22,9 +25,11 @@
 #include "core/base/rng.h"
 #include "core/base/stats.h"
 #include "core/cli/bench.h"
+#include "core/kda/gates.h"
 #include "core/kda/layout.h"
 #include "core/model/sampler.h"
 #include "core/spec/decoder.h"
+#include "core/spec/delta.h"
 #include "core/spec/models.h"
 #include "core/spec/rollback_lab.h"
 
@@ -41,16 +46,55 @@ struct Decoding {
     std::vector<double> rates, accepts;
 };
 
-// The tiny model's rollback to n kept tokens (n = 0..n_max), by copy and by replay, as timed by the lab.
-void add_tiny_restore(BenchContext& ctx, const std::vector<double>& copy_ms,
-                      const std::vector<double>& replay_ms, int n_max, int reps) {
-    for (int n = 0; n <= n_max; ++n) {
-        ctx.add({"restore_ms/tiny/copy", {{"n", n}, {"reps", reps}}, {}, copy_ms[size_t(n)], "ms"});
-        ctx.add({"restore_ms/tiny/replay",
-                 {{"n", n}, {"reps", reps}},
-                 {{"variant", "minimal_exact"}},
-                 replay_ms[size_t(n)],
-                 "ms"});
+// The tiny model's rollback to n kept tokens (n = 0..n_max), by copy and by replay of minimal exact and
+// of RecoverSSM records, as timed by the lab.
+std::string bench_tiny_restore(BenchContext& ctx, RollbackLab& lab, int n_max, int reps) {
+    for (RecordVariant v : {RecordVariant::minimal_exact, RecordVariant::recoverssm}) {
+        std::vector<double> copy_ms, replay_ms;
+        if (std::string e = lab.time_restore(v, reps, &copy_ms, &replay_ms); !e.empty()) return e;
+        for (int n = 0; n <= n_max; ++n) {
+            if (v == RecordVariant::minimal_exact)
+                ctx.add({"restore_ms/tiny/copy", {{"n", n}, {"reps", reps}}, {}, copy_ms[size_t(n)], "ms"});
+            ctx.add({"restore_ms/tiny/replay",
+                     {{"n", n}, {"reps", reps}},
+                     {{"variant", variant_info(v).id}},
+                     replay_ms[size_t(n)],
+                     "ms"});
+        }
+    }
+    return {};
+}
+
+// RecoverSSM's commit into one KDA layer at Kimi-K3 dimensions, n = 0..n_max records of random inputs
+// (unit keys, gates in K3's bounded range): token order against the closed form, median ms of `reps`
+// (the state is reset outside the timing).
+void bench_k3_fold(BenchContext& ctx, int n_max, int reps) {
+    const kda::Shape s{96, 96, 128, 128};
+    const size_t n = size_t(std::max(n_max, 1));
+    Rng r(13);
+    kda::FloatBuf S0(s.state_floats()), S(S0.size()), k(n * s.qk_row()), c(n * s.v_row()), g(n * s.g_row());
+    r.fill_normal(S0.data(), S0.size(), 0.1f);
+    r.fill_normal(k.data(), k.size());
+    kda::l2norm_rows(k.data(), int(n) * s.H, s.K);
+    r.fill_normal(c.data(), c.size(), 0.1f);
+    r.fill_uniform(g.data(), g.size(), -5.0f, 0.0f);
+    for (int steps = 0; steps <= n_max; ++steps) {
+        std::vector<double> token_order, closed;
+        for (int i = 0; i < reps; ++i) {
+            S = S0;
+            Stopwatch sw;
+            for (int t = 0; t < steps; ++t)
+                delta_replay(s, S.data(), k.data() + size_t(t) * s.qk_row(), c.data() + size_t(t) * s.v_row(),
+                             g.data() + size_t(t) * s.g_row(), 1, 0);
+            token_order.push_back(sw.ms());
+            S = S0;
+            sw.restart();
+            closed_form_fold(s, S.data(), k.data(), c.data(), g.data(), steps);
+            closed.push_back(sw.ms());
+        }
+        ctx.add(
+            {"fold_ms/k3_layer/token_order", {{"n", steps}, {"reps", reps}}, {}, median(token_order), "ms"});
+        ctx.add({"fold_ms/k3_layer/closed_form", {{"n", steps}, {"reps", reps}}, {}, median(closed), "ms"});
     }
 }
 
@@ -217,10 +261,9 @@ void bench_spec(BenchContext& ctx) {
     // Held to the end: its pool stays allocated while the tokens/s runs below are measured.
     auto lab = RollbackLab::create(*m, n_max, 32, 0.6, 7, &err);
     if (!lab) return;
-    std::vector<double> copy_ms, replay_ms;
-    if (!lab->time_restore(RecordVariant::minimal_exact, reps, &copy_ms, &replay_ms).empty()) return;
-    add_tiny_restore(ctx, copy_ms, replay_ms, n_max, reps);
+    if (!bench_tiny_restore(ctx, *lab, n_max, reps).empty()) return;
     bench_kimi_layer_restore(ctx, n_max, reps);
+    bench_k3_fold(ctx, n_max, reps);
 
     // ---- tokens/s, plain and speculative ----
     DecodeSetup u{*m, N, tokens, random_prompt(*m)};

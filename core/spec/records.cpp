@@ -3,9 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/kda/conv.h"
 #include "core/kda/recurrent.h"
-#include "core/model/vec_kernels.h"
 #include "core/spec/delta.h"
 
 namespace k3::spec {
@@ -126,8 +124,7 @@ void Recorder::begin(std::span<const std::byte> start) {
         }
     };
     if (lay_.delta >= 0) copy(S_, 0, d.state_floats());
-    const size_t win = size_t(d.window_rows()) * size_t(d.qk_channels());  // KdaState::at: S, q, k, v
-    if (lay_.k_pre >= 0) copy(win_k_, d.state_floats() + win, win);
+    if (lay_.k_pre >= 0) copy(win_, d.state_floats(), d.window_floats());  // KdaState::at: S, then windows
 }
 
 void Recorder::on_kda(int layer, int li, uint64_t pos, const float* x, const KdaActs& a) {
@@ -148,12 +145,20 @@ void Recorder::on_kda(int layer, int li, uint64_t pos, const float* x, const Kda
         for (int t = 0; t < T; ++t)
             std::memcpy(out + size_t(t) * F + lay_.x, x + size_t(t) * d.d_model,
                         sizeof(float) * size_t(d.d_model));
-    if (lay_.k_pre >= 0) {  // the forward normalised k in place: its conv (and SiLU) again, same bits
-        if (k_pre_.size() < size_t(T) * qk) k_pre_.resize(size_t(T) * qk);
-        kda::conv_sequence(qk, d.conv_width, win_k_[size_t(li)].data(), a.raw_k.data(), T,
-                           m_.kda_weights(li).conv_k.data(), k_pre_.data());
-        model::silu(k_pre_.data(), size_t(T) * qk, m_.options().impl);
-        put(lay_.k_pre, k_pre_, qk);
+    if (lay_.k_pre >= 0) {
+        // The forward normalised k in place: the layer's conv stage again on the same raw rows and a copy
+        // of the windows it started from gives k's bits before the norm (the kernel keeps them in registers).
+        conv_.resize(d, T);
+        const size_t rows = size_t(T);
+        std::copy(a.raw_q.begin(), a.raw_q.begin() + ptrdiff_t(rows * qk), conv_.raw_q.begin());
+        std::copy(a.raw_k.begin(), a.raw_k.begin() + ptrdiff_t(rows * qk), conv_.raw_k.begin());
+        std::copy(a.raw_v.begin(), a.raw_v.begin() + ptrdiff_t(rows * vc), conv_.raw_v.begin());
+        float* w = win_[size_t(li)].data();
+        const size_t wq = size_t(d.window_rows()) * size_t(qk);
+        model::KdaState st;
+        st.win_q = w, st.win_k = w + wq, st.win_v = w + 2 * wq;
+        model::kda_conv(m_.kda_weights(li), d, st, conv_, m_.options().impl);
+        put(lay_.k_pre, conv_.k, qk);
     }
     if (lay_.delta >= 0) {
         // The kernel keeps delta in registers; recompute it from this layer's S before these tokens.

@@ -89,9 +89,10 @@ class Recorder : public model::ForwardObserver {
     const model::Model& m_;
     RecordLayout lay_;
     RecordBuffer buf_;
-    std::vector<FloatBuf> S_;      // delta form: each layer's S after the tokens recorded so far
-    std::vector<FloatBuf> win_k_;  // recoverssm: each layer's k conv window after them
-    FloatBuf delta_, k_pre_;
+    std::vector<FloatBuf> S_;    // delta form: each layer's S after the tokens recorded so far
+    std::vector<FloatBuf> win_;  // recoverssm: each layer's conv windows (q, k, v) after them
+    model::KdaActs conv_;        // recoverssm: the conv stage run again (k before its L2 norm)
+    FloatBuf delta_;
 };
 
 struct ReplayScratch {

@@ -122,6 +122,10 @@ Experiment make_spec_storage_experiment() {
         .live = false,
         .headlines =
             {
+                {"Kimi-K3, N = 7 draft tokens: vLLM's snapshot pages per request against RecoverSSM's one "
+                 "page",
+                 {{"preset", "kimi-k3"}, {"variant", "recoverssm"}, {"draft_len", "7"}, {"demo", "0"}},
+                 "vllm_ratio_none"},
                 {"Kimi-Linear, N = 4: N snapshots against one state + N records (extra storage convention)",
                  kimi_n4, "ratio_n_snapshots"},
                 {"Kimi-Linear, N = 4: the same, counting the confirmed state on both sides", kimi_n4,

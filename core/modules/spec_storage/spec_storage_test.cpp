@@ -20,9 +20,10 @@ TEST_CASE("spec-storage: declared as module 7 with its parameters, texts and hea
         CHECK_MESSAGE(e->defaults().spec(k) != nullptr, k);
     CHECK(e->how_it_works.find("Sources") != std::string::npos);
     CHECK(e->where_it_does_not_pay.find("N = 1") != std::string::npos);
-    REQUIRE(e->headlines.size() == 2);
-    CHECK(e->headlines[0].scalar_key == "ratio_n_snapshots");
-    CHECK(e->headlines[1].scalar_key == "ratio_counting_confirmed");
+    REQUIRE(e->headlines.size() == 3);
+    CHECK(e->headlines[0].scalar_key == "vllm_ratio_none");  // Kimi-K3 (the defaults), N = 7
+    CHECK(e->headlines[1].scalar_key == "ratio_n_snapshots");
+    CHECK(e->headlines[2].scalar_key == "ratio_counting_confirmed");
     // The defaults are the flagship: Kimi-K3's RecoverSSM at its deployed draft length.
     const SpecStorageParams d = spec_storage_params().read(e->defaults());
     CHECK(d.preset == ModelPreset::kimi_k3);
