@@ -109,7 +109,8 @@ TEST_CASE("model kernels: dot16 and axpy, scalar and simd give the same bits") {
     }
 }
 
-TEST_CASE("model kernels: silu and silu_mul, scalar and simd give the bits of silu_f32") {
+TEST_CASE(
+    "model kernels: silu, silu_mul and situ_mul, scalar and simd give the bits of silu_f32 / situ_f32") {
     Rng r(6);
     std::vector<float> x(1003);
     r.fill_normal(x.data(), x.size(), 8.0f);
@@ -126,5 +127,15 @@ TEST_CASE("model kernels: silu and silu_mul, scalar and simd give the bits of si
         silu_mul(m.data(), b.data(), m.size(), impl);
         CHECK(bitwise_equal(s, want));
         CHECK(bitwise_equal(m, want_mul));
+    }
+    // SiTU: the SIMD tanh and sigmoid give situ_f32's bits in every lane (both tanh branches, +-0, huge).
+    std::vector<float> want_situ(x.size());
+    for (size_t i = 0; i < x.size(); ++i) want_situ[i] = situ_f32(x[i], 20.0f * b[i], 4.0f, 25.0f);
+    std::vector<float> u(b.size());
+    for (size_t i = 0; i < b.size(); ++i) u[i] = 20.0f * b[i];
+    for (Impl impl : {Impl::scalar, Impl::simd}) {
+        std::vector<float> m = x;
+        situ_mul(m.data(), u.data(), m.size(), 4.0f, 25.0f, impl);
+        CHECK(bitwise_equal(m, want_situ));
     }
 }
