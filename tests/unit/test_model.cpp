@@ -516,7 +516,7 @@ TEST_CASE_TEMPLATE("model: seeded weights give O(1) activations and a realistic 
                 const double g = a.g[e];
                 // The bounded gate (k3-tiny) never decays a channel by more than exp(lower bound) a token.
                 bad +=
-                    !(g <= 0.0) || !std::isfinite(g) || (d.gate_lower_bound < 0 && !(g > d.gate_lower_bound));
+                    !(g <= 0.0) || !std::isfinite(g) || (d.gate_lower_bound < 0 && !(g >= d.gate_lower_bound));
                 fast += g < -0.6931;  // alpha < 0.5: forgets within a token or two
                 slow += g > -0.01;    // alpha > 0.99: remembers for 100+ tokens
                 ++n;
