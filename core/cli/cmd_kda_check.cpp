@@ -48,6 +48,16 @@ ErrorStats run_case(const GoldenCase& c, bool chunk, int C, Impl impl) {
     return all;
 }
 
+// A bounded-gate case: the fp32 gate against g.f32, then the case's g replaced by it (the kernels run on
+// the gate the project computes).
+ErrorStats check_gate(GoldenCase& c) {
+    std::vector<float> g = golden_gate(c);
+    ErrorStats e = compare(g.data(), c.g.data(), g.size());
+    e.rel_tol = kGateRelTol;
+    c.g = std::move(g);
+    return e;
+}
+
 int cmd_kda_check(const Args& args) {
     std::vector<std::string> dirs;
     bool json = false;
@@ -87,13 +97,7 @@ int cmd_kda_check(const Args& args) {
             unreadable = true;
             continue;
         }
-        if (c.has_gate()) {
-            std::vector<float> g = golden_gate(c);
-            ErrorStats e = compare(g.data(), c.g.data(), g.size());
-            e.rel_tol = kGateRelTol;
-            rows.push_back({d, "gate (bounded, fp32)", e});
-            c.g = std::move(g);  // the kernels run on the gate the project computes
-        }
+        if (c.has_gate()) rows.push_back({d, "gate (bounded, fp32)", check_gate(c)});
         for (Impl impl : impls) {
             const std::string suffix = impl == Impl::simd ? std::string("/") + simd_arch() : "/scalar";
             rows.push_back({d, "recurrent" + suffix, run_case(c, false, C, impl)});

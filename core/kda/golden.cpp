@@ -64,6 +64,15 @@ std::string read_f32(const std::string& dir, const char* name, size_t count, con
     return {};
 }
 
+// z [B][T][HV][K], A_log [HV], dt_bias [HV][K] of a bounded-gate case.
+std::string read_gate_inputs(const std::string& dir, GoldenCase& c) {
+    const size_t bt = size_t(c.B) * size_t(c.T), G = c.shape.g_row();
+    std::string e;
+    if (!(e = read_f32(dir, "z", bt * G, "B*T*HV*K", c.z)).empty()) return e;
+    if (!(e = read_f32(dir, "A_log", size_t(c.shape.HV), "HV", c.A_log)).empty()) return e;
+    return read_f32(dir, "dt_bias", G, "HV*K", c.dt_bias);
+}
+
 }  // namespace
 
 std::string read_golden(const std::string& dir, GoldenCase& c) {
@@ -136,11 +145,7 @@ std::string read_golden(const std::string& dir, GoldenCase& c) {
     if (c.has_h0 && !(e = read_f32(dir, "h0", st, "B*HV*K*V", c.h0)).empty()) return e;
     if (!(e = read_f32(dir, "o", bt * s.v_row(), "B*T*HV*V", c.o)).empty()) return e;
     if (!(e = read_f32(dir, "ht", st, "B*HV*K*V", c.ht)).empty()) return e;
-    if (c.has_gate()) {
-        if (!(e = read_f32(dir, "z", bt * s.g_row(), "B*T*HV*K", c.z)).empty()) return e;
-        if (!(e = read_f32(dir, "A_log", size_t(s.HV), "HV", c.A_log)).empty()) return e;
-        if (!(e = read_f32(dir, "dt_bias", s.g_row(), "HV*K", c.dt_bias)).empty()) return e;
-    }
+    if (c.has_gate() && !(e = read_gate_inputs(dir, c)).empty()) return e;
     for (size_t x = 0; x < c.g.size(); ++x)
         if (c.g[x] > 0)
             return "g.f32: element " + std::to_string(x) + " is " + format_number(c.g[x]) +

@@ -62,8 +62,7 @@ std::string check_runnable(const ModelConfig& c) {
     if (!(c.gate_lower_bound <= 0) || !(c.gate_lower_bound > -1000))
         return n + "gate_lower_bound must be 0 (softplus gate) or a negative number above -1000";
     if (!(c.situ_beta > 0) || !(c.situ_linear_beta > 0)) return n + "the SiTU betas must be positive";
-    if (c.attn_res_block < 0 || c.attn_res_block > c.n_layers())
-        return n + "attn_res_block must be in [0, layers]";
+    if (c.attn_res_block < 0 || c.attn_res_block > 1024) return n + "attn_res_block must be in [0, 1024]";
     return {};
 }
 

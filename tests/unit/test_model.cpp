@@ -63,6 +63,38 @@ TEST_CASE("model: the tiny preset's accounting equals the bytes the pool allocat
     CHECK(s.kv.size() == 37 * acc.kv_bytes_per_token);
 }
 
+// k3-tiny (the default runnable model): Kimi K3's layer design (reference/kimi_k3.md §1.2-1.3) at tiny's
+// sizes, and its parameter count by hand. Per layer: norms 2 x 256, MLP 3 x 256 x 768, attention residuals
+// 2 x (256 + 256); KDA: q/k/v 3 x 256^2, conv 3 x 256 x 4, f_a/f_b 2 x 256 x 64, A_log 4, dt_bias 256,
+// b 256 x 4, the full-rank g_proj 256^2, o_norm 64, o 256^2; MLA: q 256 x 4 x 96, kv_a 256 x 160,
+// kv_norm 128, w_uk / w_uv 2 x 4 x 64 x 128, the output gate g_proj 256^2, o 256^2; embedding and LM head
+// 2 x 512 x 256, final norm 256, the output mix 2 x 256.
+TEST_CASE("model: k3-tiny has Kimi K3's layer design and the parameters counted by hand") {
+    const ModelConfig c = default_runnable_config();
+    CHECK(c.id == "k3-tiny");
+    CHECK(std::string(preset_label(kDefaultRunnablePreset)) == "k3-tiny (runnable)");
+    REQUIRE(c.n_layers() == 9);
+    for (int l = 0; l < 9; ++l)  // MLA at 1-based 4, 8 and 9, as K3's 4, ..., 92 and 93
+        CHECK((c.layers[size_t(l)] == LayerKind::attention) == (l == 3 || l == 7 || l == 8));
+    CHECK(c.gate_lower_bound == -5.0f);
+    CHECK(c.full_rank_output_gate);
+    CHECK(c.mla_output_gate);
+    CHECK(c.activation == Activation::situ);
+    CHECK(c.attn_res_block == 3);
+    const ModelConfig k3 = *model_preset("kimi-k3");  // the accounting preset carries the same flags
+    CHECK(k3.gate_lower_bound == -5.0f);
+    CHECK(k3.full_rank_output_gate);
+    CHECK(k3.mla_output_gate);
+    CHECK(k3.activation == Activation::situ);
+    CHECK(k3.attn_res_block == 12);
+    const uint64_t layer = 512 + 3 * 256 * 768 + 1024;
+    const uint64_t kda = 3 * 65536 + 3072 + 2 * 16384 + 4 + 256 + 1024 + 65536 + 64 + 65536;
+    const uint64_t mla = 256 * 384 + 256 * 160 + 128 + 2 * 32768 + 65536 + 65536;
+    CHECK(runnable("k3-tiny").weights().parameters() ==
+          9 * layer + 6 * kda + 3 * mla + 2 * 131072 + 256 + 512);
+    CHECK(runnable("tiny").weights().parameters() == 7518616u);  // unchanged
+}
+
 TEST_CASE("model: a new sequence starts from zeros even in a reused slot") {
     Model& m = tiny();
     Run r = new_run(m, 1, 64);
@@ -515,8 +547,8 @@ TEST_CASE_TEMPLATE("model: seeded weights give O(1) activations and a realistic 
             for (size_t e = 0; e < size_t(a.T) * d.g_channels(); ++e) {
                 const double g = a.g[e];
                 // The bounded gate (k3-tiny) never decays a channel by more than exp(lower bound) a token.
-                bad +=
-                    !(g <= 0.0) || !std::isfinite(g) || (d.gate_lower_bound < 0 && !(g >= d.gate_lower_bound));
+                const bool below = d.gate_lower_bound < 0 && !(g >= d.gate_lower_bound);
+                bad += !(g <= 0.0) || !std::isfinite(g) || below;
                 fast += g < -0.6931;  // alpha < 0.5: forgets within a token or two
                 slow += g > -0.01;    // alpha > 0.99: remembers for 100+ tokens
                 ++n;
