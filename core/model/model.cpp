@@ -27,13 +27,17 @@ uint64_t config_fingerprint(const ModelConfig& c, uint64_t seed) {
                   c.mla_latent, c.mla_rope, c.mla_nope_dim, c.mla_v_dim, c.vocab, c.mlp_hidden, c.gate_rank})
         h = fnv(h, uint64_t(int64_t(v)));
     h = fnv(h, uint64_t(c.state_dtype) | uint64_t(c.conv_dtype) << 8 | uint64_t(c.kv_dtype) << 16);
-    for (float f : {c.gate_lower_bound, c.situ_beta, c.situ_linear_beta}) {
-        uint32_t u;
-        std::memcpy(&u, &f, 4);
-        h = fnv(h, u);
+    // Kimi K3's design fields, only when a config has one (the fingerprints of the other presets stay).
+    if (c.gate_lower_bound != 0 || c.full_rank_output_gate || c.mla_output_gate ||
+        c.activation != Activation::swiglu || c.attn_res_block != 0) {
+        for (float f : {c.gate_lower_bound, c.situ_beta, c.situ_linear_beta}) {
+            uint32_t u;
+            std::memcpy(&u, &f, 4);
+            h = fnv(h, u);
+        }
+        h = fnv(h, uint64_t(c.full_rank_output_gate) | uint64_t(c.mla_output_gate) << 1 |
+                       uint64_t(c.activation) << 8 | uint64_t(uint32_t(c.attn_res_block)) << 16);
     }
-    h = fnv(h, uint64_t(c.full_rank_output_gate) | uint64_t(c.mla_output_gate) << 1 |
-                   uint64_t(c.activation) << 8 | uint64_t(uint32_t(c.attn_res_block)) << 16);
     return fnv(h, seed);
 }
 
