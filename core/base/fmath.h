@@ -1,4 +1,4 @@
-// Portable elementary functions: exp, log, log1p, sigmoid, softplus, SiLU in float and double.
+// Portable elementary functions: exp, log, log1p, sigmoid, softplus, SiLU, tanh, SiTU in float and double.
 //
 // Why our own: libm differs between glibc (native) and musl (Emscripten), so calling std::exp would
 // make the native and the WebAssembly builds disagree in the last bits. These use only +, -, *, /,
@@ -171,6 +171,56 @@ inline double softplus_f64(double z) { return z > 20.0 ? z : log1p_f64(exp_f64(z
 
 inline float silu_f32(float x) { return x * sigmoid_f32(x); }
 inline double silu_f64(double x) { return x * sigmoid_f64(x); }
+
+namespace fm_detail {
+// tanh's Taylor coefficients x^15 ... x^1 (the float series of tanh_f32, shared with its SIMD form).
+inline constexpr float kTanhSeriesF32[8] = {
+    -0.0014558343870513183f, 0.003592128036572481f, -0.008863235529902197f, 0.021869488536155203f,
+    -0.05396825396825397f,   0.13333333333333333f,  -0.3333333333333333f,   1.0f};
+}  // namespace fm_detail
+
+// tanh(x): below |x| = 0.5 its Taylor series (float: 8 terms, truncation < 1e-8 relative; double: 16
+// terms, < 1e-16), above it 1 - 2 / (exp(2|x|) + 1) with the sign of x (the cancellation there costs a
+// few ulp at most, tanh >= 0.46). +-1 for large |x|; tests/unit/test_fmath.cpp compares with std::tanh.
+inline float tanh_f32(float x) {
+    if (x != x) return x;
+    const float a = x < 0.0f ? -x : x;
+    if (a < 0.5f) {
+        const float x2 = x * x;
+        const float* c = fm_detail::kTanhSeriesF32;
+        float p = c[0];
+        for (int i = 1; i < 8; ++i) p = p * x2 + c[i];
+        return x * p;
+    }
+    const float t = 1.0f - 2.0f / (exp_f32(2.0f * a) + 1.0f);
+    return x < 0.0f ? -t : t;
+}
+inline double tanh_f64(double x) {
+    if (x != x) return x;
+    const double a = x < 0.0 ? -x : x;
+    if (a < 0.5) {
+        static constexpr double c[] = {
+            -1.0597268320104654e-06, 2.6147711512907546e-06, -6.451689215655431e-06,  1.5918905069328964e-05,
+            -3.927832388331683e-05,  9.691537956929451e-05,  -0.00023912911424355248, 0.000590027440945586,
+            -0.0014558343870513183,  0.003592128036572481,   -0.008863235529902197,   0.021869488536155203,
+            -0.05396825396825397,    0.13333333333333333,    -0.3333333333333333,     1.0};
+        const double x2 = x * x;
+        double p = c[0];
+        for (int i = 1; i < 16; ++i) p = p * x2 + c[i];
+        return x * p;
+    }
+    const double t = 1.0 - 2.0 / (exp_f64(2.0 * a) + 1.0);
+    return x < 0.0 ? -t : t;
+}
+
+// SiTU, Kimi K3's gated activation (reference/kimi_k3.md §1.3): beta tanh(g / beta) sigmoid(g) times
+// beta_lin tanh(u / beta_lin), for the MLP's gate g and up u (K3: beta = 4, beta_lin = 25).
+inline float situ_f32(float g, float u, float beta, float beta_lin) {
+    return (beta * tanh_f32(g / beta)) * sigmoid_f32(g) * (beta_lin * tanh_f32(u / beta_lin));
+}
+inline double situ_f64(double g, double u, double beta, double beta_lin) {
+    return (beta * tanh_f64(g / beta)) * sigmoid_f64(g) * (beta_lin * tanh_f64(u / beta_lin));
+}
 
 // Overloads so templated code written for float and double picks the right one.
 inline float k3exp(float x) { return exp_f32(x); }

@@ -1,8 +1,8 @@
 // `k3cli bench model`: tokens/s of the runnable model (core/model): prefill (chunked KDA kernel, C = 64)
-// and greedy decode (recurrent KDA step) of the `tiny` and `small` presets, plus `tiny` with the
-// scalar kernels for comparison. Each measurement restores the same saved sequence first, so every
-// repetition does identical work; variants run in interleaved rounds and the median is reported, so
-// ratios come from one run on one machine state.
+// and greedy decode (recurrent KDA step) of the default runnable preset (`k3-tiny`, config.h), `tiny`
+// and `small`, plus the default with the scalar kernels for comparison. Each measurement restores the same
+// saved sequence first, so every repetition does identical work; variants run in interleaved rounds and the
+// median is reported, so ratios come from one run on one machine state.
 #include <algorithm>
 #include <functional>
 #include <memory>
@@ -158,7 +158,9 @@ double rate_of(const std::vector<Variant>& vars, const std::string& name, const 
     return 0.0;
 }
 
-// Prefill over decode, tiny over small, and (with SIMD) the SIMD kernels over the scalar ones.
+// For the default runnable model (k3-tiny): prefill over decode and (with SIMD) the SIMD kernels over
+// the scalar ones; tiny over small (size), and the default over tiny (Kimi K3's design against Kimi
+// Linear's at the same size).
 void add_ratios(BenchContext& ctx, const std::vector<Variant>& vars, const std::vector<int>& prefill_T,
                 const std::vector<int>& contexts) {
     auto find = [&](const std::string& name, const std::string& preset, const std::string& impl, int at) {
@@ -167,17 +169,19 @@ void add_ratios(BenchContext& ctx, const std::vector<Variant>& vars, const std::
     auto ratio = [&](const std::string& name, double num, double den) {
         ctx.add({name, {}, {}, den > 0 ? num / den : 0, "ratio"});
     };
-    const std::string best = kda::simd_enabled() ? "simd" : "scalar";
+    const std::string best = kda::simd_enabled() ? "simd" : "scalar", m = default_runnable_id();
     const int T0 = prefill_T.front(), T1 = prefill_T.back(), c0 = contexts.front();
-    ratio("ratio/tiny_prefill" + std::to_string(T1) + "_over_decode" + std::to_string(c0),
-          find("prefill", "tiny", best, T1), find("decode", "tiny", best, c0));
+    ratio("ratio/" + m + "_prefill" + std::to_string(T1) + "_over_decode" + std::to_string(c0),
+          find("prefill", m, best, T1), find("decode", m, best, c0));
     ratio("ratio/tiny_over_small_decode" + std::to_string(c0), find("decode", "tiny", best, c0),
           find("decode", "small", best, c0));
+    ratio("ratio/" + m + "_over_tiny_decode" + std::to_string(c0), find("decode", m, best, c0),
+          find("decode", "tiny", best, c0));
     if (kda::simd_enabled()) {
-        ratio("ratio/tiny_decode" + std::to_string(c0) + "_simd_over_scalar",
-              find("decode", "tiny", "simd", c0), find("decode", "tiny", "scalar", c0));
-        ratio("ratio/tiny_prefill" + std::to_string(T0) + "_simd_over_scalar",
-              find("prefill", "tiny", "simd", T0), find("prefill", "tiny", "scalar", T0));
+        ratio("ratio/" + m + "_decode" + std::to_string(c0) + "_simd_over_scalar",
+              find("decode", m, "simd", c0), find("decode", m, "scalar", c0));
+        ratio("ratio/" + m + "_prefill" + std::to_string(T0) + "_simd_over_scalar",
+              find("prefill", m, "simd", T0), find("prefill", m, "scalar", T0));
     }
 }
 
@@ -194,8 +198,9 @@ void bench_model(BenchContext& ctx) {
     auto add_setup = [&](const char* preset, Impl impl) {
         if (auto s = make_setup(preset, impl, max_ctx, contexts)) setups.push_back(std::move(s));
     };
+    add_setup(default_runnable_id(), Impl::simd);
+    if (kda::simd_enabled()) add_setup(default_runnable_id(), Impl::scalar);
     add_setup("tiny", Impl::simd);
-    if (kda::simd_enabled()) add_setup("tiny", Impl::scalar);
     add_setup("small", Impl::simd);
 
     std::vector<Variant> vars = make_variants(setups, prefill_T, contexts, decode_n);
@@ -207,6 +212,8 @@ void bench_model(BenchContext& ctx) {
 
 }  // namespace
 
-K3_REGISTER_BENCH("model", "runnable model: prefill and decode tokens/s of tiny and small", bench_model);
+K3_REGISTER_BENCH("model",
+                  "runnable models: prefill and decode tokens/s of k3-tiny (the default), tiny and small",
+                  bench_model);
 
 }  // namespace k3::cli

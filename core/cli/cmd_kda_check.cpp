@@ -1,6 +1,9 @@
 // `k3cli kda-check DIR... [--chunk C] [--json]`: runs the project's recurrent and chunked KDA kernels
 // (scalar and SIMD) on folders in the golden-vector format (tests/data/golden/kda/README.md) and prints
 // the maximum absolute and relative RMS error of outputs and final states per folder and kernel.
+// A folder of the bounded gate (tests/data/golden/kda_bounded) first checks the fp32 gate against its
+// g.f32 (row "gate", within 1e-6 * max(1, max|g|): kGateRelTol in core/kda/golden.h), then feeds the
+// kernels the gate it computed, so the whole path z -> g -> o, state is checked.
 // Exit 0 when every kernel is within 1e-4 * max(1, max|expected|), 1 when one is not, 2 when a folder
 // cannot be read (the message names the file).
 #include <cstdio>
@@ -45,6 +48,16 @@ ErrorStats run_case(const GoldenCase& c, bool chunk, int C, Impl impl) {
     return all;
 }
 
+// A bounded-gate case: the fp32 gate against g.f32, then the case's g replaced by it (the kernels run on
+// the gate the project computes).
+ErrorStats check_gate(GoldenCase& c) {
+    std::vector<float> g = golden_gate(c);
+    ErrorStats e = compare(g.data(), c.g.data(), g.size());
+    e.rel_tol = kGateRelTol;
+    c.g = std::move(g);
+    return e;
+}
+
 int cmd_kda_check(const Args& args) {
     std::vector<std::string> dirs;
     bool json = false;
@@ -84,6 +97,7 @@ int cmd_kda_check(const Args& args) {
             unreadable = true;
             continue;
         }
+        if (c.has_gate()) rows.push_back({d, "gate (bounded, fp32)", check_gate(c)});
         for (Impl impl : impls) {
             const std::string suffix = impl == Impl::simd ? std::string("/") + simd_arch() : "/scalar";
             rows.push_back({d, "recurrent" + suffix, run_case(c, false, C, impl)});

@@ -26,6 +26,17 @@ void kda_gate(const float* z, const float* dt_bias, const float* A_log, int HV, 
     }
 }
 
+void kda_gate_bounded(const float* z, const float* dt_bias, const float* A_log, int HV, int K,
+                      float lower_bound, float* g) {
+    for (int h = 0; h < HV; ++h) {
+        const float a = exp_f32(A_log[h]);
+        for (int i = 0; i < K; ++i) {
+            const size_t e = size_t(h) * K + i;
+            g[e] = lower_bound * sigmoid_f32(a * (z[e] + dt_bias[e]));
+        }
+    }
+}
+
 void beta_sigmoid(const float* logit, int n, float* beta) {
     for (int e = 0; e < n; ++e) beta[e] = sigmoid_f32(logit[e]);
 }

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "core/base/numfmt.h"
+#include "core/kda/gates.h"
 
 namespace k3::kda {
 
@@ -63,6 +64,15 @@ std::string read_f32(const std::string& dir, const char* name, size_t count, con
     return {};
 }
 
+// z [B][T][HV][K], A_log [HV], dt_bias [HV][K] of a bounded-gate case.
+std::string read_gate_inputs(const std::string& dir, GoldenCase& c) {
+    const size_t bt = size_t(c.B) * size_t(c.T), G = c.shape.g_row();
+    std::string e;
+    if (!(e = read_f32(dir, "z", bt * G, "B*T*HV*K", c.z)).empty()) return e;
+    if (!(e = read_f32(dir, "A_log", size_t(c.shape.HV), "HV", c.A_log)).empty()) return e;
+    return read_f32(dir, "dt_bias", G, "HV*K", c.dt_bias);
+}
+
 }  // namespace
 
 std::string read_golden(const std::string& dir, GoldenCase& c) {
@@ -113,11 +123,16 @@ std::string read_golden(const std::string& dir, GoldenCase& c) {
     c.has_h0 = init == 1;
     c.scale = float(kv["scale"]);
     if (!(c.scale > 0) || !std::isfinite(c.scale)) return "meta.txt: scale must be a positive number";
+    if (kv.count("gate_lower_bound")) {
+        c.gate_lower_bound = float(kv["gate_lower_bound"]);
+        if (!(c.gate_lower_bound < 0) || !(c.gate_lower_bound > -1000))
+            return "meta.txt: gate_lower_bound must be a negative number above -1000";
+    }
     const Shape& s = c.shape;
     const double BT = double(c.B) * c.T;
-    const double total =
-        4.0 * (BT * (2.0 * double(s.qk_row()) + 2.0 * double(s.v_row()) + double(s.g_row()) + s.HV) +
-               (c.has_h0 ? 2.0 : 1.0) * c.B * double(s.state_floats()));
+    const double total = 4.0 * (BT * (2.0 * double(s.qk_row()) + 2.0 * double(s.v_row()) +
+                                      double(s.g_row()) * (c.has_gate() ? 2 : 1) + s.HV) +
+                                (c.has_h0 ? 2.0 : 1.0) * c.B * double(s.state_floats()));
     if (total > kGoldenMaxBytes)
         return "meta.txt: the case would need " + format_bytes(total) + ", more than the limit of " +
                format_bytes(kGoldenMaxBytes);
@@ -130,11 +145,21 @@ std::string read_golden(const std::string& dir, GoldenCase& c) {
     if (c.has_h0 && !(e = read_f32(dir, "h0", st, "B*HV*K*V", c.h0)).empty()) return e;
     if (!(e = read_f32(dir, "o", bt * s.v_row(), "B*T*HV*V", c.o)).empty()) return e;
     if (!(e = read_f32(dir, "ht", st, "B*HV*K*V", c.ht)).empty()) return e;
+    if (c.has_gate() && !(e = read_gate_inputs(dir, c)).empty()) return e;
     for (size_t x = 0; x < c.g.size(); ++x)
         if (c.g[x] > 0)
             return "g.f32: element " + std::to_string(x) + " is " + format_number(c.g[x]) +
                    "; a log-decay must be <= 0";
     return {};
+}
+
+std::vector<float> golden_gate(const GoldenCase& c) {
+    std::vector<float> g(c.z.size());
+    const Shape& s = c.shape;
+    for (size_t t = 0; c.has_gate() && t < size_t(c.B) * size_t(c.T); ++t)
+        kda_gate_bounded(c.z.data() + t * s.g_row(), c.dt_bias.data(), c.A_log.data(), s.HV, s.K,
+                         c.gate_lower_bound, g.data() + t * s.g_row());
+    return g;
 }
 
 double ErrorStats::rel_rms() const {

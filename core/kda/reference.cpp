@@ -6,6 +6,11 @@
 
 namespace k3::kda::ref {
 
+double gate(double z, double dt_bias, double A_log, double lower_bound) {
+    if (lower_bound < 0) return lower_bound * sigmoid_f64(exp_f64(A_log) * (z + dt_bias));
+    return -exp_f64(A_log) * softplus_f64(z + dt_bias);
+}
+
 void step(const Shape& s, double* S, const float* q, const float* k, const float* v, const float* g,
           const float* beta, double scale, double* o) {
     const int K = s.K, V = s.V, grp = s.group();

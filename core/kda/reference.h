@@ -7,6 +7,11 @@
 
 namespace k3::kda::ref {
 
+// The log-decay gate of one channel in fp64 (core/kda/gates.h has the fp32 kernels): lower_bound 0 is
+// Kimi Linear's -exp(A_log) softplus(z + dt_bias), below 0 Kimi K3's bounded
+// lower_bound * sigmoid(exp(A_log) (z + dt_bias)).
+double gate(double z, double dt_bias, double A_log, double lower_bound);
+
 // One token for every value head, in place on S [HV][K][V] (double). q, k: [H][K]; v: [HV][V];
 // g: [HV][K]; beta: [HV]; o: [HV][V]. Order as FLA's naive_recurrent_kda:
 // decay rows by exp(g), predict p = S^T k, delta u = beta (v - p), write S += k u^T, read o = S^T (scale q).

@@ -70,6 +70,18 @@ ModelConfig kimi_family(int layers, int d_model, int heads) {
     return c;
 }
 
+// Kimi K3's layer design on top of the family's (reference/kimi_k3.md §1.2-1.3): the bounded forget
+// gate, the full-rank KDA output gate, the MLA output gate, SiTU, attention residuals.
+void k3_design(ModelConfig& c, int attn_res_block) {
+    c.gate_lower_bound = -5.0f;
+    c.full_rank_output_gate = true;
+    c.mla_output_gate = true;
+    c.activation = Activation::situ;
+    c.situ_beta = 4.0f;
+    c.situ_linear_beta = 25.0f;
+    c.attn_res_block = attn_res_block;
+}
+
 ModelConfig kimi_linear_48b_preset() {
     // HF moonshotai/Kimi-Linear-48B-A3B config (reference/kda.md §0): 20 KDA + 7 MLA layers.
     ModelConfig c = kimi_family(27, 2304, 32);
@@ -91,6 +103,7 @@ ModelConfig kimi_k3_preset() {
     c.moe = {896, 16, 2, 3584, 3072, 1};
     c.total_params = 2.78e12;  // "2.78T" total, "104.2B" active (reference/kimi_k3.md §1.3)
     c.active_params = 104.2e9;
+    k3_design(c, 12);
     return c;
 }
 
@@ -146,18 +159,30 @@ ModelConfig runnable_preset(std::string_view id) {
     return c;
 }
 
+// k3-tiny: tiny's sizes with K3's design. 9 layers, MLA at 1-based 4, 8 and 9 (K3's 4, ..., 92 and
+// 93); attention residuals in blocks of 3 layers, so 3 blocks (K3: 93 layers in blocks of 12, 8 blocks).
+ModelConfig k3_tiny_preset() {
+    ModelConfig c = runnable_preset("tiny");
+    c.id = "k3-tiny";
+    c.name = "k3-tiny (runnable)";
+    c.layers = hybrid_pattern(9, 4, true);
+    k3_design(c, 3);
+    return c;
+}
+
 }  // namespace
 
 std::optional<ModelConfig> model_preset(std::string_view id) {
     if (id == "kimi-linear-48b") return kimi_linear_48b_preset();
     if (id == "kimi-k3") return kimi_k3_preset();
     if (id == "qwen3-next-80b") return qwen3_next_80b_preset();
+    if (id == "k3-tiny") return k3_tiny_preset();
     if (id == "tiny" || id == "small") return runnable_preset(id);
     return std::nullopt;
 }
 
 std::vector<std::string> model_preset_ids() {
-    return {"kimi-k3", "kimi-linear-48b", "qwen3-next-80b", "tiny", "small"};
+    return {"kimi-k3", "kimi-linear-48b", "qwen3-next-80b", "k3-tiny", "tiny", "small"};
 }
 
 const char* preset_id(ModelPreset m) {
@@ -165,6 +190,7 @@ const char* preset_id(ModelPreset m) {
         case ModelPreset::kimi_k3: return "kimi-k3";
         case ModelPreset::kimi_linear_48b: return "kimi-linear-48b";
         case ModelPreset::qwen3_next_80b: return "qwen3-next-80b";
+        case ModelPreset::k3_tiny: return "k3-tiny";
         case ModelPreset::tiny: return "tiny";
         case ModelPreset::small: return "small";
         case ModelPreset::custom: return "custom";
@@ -177,6 +203,7 @@ const char* preset_label(ModelPreset m) {
         case ModelPreset::kimi_k3: return "Kimi-K3";
         case ModelPreset::kimi_linear_48b: return "Kimi-Linear-48B-A3B";
         case ModelPreset::qwen3_next_80b: return "Qwen3-Next-80B-A3B";
+        case ModelPreset::k3_tiny: return "k3-tiny (runnable)";
         case ModelPreset::tiny: return "tiny (runnable)";
         case ModelPreset::small: return "small (runnable)";
         case ModelPreset::custom: return "custom";
@@ -187,5 +214,7 @@ const char* preset_label(ModelPreset m) {
 std::optional<ModelConfig> model_preset(ModelPreset m) {
     return model_preset(std::string_view(preset_id(m)));
 }
+
+ModelConfig default_runnable_config() { return *model_preset(kDefaultRunnablePreset); }
 
 }  // namespace k3

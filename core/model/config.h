@@ -17,6 +17,9 @@ std::optional<DType> parse_dtype(std::string_view s);
 
 enum class LayerKind : uint8_t { linear, attention };  // linear = KDA (or GDN) with a fixed state
 enum class AttnKind : uint8_t { mla, gqa };            // MLA latent cache or grouped K/V heads
+// The MLP's gated activation: SwiGLU silu(gate) * up, or Kimi K3's SiTU (reference/kimi_k3.md §1.3)
+// beta tanh(gate / beta) sigmoid(gate) * beta_lin tanh(up / beta_lin).
+enum class Activation : uint8_t { swiglu, situ };
 
 struct ModelConfig {
     std::string id, name;
@@ -55,6 +58,21 @@ struct ModelConfig {
     int vocab = 0, mlp_hidden = 0, gate_rank = 0;
     int mla_nope_dim = 0, mla_v_dim = 0;  // per-head query/key (no-RoPE part) and value dims
 
+    // Kimi K3's layer design (reference/kimi_k3.md §1.2-1.3); the defaults are Kimi Linear's.
+    // KDA forget gate: 0 = unbounded, g = -exp(A_log) softplus(z + dt_bias); below 0 the bounded
+    // g = gate_lower_bound * sigmoid(exp(A_log) (z + dt_bias)) ("gate_lower_bound": -5.0).
+    float gate_lower_bound = 0;
+    // KDA output gate ("use_full_rank_gate"): g_proj d -> HV*V in place of the rank-gate_rank g_a/g_b.
+    bool full_rank_output_gate = false;
+    // MLA "mla_use_output_gate": sigmoid(x g_proj) [H*v] times each head's attention output before o_proj.
+    bool mla_output_gate = false;
+    Activation activation = Activation::swiglu;
+    float situ_beta = 4, situ_linear_beta = 25;  // "activation_situ_beta" / "activation_situ_linear_beta"
+    // Attention residuals over depth ("attn_res_block_size"; 0 = the plain residual stream): every
+    // sub-layer's input is a softmax over depth of the committed block sums and the running sum
+    // (core/model/attn_res.h). Per token, an activation bank, no sequence state.
+    int attn_res_block = 0;
+
     int n_layers() const { return int(layers.size()); }
     int n_linear() const;
     int n_attention() const;
@@ -65,16 +83,22 @@ struct ModelConfig {
 // Kimi-Linear: 27 layers, every 4th and the last -> 20 KDA + 7 MLA.
 std::vector<LayerKind> hybrid_pattern(int n_layers, int attn_every, bool attn_last);
 
-// Presets by id: "kimi-k3", "kimi-linear-48b", "qwen3-next-80b" (accounting only), "tiny", "small"
-// (runnable).
+// Presets by id: "kimi-k3", "kimi-linear-48b", "qwen3-next-80b" (accounting only), "k3-tiny", "tiny",
+// "small" (runnable).
 std::optional<ModelConfig> model_preset(std::string_view id);
 std::vector<std::string> model_preset_ids();
 
 // The presets as the modules' `preset` parameter names them; `custom` stands for dimensions a
 // module takes from parameters of its own (model_preset(custom) is empty).
-enum class ModelPreset : uint8_t { kimi_linear_48b, qwen3_next_80b, tiny, small, custom, kimi_k3 };
+enum class ModelPreset : uint8_t { kimi_linear_48b, qwen3_next_80b, tiny, small, custom, kimi_k3, k3_tiny };
 const char* preset_id(ModelPreset m);     // "kimi-linear-48b", ..., "custom"
-const char* preset_label(ModelPreset m);  // "Kimi-Linear-48B-A3B", ..., "tiny (runnable)", "custom"
+const char* preset_label(ModelPreset m);  // "Kimi-Linear-48B-A3B", ..., "k3-tiny (runnable)", "custom"
 std::optional<ModelConfig> model_preset(ModelPreset m);
+
+// THE runnable model: what the modules and commands that run one model use unless told otherwise.
+// k3-tiny, Kimi K3's layer design at the size of `tiny`.
+inline constexpr ModelPreset kDefaultRunnablePreset = ModelPreset::k3_tiny;
+inline const char* default_runnable_id() { return preset_id(kDefaultRunnablePreset); }
+ModelConfig default_runnable_config();
 
 }  // namespace k3

@@ -11,6 +11,8 @@ KdaDims kda_dims(const ModelConfig& c) {
     d.rank = c.gate_rank;
     d.conv_width = c.conv_width;
     d.scale = kda::default_scale(c.head_k);
+    d.gate_lower_bound = c.gate_lower_bound;
+    d.full_rank_gate = c.full_rank_output_gate;
     return d;
 }
 
@@ -23,6 +25,7 @@ MlaDims mla_dims(const ModelConfig& c) {
     d.latent = c.mla_latent;
     d.v = c.mla_v_dim;
     d.scale = float(1.0 / std::sqrt(double(d.nope + d.rope)));
+    d.output_gate = c.mla_output_gate;
     return d;
 }
 

@@ -15,9 +15,11 @@ using kda::Impl;
 struct KdaDims {
     kda::Shape s;
     int d_model = 0;
-    int rank = 0;        // low rank of the gate and output-gate projections
+    int rank = 0;        // low rank of the forget-gate projections (and of the output gate unless full rank)
     int conv_width = 4;  // W; the window keeps W - 1 raw rows per stream
     float scale = 0;     // K^-0.5, applied to q inside the KDA kernels
+    float gate_lower_bound = 0;   // 0: the softplus gate; below 0: the bounded gate (core/kda/gates.h)
+    bool full_rank_gate = false;  // output gate g_proj [d][HV*V] instead of g_a [d][rank] g_b [rank][HV*V]
 
     int qk_channels() const { return s.H * s.K; }  // raw q (and raw k) row
     int v_channels() const { return s.HV * s.V; }  // raw v row, core output row
@@ -35,10 +37,11 @@ struct KdaDims {
 struct MlaDims {
     int d_model = 0;
     int heads = 0;
-    int nope = 0, rope = 0;  // per-head query/key dims: no-position part and the shared "rope" part
-    int latent = 0;          // kv_lora_rank
-    int v = 0;               // per-head value dim
-    float scale = 0;         // (nope + rope)^-0.5
+    int nope = 0, rope = 0;    // per-head query/key dims: no-position part and the shared "rope" part
+    int latent = 0;            // kv_lora_rank
+    int v = 0;                 // per-head value dim
+    float scale = 0;           // (nope + rope)^-0.5
+    bool output_gate = false;  // sigmoid(x g_proj) [H*v] times the heads' outputs before o_proj
 
     int q_row() const { return heads * (nope + rope); }
     int cache_row() const { return latent + rope; }  // cached floats per token per layer

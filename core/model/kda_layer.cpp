@@ -42,8 +42,12 @@ void kda_project(const KdaWeights& w, const KdaDims& d, const float* x, int T, K
     matmul(x, T, D, w.b.view(), a.beta_logit.data(), w.b.out, impl);
     matmul(x, T, D, w.f_a.view(), a.low.data(), R, impl);
     matmul(a.low.data(), T, R, w.f_b.view(), a.z.data(), w.f_b.out, impl);
-    matmul(x, T, D, w.g_a.view(), a.low.data(), R, impl);
-    matmul(a.low.data(), T, R, w.g_b.view(), a.gate_out.data(), w.g_b.out, impl);
+    if (d.full_rank_gate) {
+        matmul(x, T, D, w.g_proj.view(), a.gate_out.data(), w.g_proj.out, impl);
+    } else {
+        matmul(x, T, D, w.g_a.view(), a.low.data(), R, impl);
+        matmul(a.low.data(), T, R, w.g_b.view(), a.gate_out.data(), w.g_b.out, impl);
+    }
 }
 
 void kda_conv(const KdaWeights& w, const KdaDims& d, const KdaState& st, KdaActs& a, Impl impl) {
@@ -65,7 +69,11 @@ void kda_normalize(const KdaDims& d, KdaActs& a) {
 void kda_gates(const KdaWeights& w, const KdaDims& d, KdaActs& a) {
     for (int t = 0; t < a.T; ++t) {
         const size_t r = size_t(t) * d.g_channels();
-        kda::kda_gate(a.z.data() + r, w.dt_bias.data(), w.A_log.data(), d.s.HV, d.s.K, a.g.data() + r);
+        if (d.gate_lower_bound < 0)
+            kda::kda_gate_bounded(a.z.data() + r, w.dt_bias.data(), w.A_log.data(), d.s.HV, d.s.K,
+                                  d.gate_lower_bound, a.g.data() + r);
+        else
+            kda::kda_gate(a.z.data() + r, w.dt_bias.data(), w.A_log.data(), d.s.HV, d.s.K, a.g.data() + r);
     }
     kda::beta_sigmoid(a.beta_logit.data(), a.T * d.s.HV, a.beta.data());
 }

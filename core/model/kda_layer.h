@@ -2,9 +2,11 @@
 // work can record per-token inputs, replay them, or run one stage alone:
 //
 //   project   x -> raw q/k/v (pre-conv), gate input z = f_b(f_a x), beta logit, output-gate input
+//             (g_b(g_a x), or g_proj x with Kimi K3's full-rank output gate)
 //   conv      raw q/k/v -> causal depthwise conv with the window state -> SiLU; the window advances
 //   activate  normalize: L2-normalise q and k per head;
-//             gates: g = -exp(A_log) softplus(z + dt_bias), beta = sigmoid(beta logit)
+//             gates: g = -exp(A_log) softplus(z + dt_bias), or Kimi K3's bounded
+//             g = lower_bound sigmoid(exp(A_log) (z + dt_bias)); beta = sigmoid(beta logit)
 //   core      the KDA recurrence on S: chunked (prefill) or token by token (decode, replay)
 //   output    per-head RMSNorm (o_norm) times sigmoid(output gate), then o_proj
 //
@@ -39,7 +41,7 @@ struct KdaActs {
     FloatBuf raw_q, raw_k, raw_v;  // project: pre-conv projections (what the conv window keeps)
     FloatBuf z;                    // project: f_b(f_a x) [T][HV*K], before + dt_bias
     FloatBuf beta_logit;           // project: b x [T][HV]
-    FloatBuf gate_out;             // project: g_b(g_a x) [T][HV*V], before the sigmoid
+    FloatBuf gate_out;             // project: g_b(g_a x) or g_proj x [T][HV*V], before the sigmoid
     FloatBuf low;                  // project: scratch for the rank-r intermediates [T][rank]
     FloatBuf q, k, v;              // conv: post-conv + SiLU; activate: q, k L2-normalised in place
     FloatBuf g, beta;              // activate: log-decay [T][HV*K], beta [T][HV]

@@ -20,6 +20,7 @@ void MlaActs::resize(const MlaDims& d, int T_) {
     grow(qc, t * H * size_t(d.cache_row()));
     grow(ctx, t * H * size_t(d.latent));
     grow(ov, t * H * size_t(d.v));
+    if (d.output_gate) grow(gate, t * H * size_t(d.v));
 }
 
 void mla_project(const MlaWeights& w, const MlaDims& d, const float* x, int T, MlaActs& a, Impl impl) {
@@ -27,6 +28,7 @@ void mla_project(const MlaWeights& w, const MlaDims& d, const float* x, int T, M
     matmul(x, T, D, w.q.view(), a.q.data(), d.q_row(), impl);
     matmul(x, T, D, w.kv_a.view(), a.kv.data(), row, impl);
     rmsnorm_rows(a.kv.data(), T, d.latent, row, w.kv_norm.data(), kRmsEps, a.kv.data(), row);
+    if (d.output_gate) matmul(x, T, D, w.g.view(), a.gate.data(), d.heads * d.v, impl);
 }
 
 void mla_append(const MlaDims& d, const KvView& kv, uint64_t pos, const MlaActs& a) {
@@ -87,6 +89,8 @@ void mla_output(const MlaWeights& w, const MlaDims& d, MlaActs& a, float* out, I
     for (int h = 0; h < H; ++h)
         matmul(a.ctx.data() + size_t(h) * L, a.T, H * L, w.w_uv[size_t(h)].view(),
                a.ov.data() + size_t(h) * V, H * V, impl);
+    if (d.output_gate)
+        for (size_t e = 0; e < size_t(a.T) * size_t(H * V); ++e) a.ov[e] = a.ov[e] * sigmoid_f32(a.gate[e]);
     matmul(a.ov.data(), a.T, H * V, w.o.view(), out, d.d_model, impl);
 }
 

@@ -7,7 +7,8 @@
 //   absorb   per head qc = [W_uk^T q_nope | q_pe]   (q_nope . (W_uk c) == (W_uk^T q_nope) . c)
 //   attend   per head s_t = scale (qc . [c_t | k_pe_t]) for every cached t <= the row's position,
 //            p = softmax(s) (own exp, sums in token order), ctx = sum_t p_t c_t
-//   output   o_h = W_uv ctx_h (== sum_t p_t v_t), out = o W_o
+//   output   o_h = W_uv ctx_h (== sum_t p_t v_t), with Kimi K3's output gate o_h *= sigmoid(x g_proj)_h,
+//            out = o W_o
 // Each row is computed on its own (causal, same arithmetic in prefill and decode), so an attention
 // layer gives the same bits whatever the batching.
 #pragma once
@@ -40,10 +41,12 @@ struct MlaActs {
     FloatBuf qc;      // [T][H][latent + rope]: absorbed queries
     FloatBuf ctx;     // [T][H][latent]
     FloatBuf ov;      // [T][H][v]
+    FloatBuf gate;    // [T][H][v]: x g_proj, before the sigmoid (with the output gate)
     FloatBuf scores;  // [H][context] scratch of one row
     void resize(const MlaDims& d, int T);
 };
 
+// Also the output-gate input when the layer has one (it needs x, which the later stages do not see).
 void mla_project(const MlaWeights& w, const MlaDims& d, const float* x, int T, MlaActs& a, Impl impl);
 // Rows [pos, pos + T) of the cache get the new tokens' rows.
 void mla_append(const MlaDims& d, const KvView& kv, uint64_t pos, const MlaActs& a);

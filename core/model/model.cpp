@@ -5,6 +5,7 @@
 
 #include "core/kda/layout.h"
 #include "core/model/accounting.h"
+#include "core/model/attn_res.h"
 #include "core/model/matmul.h"
 #include "core/model/norm.h"
 #include "core/model/pool_model.h"
@@ -26,6 +27,17 @@ uint64_t config_fingerprint(const ModelConfig& c, uint64_t seed) {
                   c.mla_latent, c.mla_rope, c.mla_nope_dim, c.mla_v_dim, c.vocab, c.mlp_hidden, c.gate_rank})
         h = fnv(h, uint64_t(int64_t(v)));
     h = fnv(h, uint64_t(c.state_dtype) | uint64_t(c.conv_dtype) << 8 | uint64_t(c.kv_dtype) << 16);
+    // Kimi K3's design fields, only when a config has one (the fingerprints of the other presets stay).
+    if (c.gate_lower_bound != 0 || c.full_rank_output_gate || c.mla_output_gate ||
+        c.activation != Activation::swiglu || c.attn_res_block != 0) {
+        for (float f : {c.gate_lower_bound, c.situ_beta, c.situ_linear_beta}) {
+            uint32_t u;
+            std::memcpy(&u, &f, 4);
+            h = fnv(h, u);
+        }
+        h = fnv(h, uint64_t(c.full_rank_output_gate) | uint64_t(c.mla_output_gate) << 1 |
+                       uint64_t(c.activation) << 8 | uint64_t(uint32_t(c.attn_res_block)) << 16);
+    }
     return fnv(h, seed);
 }
 
@@ -51,6 +63,10 @@ std::string check_runnable(const ModelConfig& c) {
         return n + "MLA dims must be positive";
     if (c.state_dtype != DType::fp32 || c.conv_dtype != DType::fp32 || c.kv_dtype != DType::fp32)
         return n + "the runnable model keeps state, conv windows and KV in fp32";
+    if (!(c.gate_lower_bound <= 0) || !(c.gate_lower_bound > -1000))
+        return n + "gate_lower_bound must be 0 (softplus gate) or a negative number above -1000";
+    if (!(c.situ_beta > 0) || !(c.situ_linear_beta > 0)) return n + "the SiTU betas must be positive";
+    if (c.attn_res_block < 0 || c.attn_res_block > 1024) return n + "attn_res_block must be in [0, 1024]";
     return {};
 }
 
@@ -312,33 +328,77 @@ std::string Model::forward(Sequence& seq, std::span<const int32_t> tokens, const
     return {};
 }
 
+void Model::run_mixer(int l, int T, uint64_t pos, const ForwardOptions& fo,
+                      const std::vector<KdaState>& kda_states, const std::vector<KvView>& kv_views) {
+    const BlockWeights& b = weights_.blocks[size_t(l)];
+    if (b.kind == LayerKind::linear) {
+        const int li = linear_index_[size_t(l)];
+        kda_forward(b.kda, kda_, kda_states[size_t(li)], xn_.data(), T, kda_acts_, out_.data(), fo.core,
+                    options_.chunk, options_.impl);
+        if (fo.observer) fo.observer->on_kda(l, li, pos, xn_.data(), kda_acts_);
+    } else {
+        const int ai = attention_index_[size_t(l)];
+        mla_forward(b.mla, mla_, kv_views[size_t(ai)], pos, xn_.data(), T, mla_acts_, out_.data(),
+                    options_.impl);
+        if (fo.observer) fo.observer->on_mla(l, ai, pos, xn_.data(), mla_acts_);
+    }
+}
+
+// Attention residuals (attn_res.h): h_ is the running prefix sum, blocks_ [T][blocks][d] the sealed
+// block sums, out_ the attention output (mlp = true). Makes xn_, the input of layer l's attention
+// (mlp = false) or of its MLP.
+void Model::attn_res_input(int l, int T, bool mlp) {
+    const int D = config_.d_model, B = config_.attn_res_block;
+    const size_t td = size_t(T) * size_t(D), ld = size_t(attn_res_blocks_before(config_.n_layers(), B)) * D;
+    const bool seal = l % B == 0;
+    const BlockWeights& b = weights_.blocks[size_t(l)];
+    if (!mlp) {  // h_ already holds the previous MLP's output (run_slice adds it)
+        if (seal)
+            for (int t = 0; t < T; ++t)
+                std::memcpy(blocks_.data() + size_t(t) * ld + size_t(l / B) * D, h_.data() + size_t(t) * D,
+                            sizeof(float) * D);
+    } else if (seal) {
+        std::memcpy(h_.data(), out_.data(), sizeof(float) * td);  // the new block starts here
+    } else {
+        for (size_t e = 0; e < td; ++e) h_[e] = h_[e] + out_[e];
+    }
+    const int n = attn_res_blocks_before(l, B) + (mlp && seal ? 1 : 0);
+    attn_res_mix(blocks_.data(), n, ld, h_.data(), T, D, mlp ? b.mlp_res : b.attn_res, kRmsEps, mix_.data());
+    rmsnorm_rows(mix_.data(), T, D, D, (mlp ? b.mlp_norm : b.attn_norm).data(), kRmsEps, xn_.data(), D);
+}
+
 void Model::run_slice(Sequence& seq, std::span<const int32_t> tokens, uint64_t pos, const ForwardOptions& fo,
                       const std::vector<KdaState>& kda_states, const std::vector<KvView>& kv_views,
                       bool want_last, std::vector<float>* logits) {
-    const int T = int(tokens.size()), D = config_.d_model;
+    const int T = int(tokens.size()), D = config_.d_model, B = config_.attn_res_block;
     const Impl impl = options_.impl;
     const size_t td = size_t(T) * size_t(D);
-    if (h_.size() < td) h_.resize(td), xn_.resize(td), out_.resize(td);
+    if (h_.size() < td) h_.resize(td), xn_.resize(td), out_.resize(td), mix_.resize(td);
+    const int nb = B > 0 ? attn_res_blocks_before(config_.n_layers(), B) : 0;
+    if (blocks_.size() < td * size_t(nb)) blocks_.resize(td * size_t(nb));
     for (int t = 0; t < T; ++t)
         std::memcpy(h_.data() + size_t(t) * D, weights_.embed.data() + size_t(tokens[size_t(t)]) * D,
                     sizeof(float) * D);
     for (int l = 0; l < config_.n_layers(); ++l) {
         const BlockWeights& b = weights_.blocks[size_t(l)];
-        rmsnorm_rows(h_.data(), T, D, D, b.attn_norm.data(), kRmsEps, xn_.data(), D);
-        if (b.kind == LayerKind::linear) {
-            const int li = linear_index_[size_t(l)];
-            kda_forward(b.kda, kda_, kda_states[size_t(li)], xn_.data(), T, kda_acts_, out_.data(), fo.core,
-                        options_.chunk, impl);
-            if (fo.observer) fo.observer->on_kda(l, li, pos, xn_.data(), kda_acts_);
+        if (B > 0)
+            attn_res_input(l, T, false);
+        else
+            rmsnorm_rows(h_.data(), T, D, D, b.attn_norm.data(), kRmsEps, xn_.data(), D);
+        run_mixer(l, T, pos, fo, kda_states, kv_views);
+        if (B > 0) {
+            attn_res_input(l, T, true);
         } else {
-            const int ai = attention_index_[size_t(l)];
-            mla_forward(b.mla, mla_, kv_views[size_t(ai)], pos, xn_.data(), T, mla_acts_, out_.data(), impl);
-            if (fo.observer) fo.observer->on_mla(l, ai, pos, xn_.data(), mla_acts_);
+            for (size_t e = 0; e < td; ++e) h_[e] = h_[e] + out_[e];
+            rmsnorm_rows(h_.data(), T, D, D, b.mlp_norm.data(), kRmsEps, xn_.data(), D);
         }
+        mlp_forward(b.mlp, MlpAct::of(config_), xn_.data(), T, mlp_acts_, out_.data(), impl);
         for (size_t e = 0; e < td; ++e) h_[e] = h_[e] + out_[e];
-        rmsnorm_rows(h_.data(), T, D, D, b.mlp_norm.data(), kRmsEps, xn_.data(), D);
-        mlp_forward(b.mlp, xn_.data(), T, mlp_acts_, out_.data(), impl);
-        for (size_t e = 0; e < td; ++e) h_[e] = h_[e] + out_[e];
+    }
+    if (B > 0) {
+        attn_res_mix(blocks_.data(), nb, size_t(nb) * D, h_.data(), T, D, weights_.output_res, kRmsEps,
+                     mix_.data());
+        std::memcpy(h_.data(), mix_.data(), sizeof(float) * td);
     }
     if (!logits || fo.logits == LogitRows::none || (fo.logits == LogitRows::last && !want_last)) return;
     const int first = fo.logits == LogitRows::all ? 0 : T - 1, rows = T - first, V = config_.vocab;

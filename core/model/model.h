@@ -1,8 +1,10 @@
 // The runnable hybrid model (reference/kda.md §1): embedding, decoder blocks
 // h += Attn(RMSNorm(h)); h += MLP(RMSNorm(h)) with KDA or MLA attention in the config's pattern,
-// final RMSNorm and LM head. Sequences live in a PagePool with backing storage (sequence.h).
+// final RMSNorm and LM head. With attention residuals (Kimi K3, attn_res.h) each sub-layer's input is
+// instead the RMSNorm of a softmax over depth of the sealed block sums and the running sum. Sequences live in
+// a PagePool with backing storage (sequence.h).
 //
-//   auto m    = Model::create(*model_preset("tiny"), /*seed*/ 1);          // m.model, m.error
+//   auto m    = Model::create(default_runnable_config(), /*seed*/ 1);      // m.model, m.error
 //   auto pool = make_model_pool(*m.model, /*sequences*/ 4, /*tokens each*/ 2048);
 //   auto s    = m.model->new_sequence(*pool.pool, /*owner*/ 1);           // s.seq, s.error
 //   std::vector<float> logits;
@@ -144,6 +146,9 @@ class Model {
     Model() = default;
     std::string check_sequence(const Sequence& seq) const;
     void write_state(Sequence& seq, const std::byte* state) const;  // state_bytes(), checked by the caller
+    void run_mixer(int layer, int T, uint64_t pos, const ForwardOptions& fo,
+                   const std::vector<KdaState>& kda_states, const std::vector<KvView>& kv_views);
+    void attn_res_input(int layer, int T, bool mlp);
     void run_slice(Sequence& seq, std::span<const int32_t> tokens, uint64_t pos, const ForwardOptions& fo,
                    const std::vector<KdaState>& kda_states, const std::vector<KvView>& kv_views,
                    bool want_last, std::vector<float>* logits);
@@ -159,6 +164,7 @@ class Model {
 
     // Scratch of a forward pass (grown on demand).
     FloatBuf h_, xn_, out_, logit_rows_;
+    FloatBuf mix_, blocks_;  // attention residuals: the mixed input, the sealed blocks [T][blocks][d]
     KdaActs kda_acts_;
     MlaActs mla_acts_;
     MlpActs mlp_acts_;

@@ -4,6 +4,8 @@
 #include <cstring>
 
 #include "core/base/fmath.h"
+#include "core/kda/reference.h"
+#include "core/model/attn_res.h"
 #include "core/model/model.h"
 
 namespace k3::model::ref {
@@ -95,7 +97,7 @@ void kda_layer(const KdaWeights& w, const KdaDims& d, KdaStateF64& st, const dou
     // 4-5. gate and beta
     const Vec z = matmul(matmul(x, T, w.f_a).data(), T, w.f_b);
     const Vec bl = matmul(x, T, w.b);
-    const Vec go = matmul(matmul(x, T, w.g_a).data(), T, w.g_b);
+    const Vec go = d.full_rank_gate ? matmul(x, T, w.g_proj) : matmul(matmul(x, T, w.g_a).data(), T, w.g_b);
     const double scale = 1.0 / std::sqrt(double(K));
     Vec o(size_t(T) * VC), y(size_t(T) * VC);
     Vec p(static_cast<size_t>(V)), u(static_cast<size_t>(V));
@@ -109,8 +111,8 @@ void kda_layer(const KdaWeights& w, const KdaDims& d, KdaStateF64& st, const dou
             // 6. decay rows, predict, delta, write, read (reference/kda.md §2)
             for (int i = 0; i < K; ++i) {
                 const size_t e = size_t(h) * K + i;
-                const double g = -exp_f64(double(w.A_log[size_t(h)])) *
-                                 softplus_f64(z[size_t(t) * HV * K + e] + double(w.dt_bias[e]));
+                const double g = kda::ref::gate(z[size_t(t) * HV * K + e], double(w.dt_bias[e]),
+                                                double(w.A_log[size_t(h)]), double(d.gate_lower_bound));
                 const double a = exp_f64(g);
                 for (int j = 0; j < V; ++j) S[size_t(i) * V + j] *= a;
             }
@@ -195,8 +197,84 @@ void mla_layer(const MlaWeights& w, const MlaDims& d, Vec& keys, Vec& values, ui
                 for (int e = 0; e < VD; ++e) oh[e] += s[j] / z * values[(size_t(j) * H + h) * VD + e];
         }
     }
+    if (d.output_gate) {
+        const Vec g = matmul(x, T, w.g);
+        for (size_t e = 0; e < o.size(); ++e) o[e] *= sigmoid_f64(g[e]);
+    }
     const Vec r = matmul(o.data(), T, w.o);
     std::memcpy(out, r.data(), sizeof(double) * r.size());
+}
+
+// attn_res.h's mix in double: sources blocks[t][0..n) then prefix[t].
+Vec attn_res_mix(const std::vector<Vec>& blocks, int n, const Vec& prefix, int T, int D,
+                 const AttnResWeights& w) {
+    if (n == 0) return prefix;
+    Vec out(size_t(T) * D, 0.0), p(size_t(n) + 1);
+    for (int t = 0; t < T; ++t) {
+        auto source = [&](int s) { return (s < n ? blocks[size_t(s)] : prefix).data() + size_t(t) * D; };
+        double m = -1e300, z = 0;
+        for (int s = 0; s <= n; ++s) {
+            const double* v = source(s);
+            double ss = 0, dot = 0;
+            for (int i = 0; i < D; ++i)
+                ss += v[i] * v[i], dot += v[i] * double(w.norm[size_t(i)]) * w.proj[size_t(i)];
+            p[size_t(s)] = dot / std::sqrt(ss / D + 1e-5);
+            m = std::max(m, p[size_t(s)]);
+        }
+        for (int s = 0; s <= n; ++s) z += (p[size_t(s)] = exp_f64(p[size_t(s)] - m));
+        for (int s = 0; s <= n; ++s)
+            for (int i = 0; i < D; ++i) out[size_t(t) * D + i] += p[size_t(s)] / z * source(s)[i];
+    }
+    return out;
+}
+
+// The MLP on the normed input xn: SwiGLU or SiTU.
+Vec mlp(const MlpWeights& w, const ModelConfig& c, const Vec& xn, int T) {
+    Vec ga = matmul(xn.data(), T, w.gate);
+    const Vec up = matmul(xn.data(), T, w.up);
+    for (size_t e = 0; e < ga.size(); ++e)
+        ga[e] = c.activation == Activation::situ ? situ_f64(ga[e], up[e], c.situ_beta, c.situ_linear_beta)
+                                                 : silu_f64(ga[e]) * up[e];
+    return matmul(ga.data(), T, w.down);
+}
+
+}  // namespace
+
+namespace {
+
+// One layer's attention sub-layer: xn -> out.
+void mixer(const Model& m, ModelStateF64& st, int l, const Vec& xn, int T, Vec& out) {
+    const BlockWeights& b = m.weights().blocks[size_t(l)];
+    if (b.kind == LayerKind::linear) {
+        kda_layer(b.kda, m.kda(), st.kda[size_t(m.linear_index(l))], xn.data(), T, out.data());
+    } else {
+        const int a = m.attention_index(l);
+        mla_layer(b.mla, m.mla(), st.keys[size_t(a)], st.values[size_t(a)], st.position, xn.data(), T,
+                  out.data());
+    }
+}
+
+// The layers with attention residuals (attn_res.h); h: the embeddings in, the mixed output out.
+void layers_attn_res(const Model& m, ModelStateF64& st, Vec& h, int T) {
+    const ModelConfig& c = m.config();
+    const int D = c.d_model, B = c.attn_res_block;
+    std::vector<Vec> blocks;
+    Vec out(h.size()), xn;
+    for (int l = 0; l < c.n_layers(); ++l) {
+        const BlockWeights& b = m.weights().blocks[size_t(l)];
+        const bool seal = l % B == 0;
+        if (seal) blocks.push_back(h);
+        const int n = attn_res_blocks_before(l, B);
+        xn = attn_res_mix(blocks, n, h, T, D, b.attn_res);
+        rmsnorm(xn.data(), T, D, D, b.attn_norm, 1e-5);
+        mixer(m, st, l, xn, T, out);
+        for (size_t e = 0; e < h.size(); ++e) h[e] = seal ? out[e] : h[e] + out[e];
+        xn = attn_res_mix(blocks, n + (seal ? 1 : 0), h, T, D, b.mlp_res);
+        rmsnorm(xn.data(), T, D, D, b.mlp_norm, 1e-5);
+        const Vec dn = mlp(b.mlp, c, xn, T);
+        for (size_t e = 0; e < h.size(); ++e) h[e] += dn[e];
+    }
+    h = attn_res_mix(blocks, int(blocks.size()), h, T, D, m.weights().output_res);
 }
 
 }  // namespace
@@ -211,24 +289,16 @@ void model_forward(const Model& m, ModelStateF64& st, std::span<const int32_t> t
     Vec h(size_t(T) * D), xn, out(size_t(T) * D);
     for (int t = 0; t < T; ++t)
         for (int i = 0; i < D; ++i) h[size_t(t) * D + i] = W.embed[size_t(tokens[size_t(t)]) * D + i];
-    for (int l = 0; l < c.n_layers(); ++l) {
+    if (c.attn_res_block > 0) layers_attn_res(m, st, h, T);
+    for (int l = 0; c.attn_res_block == 0 && l < c.n_layers(); ++l) {
         const BlockWeights& b = W.blocks[size_t(l)];
         xn = h;
         rmsnorm(xn.data(), T, D, D, b.attn_norm, 1e-5);
-        if (b.kind == LayerKind::linear) {
-            kda_layer(b.kda, m.kda(), st.kda[size_t(m.linear_index(l))], xn.data(), T, out.data());
-        } else {
-            const int a = m.attention_index(l);
-            mla_layer(b.mla, m.mla(), st.keys[size_t(a)], st.values[size_t(a)], st.position, xn.data(), T,
-                      out.data());
-        }
+        mixer(m, st, l, xn, T, out);
         for (size_t e = 0; e < h.size(); ++e) h[e] += out[e];
         xn = h;
         rmsnorm(xn.data(), T, D, D, b.mlp_norm, 1e-5);
-        Vec ga = matmul(xn.data(), T, b.mlp.gate);
-        const Vec up = matmul(xn.data(), T, b.mlp.up);
-        for (size_t e = 0; e < ga.size(); ++e) ga[e] = silu_f64(ga[e]) * up[e];
-        const Vec dn = matmul(ga.data(), T, b.mlp.down);
+        const Vec dn = mlp(b.mlp, c, xn, T);
         for (size_t e = 0; e < h.size(); ++e) h[e] += dn[e];
     }
     st.position += uint64_t(T);

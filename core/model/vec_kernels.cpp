@@ -41,9 +41,35 @@ void silu_mul_scalar(float* a, const float* b, size_t n) {
     for (size_t i = 0; i < n; ++i) a[i] = silu_f32(a[i]) * b[i];
 }
 
+void situ_mul_scalar(float* a, const float* b, size_t n, float beta, float beta_lin) {
+    for (size_t i = 0; i < n; ++i) a[i] = situ_f32(a[i], b[i], beta, beta_lin);
+}
+
 #if K3_SIMD
 namespace {
 using namespace kda::simd;
+
+// tanh_f32 lane by lane: both branches computed, the series one kept below |x| = 0.5.
+inline vf tanh_v(vf x) {
+    const float* c = fm_detail::kTanhSeriesF32;
+    const vf a = xsimd::abs(x), x2 = x * x;
+    vf p(c[0]);
+    for (int i = 1; i < 8; ++i) p = p * x2 + vf(c[i]);
+    const vf t = vf(1.0f) - vf(2.0f) / (exp_v(vf(2.0f) * a) + vf(1.0f));
+    const vf r = xsimd::select(a < vf(0.5f), x * p, xsimd::select(x < vf(0.0f), -t, t));
+    return xsimd::select(x != x, x, r);
+}
+
+void situ_mul_simd(float* a, const float* b, size_t n, float beta, float beta_lin) {
+    const vf vb_(beta), vl(beta_lin);
+    size_t i = 0;
+    for (; i + W <= n; i += W) {
+        const vf g = load(a + i), u = load(b + i);
+        const vf sg = vf(1.0f) / (vf(1.0f) + exp_v(-g));
+        store(a + i, (vb_ * tanh_v(g / vb_)) * sg * (vl * tanh_v(u / vl)));
+    }
+    for (; i < n; ++i) a[i] = situ_f32(a[i], b[i], beta, beta_lin);
+}
 
 // silu_f32 lane by lane: x * (1 / (1 + exp(-x))).
 inline vf silu_v(vf x) { return x * (vf(1.0f) / (vf(1.0f) + exp_v(-x))); }
@@ -102,6 +128,13 @@ void silu_mul(float* a, const float* b, size_t n, Impl impl) {
     if (impl == Impl::simd) return silu_mul_simd(a, b, n);
 #endif
     silu_mul_scalar(a, b, n);
+}
+
+void situ_mul(float* a, const float* b, size_t n, float beta, float beta_lin, Impl impl) {
+#if K3_SIMD
+    if (impl == Impl::simd) return situ_mul_simd(a, b, n, beta, beta_lin);
+#endif
+    situ_mul_scalar(a, b, n, beta, beta_lin);
 }
 
 void axpy(float a, const float* x, float* y, int n, Impl impl) {

@@ -60,16 +60,25 @@ void make_kda(KdaWeights& w, const KdaDims& d, uint64_t seed, int layer, float o
     Rng ra = tensor_rng(seed, layer, 18);
     w.A_log.resize(size_t(HV));
     for (float& a : w.A_log) a = float(log_f64(ra.uniform(1.0, 16.0)));
-    // dt log-uniform in [1e-3, 1e-1]; dt_bias = softplus^-1(dt) = dt + log(1 - exp(-dt)).
+    // dt log-uniform in [1e-3, 1e-1]; dt_bias = softplus^-1(dt) = dt + log(1 - exp(-dt)). The bounded
+    // gate gets the dt_bias that gives the same decay at z = 0: lb sigmoid(exp(A_log) dt_bias) = -dt,
+    // dt_bias = logit(dt / |lb|) / exp(A_log).
     Rng rd = tensor_rng(seed, layer, 19);
     w.dt_bias.resize(size_t(G));
-    for (float& b : w.dt_bias) {
+    for (size_t e = 0; e < w.dt_bias.size(); ++e) {
         const double dt = exp_f64(rd.uniform(log_f64(1e-3), log_f64(1e-1)));
-        b = float(dt + log_f64(1.0 - exp_f64(-dt)));
+        const double p = dt / -double(d.gate_lower_bound);
+        w.dt_bias[e] = d.gate_lower_bound < 0
+                           ? float(log_f64(p / (1.0 - p)) / exp_f64(double(w.A_log[e / size_t(d.s.K)])))
+                           : float(dt + log_f64(1.0 - exp_f64(-dt)));
     }
     w.b = matrix(tensor_rng(seed, layer, 20), D, HV);
-    w.g_a = matrix(tensor_rng(seed, layer, 21), D, R);
-    w.g_b = matrix(tensor_rng(seed, layer, 22), R, VC);
+    if (d.full_rank_gate) {
+        w.g_proj = matrix(tensor_rng(seed, layer, 25), D, VC);
+    } else {
+        w.g_a = matrix(tensor_rng(seed, layer, 21), D, R);
+        w.g_b = matrix(tensor_rng(seed, layer, 22), R, VC);
+    }
     w.o_norm = norm_weight(tensor_rng(seed, layer, 23), d.s.V);
     w.o = matrix(tensor_rng(seed, layer, 24), VC, D, out_gain);
 }
@@ -85,7 +94,16 @@ void make_mla(MlaWeights& w, const MlaDims& d, uint64_t seed, int layer, float o
         w.w_uk.push_back(matrix(tensor_rng(seed, layer, 100 + h), d.nope, d.latent, gain));
         w.w_uv.push_back(matrix(tensor_rng(seed, layer, 200 + h), d.latent, d.v));
     }
+    if (d.output_gate) w.g = matrix(tensor_rng(seed, layer, 36), d.d_model, d.heads * d.v);
     w.o = matrix(tensor_rng(seed, layer, 35), d.heads * d.v, d.d_model, out_gain);
+}
+
+// A mixing point of the attention residuals: norm weight as the others; pseudo-query N(0, 1/d), so a
+// logit (the query against a unit-RMS source) is O(1) and the softmax over depth is far from uniform.
+// (Trained from zero, AttnRes starts as a plain average; random weights make every source matter.)
+AttnResWeights attn_res_weights(uint64_t seed, int layer, int tag, int D) {
+    return {norm_weight(tensor_rng(seed, layer, tag), D),
+            normal(tensor_rng(seed, layer, tag + 1), size_t(D), float(1.0 / std::sqrt(double(D))))};
 }
 
 }  // namespace
@@ -105,15 +123,17 @@ void Matrix::set(int i, int o, float v) {
 
 uint64_t ModelWeights::parameters() const {
     auto m = [](const Matrix& x) { return x.size(); };
-    uint64_t n = embed.size() + final_norm.size() + m(lm_head);
+    uint64_t n =
+        embed.size() + final_norm.size() + m(lm_head) + output_res.norm.size() + output_res.proj.size();
     for (const auto& b : blocks) {
         n += b.attn_norm.size() + b.mlp_norm.size() + m(b.mlp.gate) + m(b.mlp.up) + m(b.mlp.down);
         const auto& k = b.kda;
         n += m(k.q) + m(k.k) + m(k.v) + k.conv_q.size() + k.conv_k.size() + k.conv_v.size() + m(k.f_a) +
-             m(k.f_b) + k.A_log.size() + k.dt_bias.size() + m(k.b) + m(k.g_a) + m(k.g_b) + k.o_norm.size() +
-             m(k.o);
+             m(k.f_b) + k.A_log.size() + k.dt_bias.size() + m(k.b) + m(k.g_a) + m(k.g_b) + m(k.g_proj) +
+             k.o_norm.size() + m(k.o);
         const auto& a = b.mla;
-        n += m(a.q) + m(a.kv_a) + a.kv_norm.size() + m(a.o);
+        n += m(a.q) + m(a.kv_a) + a.kv_norm.size() + m(a.g) + m(a.o);
+        n += b.attn_res.norm.size() + b.attn_res.proj.size() + b.mlp_res.norm.size() + b.mlp_res.proj.size();
         for (const Matrix& x : a.w_uk) n += m(x);
         for (const Matrix& x : a.w_uv) n += m(x);
     }
@@ -142,7 +162,12 @@ ModelWeights make_weights(const ModelConfig& c, uint64_t seed) {
         b.mlp.gate = matrix(tensor_rng(seed, l, 3), D, c.mlp_hidden);
         b.mlp.up = matrix(tensor_rng(seed, l, 4), D, c.mlp_hidden);
         b.mlp.down = matrix(tensor_rng(seed, l, 5), c.mlp_hidden, D, out_gain);
+        if (c.attn_res_block > 0) {
+            b.attn_res = attn_res_weights(seed, l, 6, D);
+            b.mlp_res = attn_res_weights(seed, l, 8, D);
+        }
     }
+    if (c.attn_res_block > 0) w.output_res = attn_res_weights(seed, -1, 4, D);
     w.final_norm = norm_weight(tensor_rng(seed, -1, 2), D);
     w.lm_head = matrix(tensor_rng(seed, -1, 3), D, c.vocab);
     return w;

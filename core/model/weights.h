@@ -44,6 +44,7 @@ struct KdaWeights {
     FloatBuf dt_bias;  // [HV*K], indexed h*K + i
     Matrix b;          // b_proj [d][HV]
     Matrix g_a, g_b;   // g_a_proj [d][rank], g_b_proj [rank][HV*V] (no bias, as HF/vLLM)
+    Matrix g_proj;     // full-rank output gate g_proj [d][HV*V] (Kimi K3), in place of g_a / g_b
     FloatBuf o_norm;   // [V], shared by all heads
     Matrix o;          // o_proj [HV*V][d]
 };
@@ -56,11 +57,18 @@ struct MlaWeights {
     FloatBuf kv_norm;          // kv_a_layernorm [latent]
     std::vector<Matrix> w_uk;  // [H] of [nope][latent]
     std::vector<Matrix> w_uv;  // [H] of [latent][v]
+    Matrix g;                  // output gate g_proj [d][H*v] (Kimi K3's mla_use_output_gate), or empty
     Matrix o;                  // o_proj [H*v][d]
 };
 
 struct MlpWeights {
-    Matrix gate, up, down;  // SwiGLU: down(silu(x gate) * (x up))
+    Matrix gate, up, down;  // down(act(x gate, x up)): SwiGLU silu(g) u, or SiTU (core/base/fmath.h)
+};
+
+// Attention residuals (core/model/attn_res.h): the source RMSNorm weight and the pseudo-query of one
+// mixing point, [d] each (vLLM's *_res_norm.weight and *_res_proj.weight).
+struct AttnResWeights {
+    FloatBuf norm, proj;
 };
 
 struct BlockWeights {
@@ -69,13 +77,15 @@ struct BlockWeights {
     KdaWeights kda;                // when kind == linear
     MlaWeights mla;                // when kind == attention
     MlpWeights mlp;
+    AttnResWeights attn_res, mlp_res;  // when the config has attention residuals
 };
 
 struct ModelWeights {
     FloatBuf embed;  // [vocab][d]
     std::vector<BlockWeights> blocks;
-    FloatBuf final_norm;  // [d]
-    Matrix lm_head;       // [d][vocab] (untied)
+    AttnResWeights output_res;  // the mix before the final norm, with attention residuals
+    FloatBuf final_norm;        // [d]
+    Matrix lm_head;             // [d][vocab] (untied)
     uint64_t parameters() const;
 };
 

@@ -90,3 +90,40 @@ TEST_CASE("fmath and rng digests are the same in every build") {
     MESSAGE("fmath digest " << h);
     CHECK(h == 15338954166961815472ull);
 }
+
+// tanh from exp_f32 / exp_f64 (the Taylor series below |x| = 0.5, 1 - 2 / (exp(2|x|) + 1) above):
+// float within 4 ulp of libm (relative 4 * 2^-24 = 2.4e-7; the cancellation of the exp branch near
+// |x| = 0.5 costs about 2 ulp), double within 1e-15 relative (measured 4.4e-16); odd, +-1 at the ends, tiny x
+// returns x.
+TEST_CASE("tanh_f32 and tanh_f64 against std::tanh, and SiTU") {
+    double worst_f = 0, worst_d = 0;
+    for (int i = 0; i <= 100000; ++i) {
+        const float x = -12.0f + 24.0f * float(i) / 100000.0f;
+        worst_f = std::max(worst_f, ulp_err_f(tanh_f32(x), std::tanh(double(x))));
+        const double xd = -12.0 + 24.0 * double(i) / 100000.0 + 1e-7;
+        worst_d = std::max(worst_d, std::fabs(tanh_f64(xd) - std::tanh(xd)) / std::fabs(std::tanh(xd)));
+    }
+    MESSAGE("tanh_f32 worst " << worst_f << " ulp, tanh_f64 worst relative " << worst_d);
+    CHECK(worst_f <= 4.0);
+    CHECK(worst_d < 1e-15);
+    for (float x : {1e-30f, 1e-6f, 0.25f, 0.4999f, 0.5f, 3.0f, 20.0f, 100.0f})
+        CHECK(tanh_f32(-x) == -tanh_f32(x));
+    CHECK(tanh_f32(1e-20f) == 1e-20f);
+    CHECK(tanh_f32(100.0f) == 1.0f);
+    CHECK(tanh_f64(-1000.0) == -1.0);
+    CHECK(std::isnan(tanh_f32(std::numeric_limits<float>::quiet_NaN())));
+    // SiTU (reference/kimi_k3.md §1.3) against its formula in libm; bounded by beta in g and beta_lin in u.
+    Rng rng(7);
+    double worst_s = 0;
+    for (int i = 0; i < 20000; ++i) {
+        const float g = float(rng.uniform(-40, 40)), u = float(rng.uniform(-200, 200));
+        const double want = 4.0 * std::tanh(double(g) / 4.0) / (1.0 + std::exp(-double(g))) * 25.0 *
+                            std::tanh(double(u) / 25.0);
+        worst_s = std::max(
+            worst_s, std::fabs(double(situ_f32(g, u, 4.0f, 25.0f)) - want) / std::max(1e-3, std::fabs(want)));
+        CHECK(std::fabs(situ_f64(g, u, 4.0, 25.0) - want) <= 1e-14 * std::max(1.0, std::fabs(want)));
+    }
+    MESSAGE("situ_f32 worst relative " << worst_s);
+    CHECK(worst_s < 1e-6);
+    CHECK(std::fabs(situ_f32(1e4f, 1e4f, 4.0f, 25.0f) - 100.0f) < 1e-4f);  // the bound beta * beta_lin
+}

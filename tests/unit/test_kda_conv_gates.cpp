@@ -1,6 +1,7 @@
 // Invariants 15 (short conv and its window) and 18 (gate) of reference/kda.md §7, the L2 norm and beta.
 #include <doctest/doctest.h>
 
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 
@@ -9,6 +10,7 @@
 #include "core/base/rng.h"
 #include "core/kda/conv.h"
 #include "core/kda/gates.h"
+#include "core/kda/reference.h"
 #include "tests/unit/test_kda_util.h"
 
 using namespace k3;
@@ -100,6 +102,43 @@ TEST_CASE(
     beta_sigmoid(lo.data(), 3, b.data());
     CHECK(b[1] == 0.5f);
     CHECK(std::fabs(b[2] - 1.0 / (1.0 + std::exp(-4.0))) < 1e-7);
+}
+
+// Kimi K3's bounded gate against its fp64 form kda::ref::gate: lower_bound < g < 0 (0 when the sigmoid
+// underflows). Error bound, eps = 2^-24: the fp32 argument u = exp(A_log) (z + dt_bias) carries three
+// roundings (exp_f32, the sum, the product), |du| <= 3 eps |u|, and d ln sigmoid(u) / du = 1 - sigmoid(u)
+// <= 1 passes them to g's relative error; sigmoid_f32 and the product with the bound add about 4 eps:
+// |g - g64| <= (4 + 3 |u|) eps |g64|. Large for a deep negative u, where |g| itself is tiny. Measured:
+// at most 0.6 of the bound.
+TEST_CASE("kda gate: the bounded gate lower_bound * sigmoid(exp(A_log) (z + dt_bias)) against fp64") {
+    const int HV = 3, K = 40;
+    Rng r(182);
+    std::vector<float> z(size_t(HV) * K), dt(z.size()), A(HV), g(z.size());
+    double worst = 0;
+    for (int round = 0; round < 3; ++round) {
+        const double range = round == 0 ? 1.0 : round == 1 ? 10.0 : 1e4;
+        for (auto& e : z) e = float(r.uniform(-range, range));
+        r.fill_normal(dt.data(), dt.size());
+        for (auto& a : A) a = float(r.uniform(0.0, 2.8));  // exp(A_log) in [1, 16], as the model's init
+        kda_gate_bounded(z.data(), dt.data(), A.data(), HV, K, -5.0f, g.data());
+        for (size_t e = 0; e < g.size(); ++e) {
+            const double want = ref::gate(z[e], dt[e], A[e / K], -5.0);
+            CHECK(g[e] <= 0.0f);
+            CHECK(g[e] >= -5.0f);
+            const double err = std::fabs(double(g[e]) - want);
+            const double u = std::exp(double(A[e / K])) * (double(z[e]) + double(dt[e]));
+            const double bound = (4.0 + 3.0 * std::fabs(u)) * 0x1p-24 * std::fabs(want);
+            CHECK(err <= bound + FLT_MIN);  // below FLT_MIN, fp32 underflows (subnormal, then 0)
+            if (std::fabs(want) > FLT_MIN) worst = std::max(worst, err / bound);
+        }
+    }
+    MESSAGE("bounded gate fp32 vs fp64: worst error / bound " << worst);
+    // At the argument 0 the gate is exactly half the bound; lower_bound 0 in ref::gate is the softplus form.
+    const float z0 = 0.0f, d0 = 0.0f, a0 = 1.0f;
+    float g0;
+    kda_gate_bounded(&z0, &d0, &a0, 1, 1, -5.0f, &g0);
+    CHECK(g0 == -2.5f);
+    CHECK(ref::gate(0.5, 0.25, 0.0, 0.0) == -softplus_f64(0.75));
 }
 
 TEST_CASE("kda l2 norm: eps inside the sqrt, zero rows stay zero") {

@@ -1,5 +1,6 @@
 // The project's KDA kernels against the golden vectors of FLA's naive_recurrent_kda
-// (tests/data/golden/kda, a copy of ../shared/golden/kda), and the golden reader's handling of bad input.
+// (tests/data/golden/kda, a copy of ../shared/golden/kda), the bounded-gate vectors of the project's fp64
+// generator (tests/data/golden/kda_bounded), and the golden reader's handling of bad input.
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
@@ -11,6 +12,7 @@
 #include "core/base/clock.h"
 
 #include "core/kda/chunked.h"
+#include "core/kda/gates.h"
 #include "core/kda/golden.h"
 #include "core/kda/recurrent.h"
 #include "core/kda/reference.h"
@@ -93,6 +95,57 @@ TEST_CASE("kda golden: a kernel that decays the wrong dimension fails the tolera
                     S[(size_t(h) * s.K + i) * s.V + j] = St[(size_t(h) * s.V + j) * s.K + i];
     });
     CHECK_FALSE(bad.within());
+}
+
+// ---- the bounded gate (tests/data/golden/kda_bounded, the project's fp64 generator) ------------------
+
+static const char* kBoundedCases[] = {"t1_k16_v16", "t37_k32_v32_h2_grouped_b2", "t64_k64_v64_init",
+                                      "t130_k32_v64"};
+
+static std::string bounded_dir(const char* name) {
+    return std::string(K3_TEST_DATA) + "/golden/kda_bounded/" + name;
+}
+
+// The fp32 gate within kGateRelTol (golden.h derives it) of the fp64 one, then both kernels fed that
+// gate within the golden tolerance of outputs and final states computed in fp64 from the fp64 gate.
+TEST_CASE("kda golden: the bounded gate and the kernels fed by it, against the fp64 vectors") {
+    for (const char* name : kBoundedCases) {
+        GoldenCase c;
+        const std::string err = read_golden(bounded_dir(name), c);
+        INFO(name << ": " << err);
+        REQUIRE(err.empty());
+        REQUIRE(c.has_gate());
+        CHECK(c.gate_lower_bound == -5.0f);
+        const std::vector<float> want_g = c.g;
+        c.g = golden_gate(c);
+        ErrorStats eg = compare(c.g.data(), want_g.data(), c.g.size());
+        eg.rel_tol = kGateRelTol;
+        MESSAGE(std::string(name) << ": gate max |diff| " << eg.max_abs << " (tolerance " << eg.tolerance()
+                                  << ")");
+        CHECK(eg.within());
+        const Shape s = c.shape;
+        double worst = 0;
+        for (Impl impl : {Impl::scalar, Impl::simd}) {
+            const ErrorStats rec = check_case(
+                c, [&](float* S, const Tokens& x, float* o) { recurrent(s, S, x, c.scale, o, impl); });
+            const ErrorStats ch = check_case(
+                c, [&](float* S, const Tokens& x, float* o) { chunked(s, S, x, c.scale, 64, o, impl); });
+            CHECK(rec.within());
+            CHECK(ch.within());
+            worst = std::max({worst, rec.max_abs, ch.max_abs});
+        }
+        MESSAGE(std::string(name) << ": kernels max |diff| " << worst);
+    }
+    // The check can fail: the softplus gate on the same inputs is another decay.
+    GoldenCase c;
+    REQUIRE(read_golden(bounded_dir("t64_k64_v64_init"), c).empty());
+    for (int t = 0; t < c.B * c.T; ++t)
+        kda_gate(c.z.data() + size_t(t) * c.shape.g_row(), c.dt_bias.data(), c.A_log.data(), c.shape.HV,
+                 c.shape.K, c.g.data() + size_t(t) * c.shape.g_row());
+    const Shape s = c.shape;
+    CHECK_FALSE(check_case(c, [&](float* S, const Tokens& x, float* o) {
+                    recurrent(s, S, x, c.scale, o, Impl::scalar);
+                }).within());
 }
 
 // ---- bad input ------------------------------------------------------------------------------------

@@ -63,6 +63,38 @@ TEST_CASE("model: the tiny preset's accounting equals the bytes the pool allocat
     CHECK(s.kv.size() == 37 * acc.kv_bytes_per_token);
 }
 
+// k3-tiny (the default runnable model): Kimi K3's layer design (reference/kimi_k3.md §1.2-1.3) at tiny's
+// sizes, and its parameter count by hand. Per layer: norms 2 x 256, MLP 3 x 256 x 768, attention residuals
+// 2 x (256 + 256); KDA: q/k/v 3 x 256^2, conv 3 x 256 x 4, f_a/f_b 2 x 256 x 64, A_log 4, dt_bias 256,
+// b 256 x 4, the full-rank g_proj 256^2, o_norm 64, o 256^2; MLA: q 256 x 4 x 96, kv_a 256 x 160,
+// kv_norm 128, w_uk / w_uv 2 x 4 x 64 x 128, the output gate g_proj 256^2, o 256^2; embedding and LM head
+// 2 x 512 x 256, final norm 256, the output mix 2 x 256.
+TEST_CASE("model: k3-tiny has Kimi K3's layer design and the parameters counted by hand") {
+    const ModelConfig c = default_runnable_config();
+    CHECK(c.id == "k3-tiny");
+    CHECK(std::string(preset_label(kDefaultRunnablePreset)) == "k3-tiny (runnable)");
+    REQUIRE(c.n_layers() == 9);
+    for (int l = 0; l < 9; ++l)  // MLA at 1-based 4, 8 and 9, as K3's 4, ..., 92 and 93
+        CHECK((c.layers[size_t(l)] == LayerKind::attention) == (l == 3 || l == 7 || l == 8));
+    CHECK(c.gate_lower_bound == -5.0f);
+    CHECK(c.full_rank_output_gate);
+    CHECK(c.mla_output_gate);
+    CHECK(c.activation == Activation::situ);
+    CHECK(c.attn_res_block == 3);
+    const ModelConfig k3 = *model_preset("kimi-k3");  // the accounting preset carries the same flags
+    CHECK(k3.gate_lower_bound == -5.0f);
+    CHECK(k3.full_rank_output_gate);
+    CHECK(k3.mla_output_gate);
+    CHECK(k3.activation == Activation::situ);
+    CHECK(k3.attn_res_block == 12);
+    const uint64_t layer = 512 + 3 * 256 * 768 + 1024;
+    const uint64_t kda = 3 * 65536 + 3072 + 2 * 16384 + 4 + 256 + 1024 + 65536 + 64 + 65536;
+    const uint64_t mla = 256 * 384 + 256 * 160 + 128 + 2 * 32768 + 65536 + 65536;
+    CHECK(runnable("k3-tiny").weights().parameters() ==
+          9 * layer + 6 * kda + 3 * mla + 2 * 131072 + 256 + 512);
+    CHECK(runnable("tiny").weights().parameters() == 7518616u);  // unchanged
+}
+
 TEST_CASE("model: a new sequence starts from zeros even in a reused slot") {
     Model& m = tiny();
     Run r = new_run(m, 1, 64);
@@ -96,8 +128,10 @@ TEST_CASE("model: zero-length prefill is a no-op") {
     CHECK(r.pool->stats().kv_tokens == ps.kv_tokens);
 }
 
-TEST_CASE("model: prefill(A) then prefill(B) equals prefill(A + B) bitwise when |A| is a multiple of C") {
-    Model& m = tiny();
+TEST_CASE_TEMPLATE(
+    "model: prefill(A) then prefill(B) equals prefill(A + B) bitwise when |A| is a multiple of C", P,
+    K3_EXACTNESS_PRESETS) {
+    Model& m = runnable(P::id);
     const int C = m.options().chunk;
     REQUIRE(C == 64);
     // 540 tokens also cross the model's internal prefill slice (512 tokens).
@@ -121,8 +155,9 @@ TEST_CASE("model: prefill(A) then prefill(B) equals prefill(A + B) bitwise when 
     }
 }
 
-TEST_CASE("model: split prefill off a chunk boundary agrees within tolerance") {
-    Model& m = tiny();
+TEST_CASE_TEMPLATE("model: split prefill off a chunk boundary agrees within tolerance", P,
+                   K3_EXACTNESS_PRESETS) {
+    Model& m = runnable(P::id);
     const auto toks = random_tokens(150, 5, m.vocab());
     Run whole = new_run(m, 1, 150);
     std::vector<float> lw;
@@ -146,21 +181,22 @@ TEST_CASE("model: split prefill off a chunk boundary agrees within tolerance") {
     }
 }
 
-TEST_CASE("model: prefill(P) then d decode steps equals prefill(P + d) within tolerance") {
-    Model& m = tiny();
-    const int P = 50, d = 14;
-    const auto toks = random_tokens(P + d, 6, m.vocab());
+TEST_CASE_TEMPLATE("model: prefill(P) then d decode steps equals prefill(P + d) within tolerance", P,
+                   K3_EXACTNESS_PRESETS) {
+    Model& m = runnable(P::id);
+    const int np = 50, d = 14;
+    const auto toks = random_tokens(np + d, 6, m.vocab());
     Run whole = new_run(m, 1, 128);
     std::vector<float> lw;
     REQUIRE(m.forward(*whole.seq, toks, all_logits(), &lw).empty());
     Run step = new_run(m, 1, 128);
     std::vector<float> l;
-    REQUIRE(m.prefill(*step.seq, span_of(toks, 0, P), &l).empty());
-    CHECK(rel_rms(l, lw, size_t(P - 1) * m.vocab(), size_t(m.vocab())) < 1e-6);
+    REQUIRE(m.prefill(*step.seq, span_of(toks, 0, np), &l).empty());
+    CHECK(rel_rms(l, lw, size_t(np - 1) * m.vocab(), size_t(m.vocab())) < 1e-6);
     double worst = 0;
     for (int i = 0; i < d; ++i) {
-        REQUIRE(m.decode(*step.seq, toks[size_t(P + i)], &l).empty());
-        worst = std::max(worst, rel_rms(l, lw, size_t(P + i) * m.vocab(), size_t(m.vocab())));
+        REQUIRE(m.decode(*step.seq, toks[size_t(np + i)], &l).empty());
+        worst = std::max(worst, rel_rms(l, lw, size_t(np + i) * m.vocab(), size_t(m.vocab())));
     }
     const SequenceSnapshot a = m.save(*step.seq), b = m.save(*whole.seq);
     const double e_state = rel_rms(as_floats(a.state), as_floats(b.state)),
@@ -172,8 +208,9 @@ TEST_CASE("model: prefill(P) then d decode steps equals prefill(P + d) within to
     CHECK(a.position == b.position);
 }
 
-TEST_CASE("model: a recurrent-mode forward has the bits of decoding token by token") {
-    Model& m = tiny();
+TEST_CASE_TEMPLATE("model: a recurrent-mode forward has the bits of decoding token by token", P,
+                   K3_EXACTNESS_PRESETS) {
+    Model& m = runnable(P::id);
     const auto toks = random_tokens(40, 7, m.vocab());
     Run a = new_run(m), b = new_run(m);
     REQUIRE(m.prefill(*a.seq, span_of(toks, 0, 20)).empty());
@@ -188,8 +225,9 @@ TEST_CASE("model: a recurrent-mode forward has the bits of decoding token by tok
     CHECK(same_contents(m.save(*a.seq), m.save(*b.seq)));
 }
 
-TEST_CASE("model: save, restore, continue equals the uninterrupted run bitwise") {
-    Model& m = tiny();
+TEST_CASE_TEMPLATE("model: save, restore, continue equals the uninterrupted run bitwise", P,
+                   K3_EXACTNESS_PRESETS) {
+    Model& m = runnable(P::id);
     const auto prompt = random_tokens(45, 8, m.vocab());
     auto greedy = [&](Sequence& s, int n, std::vector<int32_t>& out, std::vector<float>& logits) {
         for (int i = 0; i < n; ++i) {
@@ -246,8 +284,9 @@ TEST_CASE("model: save, restore, continue equals the uninterrupted run bitwise")
     CHECK(same_contents(m.save(*c.seq), now));
 }
 
-TEST_CASE("model: a fork continues exactly like the original, and everything is freed") {
-    Model& m = tiny();
+TEST_CASE_TEMPLATE("model: a fork continues exactly like the original, and everything is freed", P,
+                   K3_EXACTNESS_PRESETS) {
+    Model& m = runnable(P::id);
     const auto toks = random_tokens(70, 10, m.vocab());
     PoolResult p = make_model_pool(m, 3, 128, 16);
     REQUIRE(p.pool);
@@ -300,13 +339,13 @@ TEST_CASE("model: bad input is refused before anything changes") {
     CHECK(!Model::create(*model_preset("tiny"), 1, o).error.empty());
 }
 
-TEST_CASE("model: scalar and SIMD kernels give the same model bits") {
+TEST_CASE_TEMPLATE("model: scalar and SIMD kernels give the same model bits", P, K3_EXACTNESS_PRESETS) {
     if (!kda::simd_enabled()) return;
     ModelOptions o;
     o.impl = Impl::scalar;
-    ModelResult sc = Model::create(*model_preset("tiny"), 1, o);
+    ModelResult sc = Model::create(*model_preset(P::id), 1, o);
     REQUIRE(sc.model);
-    Model& m = tiny();
+    Model& m = runnable(P::id);
     const auto toks = random_tokens(25, 13, m.vocab());
     Run a = new_run(m), b = new_run(*sc.model);
     std::vector<float> la, lb;
@@ -325,8 +364,9 @@ TEST_CASE("model: scalar and SIMD kernels give the same model bits") {
 // The native and the WebAssembly builds must both reproduce the constant (docs/architecture.md, Numerics):
 // any change in a kernel's arithmetic order (core/model or core/kda), an exp, or the RNG changes it. After a
 // deliberate change of order, recompute it and check that both builds print the same new value.
-TEST_CASE("model: the same greedy and sampled token streams and digest natively and in WebAssembly") {
-    Model& m = tiny();
+TEST_CASE_TEMPLATE("model: the same greedy and sampled token streams and digest natively and in WebAssembly",
+                   P, K3_EXACTNESS_PRESETS) {
+    Model& m = runnable(P::id);
     Run r = new_run(m);
     Digest d;
     std::vector<float> logits;
@@ -357,7 +397,8 @@ TEST_CASE("model: the same greedy and sampled token streams and digest natively 
     MESSAGE("greedy: " << g);
     MESSAGE("model digest " << d.h);
     CHECK(greedy != std::vector<int32_t>(greedy.size(), greedy[0]));  // not a degenerate stream
-    CHECK(d.h == 5171711508737167010ull);  // core/kda at e0e0544 (read sums descending)
+    // tiny: core/kda at e0e0544 (read sums descending); k3-tiny: as introduced.
+    CHECK(d.h == (std::string_view(P::id) == "tiny" ? 5171711508737167010ull : 9851253753069260778ull));
 }
 
 TEST_CASE("model: sampling") {
@@ -381,13 +422,14 @@ TEST_CASE("model: sampling") {
 }
 
 // The recording seam (reference/kda.md §6): what the observer sees is enough to rebuild the state.
-TEST_CASE("model: the observer's per-token records replay the KDA state exactly") {
-    Model& m = tiny();
+TEST_CASE_TEMPLATE("model: the observer's per-token records replay the KDA state exactly", P,
+                   K3_EXACTNESS_PRESETS) {
+    Model& m = runnable(P::id);
     struct Rec : ForwardObserver {
         std::vector<std::vector<float>> raw_k, k, v, g, beta;
         int T = 0;
         void on_kda(int, int li, uint64_t, const float*, const KdaActs& a) override {
-            const KdaDims& d = tiny().kda();
+            const KdaDims& d = runnable(P::id).kda();
             auto take = [&](const FloatBuf& b, size_t per) {
                 return std::vector<float>(b.begin(), b.begin() + ptrdiff_t(per * a.T));
             };
@@ -433,8 +475,9 @@ TEST_CASE("model: the observer's per-token records replay the KDA state exactly"
 // keep the confirmed state, verify N drafts token by token while recording raw q/k/v rows, g and
 // beta, accept n of them, roll back, replay the n records. The result must have the bits of running
 // the n accepted tokens directly, for every n in 0..N (n = 0 leaves the confirmed bytes untouched).
-TEST_CASE("model: rollback to the confirmed state and replay of n accepted records is exact") {
-    Model& m = tiny();
+TEST_CASE_TEMPLATE("model: rollback to the confirmed state and replay of n accepted records is exact", P,
+                   K3_EXACTNESS_PRESETS) {
+    Model& m = runnable(P::id);
     const KdaDims& d = m.kda();
     struct Rec : ForwardObserver {
         std::vector<KdaActs> layers;
@@ -490,18 +533,22 @@ TEST_CASE("model: rollback to the confirmed state and replay of n accepted recor
 }
 
 // "Sensible scales": the seeded weights keep activations O(1) and give the gates a realistic spread
-// (reference/kda.md §1 init: A_log = log U(1, 16), dt log-uniform in [1e-3, 1e-1]).
-TEST_CASE("model: seeded weights give O(1) activations and a realistic spread of decays") {
-    Model& m = tiny();
+// (reference/kda.md §1 init: A_log = log U(1, 16), dt log-uniform in [1e-3, 1e-1]; the bounded gate's
+// init gives the same decays at z = 0, its sigmoid then spreads them less: about half the channels slow).
+TEST_CASE_TEMPLATE("model: seeded weights give O(1) activations and a realistic spread of decays", P,
+                   K3_EXACTNESS_PRESETS) {
+    Model& m = runnable(P::id);
     struct Stats : ForwardObserver {
         int layers = 0, bad = 0;
         double n = 0, fast = 0, slow = 0, beta = 0, nb = 0, o2 = 0, no = 0;
         void on_kda(int, int, uint64_t, const float*, const KdaActs& a) override {
-            const KdaDims& d = tiny().kda();
+            const KdaDims& d = runnable(P::id).kda();
             ++layers;
             for (size_t e = 0; e < size_t(a.T) * d.g_channels(); ++e) {
                 const double g = a.g[e];
-                bad += !(g <= 0.0) || !std::isfinite(g);
+                // The bounded gate (k3-tiny) never decays a channel by more than exp(lower bound) a token.
+                const bool below = d.gate_lower_bound < 0 && !(g >= d.gate_lower_bound);
+                bad += !(g <= 0.0) || !std::isfinite(g) || below;
                 fast += g < -0.6931;  // alpha < 0.5: forgets within a token or two
                 slow += g > -0.01;    // alpha > 0.99: remembers for 100+ tokens
                 ++n;
@@ -522,7 +569,7 @@ TEST_CASE("model: seeded weights give O(1) activations and a realistic spread of
     CHECK(st.fast / st.n > 0.02);
     CHECK(st.fast / st.n < 0.5);
     CHECK(st.slow / st.n > 0.02);
-    CHECK(st.slow / st.n < 0.5);
+    CHECK(st.slow / st.n < 0.6);
     CHECK(std::fabs(st.beta / st.nb - 0.5) < 0.15);
     CHECK(std::sqrt(st.o2 / st.no) > 0.2);
     CHECK(std::sqrt(st.o2 / st.no) < 2.0);

@@ -2,6 +2,7 @@
 // kernels, scalar against xsimd (same bits), batch independence, and against fp64.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "core/base/bytes.h"
 #include "core/base/fmath.h"
 #include "core/base/rng.h"
+#include "core/model/attn_res.h"
 #include "core/model/matmul.h"
 #include "core/model/vec_kernels.h"
 #include "core/model/weights.h"
@@ -109,7 +111,8 @@ TEST_CASE("model kernels: dot16 and axpy, scalar and simd give the same bits") {
     }
 }
 
-TEST_CASE("model kernels: silu and silu_mul, scalar and simd give the bits of silu_f32") {
+TEST_CASE(
+    "model kernels: silu, silu_mul and situ_mul, scalar and simd give the bits of silu_f32 / situ_f32") {
     Rng r(6);
     std::vector<float> x(1003);
     r.fill_normal(x.data(), x.size(), 8.0f);
@@ -127,4 +130,52 @@ TEST_CASE("model kernels: silu and silu_mul, scalar and simd give the bits of si
         CHECK(bitwise_equal(s, want));
         CHECK(bitwise_equal(m, want_mul));
     }
+    // SiTU: the SIMD tanh and sigmoid give situ_f32's bits in every lane (both tanh branches, +-0, huge).
+    std::vector<float> want_situ(x.size());
+    for (size_t i = 0; i < x.size(); ++i) want_situ[i] = situ_f32(x[i], 20.0f * b[i], 4.0f, 25.0f);
+    std::vector<float> u(b.size());
+    for (size_t i = 0; i < b.size(); ++i) u[i] = 20.0f * b[i];
+    for (Impl impl : {Impl::scalar, Impl::simd}) {
+        std::vector<float> m = x;
+        situ_mul(m.data(), u.data(), m.size(), 4.0f, 25.0f, impl);
+        CHECK(bitwise_equal(m, want_situ));
+    }
+}
+
+// The attention-residual mix (attn_res.h): no sealed block gives the prefix itself; otherwise a convex
+// combination of the sources with softmax weights of logit_i = (v_i . (norm * proj)) / rms(v_i).
+TEST_CASE("model kernels: attention residuals mix the sources by a softmax over depth") {
+    const int d = 8, T = 2, n = 2;
+    Rng r(31);
+    std::vector<float> blocks(size_t(T) * n * d), prefix(size_t(T) * d), out(prefix.size());
+    r.fill_normal(blocks.data(), blocks.size());
+    r.fill_normal(prefix.data(), prefix.size());
+    AttnResWeights w{FloatBuf(size_t(d)), FloatBuf(size_t(d))};
+    r.fill_normal(w.norm.data(), size_t(d));
+    r.fill_normal(w.proj.data(), size_t(d));
+    attn_res_mix(blocks.data(), 0, size_t(n) * d, prefix.data(), T, d, w, 1e-5f, out.data());
+    CHECK(bitwise_equal(out, prefix));
+    attn_res_mix(blocks.data(), n, size_t(n) * d, prefix.data(), T, d, w, 1e-5f, out.data());
+    for (int t = 0; t < T; ++t) {
+        double logit[n + 1], z = 0, m = -1e300;
+        auto src = [&](int s) { return s < n ? &blocks[(size_t(t) * n + s) * d] : &prefix[size_t(t) * d]; };
+        for (int s = 0; s <= n; ++s) {
+            double ss = 0, dot = 0;
+            for (int i = 0; i < d; ++i)
+                ss += double(src(s)[i]) * src(s)[i], dot += double(src(s)[i]) * w.norm[i] * w.proj[i];
+            logit[s] = dot / std::sqrt(ss / d + 1e-5);
+            m = std::max(m, logit[s]);
+        }
+        for (int s = 0; s <= n; ++s) z += std::exp(logit[s] - m);
+        for (int i = 0; i < d; ++i) {
+            double want = 0;
+            for (int s = 0; s <= n; ++s) want += std::exp(logit[s] - m) / z * src(s)[i];
+            CHECK(std::fabs(out[size_t(t) * d + i] - want) < 1e-5);
+        }
+    }
+    CHECK(attn_res_blocks_before(0, 3) == 0);  // vLLM's prev_valid_blocks = ceil(l / B)
+    CHECK(attn_res_blocks_before(3, 3) == 1);
+    CHECK(attn_res_blocks_before(4, 3) == 2);
+    CHECK(attn_res_blocks_before(9, 3) == 3);    // k3-tiny's final mix: 3 blocks
+    CHECK(attn_res_blocks_before(93, 12) == 8);  // K3's
 }

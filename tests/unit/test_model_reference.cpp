@@ -1,6 +1,7 @@
 // The fp32 runnable model against its fp64 reference (reference/kda.md §7 invariant 23): one KDA layer
 // from a non-zero state, with the chunked and the recurrent core, and the whole model's logits (which
-// also checks the absorbed MLA form against the decompressed one).
+// also checks the absorbed MLA form against the decompressed one), for Kimi Linear's design (tiny) and
+// Kimi K3's (k3-tiny: bounded gate, full-rank output gate, MLA output gate, SiTU, attention residuals).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -14,8 +15,9 @@ using namespace k3;
 using namespace k3::model;
 using namespace k3::model::test;
 
-TEST_CASE("model reference: fp32 KDA layer against fp64, from a non-zero state") {
-    Model& m = tiny();
+TEST_CASE_TEMPLATE("model reference: fp32 KDA layer against fp64, from a non-zero state", P,
+                   K3_EXACTNESS_PRESETS) {
+    Model& m = runnable(P::id);
     const KdaDims& d = m.kda();
     const KdaWeights& w = m.weights().blocks[1].kda;  // layer 1 is KDA
     REQUIRE(m.weights().blocks[1].kind == LayerKind::linear);
@@ -46,8 +48,9 @@ TEST_CASE("model reference: fp32 KDA layer against fp64, from a non-zero state")
     }
 }
 
-TEST_CASE("model reference: fp32 model logits against fp64 (prefill, then decode)") {
-    Model& m = tiny();
+TEST_CASE_TEMPLATE("model reference: fp32 model logits against fp64 (prefill, then decode)", P,
+                   K3_EXACTNESS_PRESETS) {
+    Model& m = runnable(P::id);
     const auto toks = random_tokens(40, 23, m.vocab());
     Run r = new_run(m);
     std::vector<float> l32;

@@ -5,7 +5,10 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/base/bytes.h"
@@ -15,16 +18,31 @@
 
 namespace k3::model::test {
 
-// The tiny preset with default options, made once (weight generation is the slow part, in
-// WebAssembly especially). Tests must not depend on the model's scratch between calls (they do not).
-inline Model& tiny() {
-    static std::unique_ptr<Model> m = [] {
-        ModelResult r = Model::create(*model_preset("tiny"), 1);
+// A runnable preset with default options and seed 1, made once per preset (weight generation is the
+// slow part, in WebAssembly especially). Tests must not depend on the model's scratch between calls
+// (they do not).
+inline Model& runnable(std::string_view id) {
+    static std::map<std::string, std::unique_ptr<Model>, std::less<>> models;
+    std::unique_ptr<Model>& m = models[std::string(id)];
+    if (!m) {
+        ModelResult r = Model::create(*model_preset(id), 1);
         REQUIRE_MESSAGE(r.model, r.error);
-        return std::move(r.model);
-    }();
+        m = std::move(r.model);
+    }
     return *m;
 }
+inline Model& tiny() { return runnable("tiny"); }
+
+// The presets the exactness tests run on (TEST_CASE_TEMPLATE(name, P, K3_EXACTNESS_PRESETS), then
+// runnable(P::id)): Kimi Linear's design (tiny) and Kimi K3's (k3-tiny, the default runnable model:
+// bounded gate, full-rank output gate, MLA output gate, SiTU, attention residuals).
+struct TinyPreset {
+    static constexpr const char* id = "tiny";
+};
+struct K3TinyPreset {
+    static constexpr const char* id = "k3-tiny";
+};
+#define K3_EXACTNESS_PRESETS k3::model::test::TinyPreset, k3::model::test::K3TinyPreset
 
 inline std::vector<int32_t> random_tokens(int n, uint64_t seed, int vocab) {
     Rng r(seed);

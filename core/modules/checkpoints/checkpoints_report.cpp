@@ -62,16 +62,17 @@ void codecs_on_runnable_model(const CodecMeasurements& m, Report& r) {
                 m.effect_error);
         return;
     }
-    Table& t = r.add_table(make_table("Checkpoint compression on the runnable model (tiny)",
-                                      {{"codec", ""},
-                                       {"bytes per checkpoint", "B"},
-                                       {"max error / bound (real states)", "ratio"},
-                                       {"max |state error|", ""},
-                                       {"relative RMS error (worst layer)", ""},
-                                       {"max |logit diff| after resume", ""},
-                                       {"largest |logit|", ""},
-                                       {"top-1 agreement", "fraction"},
-                                       {"bitwise", ""}}));
+    Table& t = r.add_table(make_table(
+        "Checkpoint compression on the runnable model (" + std::string(default_runnable_id()) + ")",
+        {{"codec", ""},
+         {"bytes per checkpoint", "B"},
+         {"max error / bound (real states)", "ratio"},
+         {"max |state error|", ""},
+         {"relative RMS error (worst layer)", ""},
+         {"max |logit diff| after resume", ""},
+         {"largest |logit|", ""},
+         {"top-1 agreement", "fraction"},
+         {"bitwise", ""}}));
     bool within = true, fp32_exact = false;
     std::string detail;
     for (const serve::CodecEffect& x : m.effects) {

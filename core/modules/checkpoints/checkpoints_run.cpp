@@ -260,7 +260,7 @@ void CheckpointsRun::measure_codecs() {
     if (falsified(CheckpointsFalsify::no_codec_prompts)) m.effect_config.prompts = 0;
     // The same codecs on the runnable model: the error on its real KDA states, and the next-token logits
     // after a resume from the compressed checkpoint against the exact one (core/cache/codec_effect.h).
-    if (model::Model* runnable = serve::shared_model("tiny", 1, 64, &m.effect_error))
+    if (model::Model* runnable = serve::shared_model(default_runnable_id(), 1, 64, &m.effect_error))
         m.effects = serve::measure_codec_effects(*runnable, m.effect_config, &m.effect_error);
 }
 

@@ -79,9 +79,9 @@ void validate_cow(const CowParams& p, Issues& issues) {
     if (work > kMaxTokens)
         issues.error(p.forks,
                      "the run computes about " + format_grouped(double(work)) +
-                         " tokens on the tiny model (both modes, then every fork alone); the limit is " +
+                         " tokens on the runnable model (both modes, then every fork alone); the limit is " +
                          format_grouped(double(kMaxTokens)));
-    const uint64_t pool = cow_pool_bytes(p, *model_preset("tiny"));
+    const uint64_t pool = cow_pool_bytes(p, default_runnable_config());
     if (pool > kMaxBackingBytes)
         issues.error(p.forks, "the forks need a pool of " + format_bytes(double(pool)) + ", over " +
                                   format_bytes(double(kMaxBackingBytes)));

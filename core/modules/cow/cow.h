@@ -54,7 +54,7 @@ struct CowResult {
     // Per fork: its output under eager copies / copy-on-write has the bits of the fork run alone.
     std::vector<bool> eager_same, cow_same;
     size_t writing_forks = 0;                          // forks that write (fork_writes)
-    uint64_t state_bytes = 0, kv_bytes_per_token = 0;  // the tiny model's pool geometry
+    uint64_t state_bytes = 0, kv_bytes_per_token = 0;  // the runnable model's pool geometry
 
     const CowMethodRun& method(serve::ForkMode m) const { return m == serve::ForkMode::eager ? eager : cow; }
 };

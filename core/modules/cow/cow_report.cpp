@@ -30,7 +30,7 @@ void scalars(const CowResult& m, Report& r) {
     r.scalar("state_copies_cow", "State copies, copy-on-write", "copies", double(c.state_copies));
     r.scalar("kv_bytes_copied_eager", "KV bytes copied, eager", "B", double(e.kv_bytes_copied));
     r.scalar("kv_bytes_copied_cow", "KV bytes copied, copy-on-write", "B", double(c.kv_bytes_copied));
-    r.scalar("state_bytes", "One state of the tiny model", "B", double(m.state_bytes));
+    r.scalar("state_bytes", "One state of the runnable model", "B", double(m.state_bytes));
 }
 
 void methods_table(const CowResult& m, Report& r) {
@@ -153,7 +153,8 @@ void copy_checks(const CowParams& p, const CowResult& m, Report& r) {
 
 void notes(const CowParams& p, const CowResult& m, Report& r) {
     r.notes.push_back(
-        "One state of the tiny model: " + format_bytes(double(m.state_bytes)) +
+        "One state of the runnable model (" + std::string(default_runnable_id()) +
+        "): " + format_bytes(double(m.state_bytes)) +
         "; the shared prompt's KV: " + format_bytes(double(m.prompt.size() * m.kv_bytes_per_token)) + " (" +
         std::to_string(m.prompt.size()) + " tokens, pages of " + std::to_string(p.page_size) + ").");
     r.notes.push_back(

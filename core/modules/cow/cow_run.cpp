@@ -1,4 +1,4 @@
-// Module 6 `cow`: the forks run eagerly, then with copy-on-write, then each alone, on the tiny model.
+// Module 6 `cow`: the forks run eagerly, then with copy-on-write, then each alone, on the runnable model.
 #include <algorithm>
 
 #include "core/base/clock.h"
@@ -32,7 +32,7 @@ serve::ForkFault fork_fault(CowFalsify f, serve::ForkMode mode) {
 class CowRun : public StagedRun {
   public:
     CowRun(const CowParams& p, const Params& raw) : StagedRun("cow", raw), p_(p) {
-        add_step("making the tiny model", 1, [this] { setup(); });
+        add_step("making the runnable model", 1, [this] { setup(); });
         add_step("eager copies (Model::fork)", 2, [this] { run_method(serve::ForkMode::eager, m_.eager); });
         add_step("copy-on-write", 2, [this] { run_method(serve::ForkMode::cow, m_.cow); });
         add_stage("each fork alone", 3, [this](const Deadline& d) { return alone(d); });
@@ -66,9 +66,9 @@ std::unique_ptr<PagePool> CowRun::new_pool() {
 
 void CowRun::setup() {
     std::string err;
-    model_ = serve::shared_model("tiny", 1, 64, &err);
+    model_ = serve::shared_model(default_runnable_id(), 1, 64, &err);
     if (!model_) {
-        m_.failed = "the tiny model: " + err;
+        m_.failed = "the runnable model: " + err;
         return;
     }
     m_.state_bytes = model_->pool_model().state_bytes();

@@ -29,7 +29,7 @@ TEST_CASE("cow: defaults run, every check passes, same report twice") {
     CHECK(scalar(a, "peak_bytes_cow") < scalar(a, "peak_bytes_eager"));
     CHECK(scalar(a, "kv_bytes_copied_cow") < scalar(a, "kv_bytes_copied_eager"));
     CHECK(scalar(a, "state_copies_cow") == scalar(a, "state_copies_eager"));  // only deferred
-    CHECK(scalar(a, "state_bytes") == double(account_memory(*model_preset("tiny")).state_bytes));
+    CHECK(scalar(a, "state_bytes") == double(account_memory(default_runnable_config()).state_bytes));
     CHECK(test::without_timing(a) == test::without_timing(run_cow({})));
 }
 

@@ -297,10 +297,14 @@ void notes(const CpOutcome& m, Report& r) {
         "Ranks are simulated one after another in one process; \"critical path\" counts the work a "
         "real deployment would wait for (the busiest rank's local pass, the combination rounds, the "
         "busiest fix-up), by formula.");
+    const ModelConfig c = default_runnable_config();
     r.notes.push_back(
-        "Layer: one KDA layer with the runnable tiny model's geometry (4 heads, K = V = 64, d_model "
-        "256, conv width 4) and seeded weights; layer inputs x ~ N(0, 1). Linear attention and the "
-        "diagonal gate run on the same q, k, v (and g) as the KDA core.");
+        "Layer: one KDA layer of the runnable model " + c.id + " (" + std::to_string(m.shape.HV) +
+        " heads, K = " + std::to_string(m.shape.K) + ", V = " + std::to_string(m.shape.V) + ", d_model " +
+        std::to_string(c.d_model) + ", conv width " + std::to_string(c.conv_width) +
+        (c.gate_lower_bound < 0 ? ", Kimi K3's bounded gate" : "") +
+        ") and seeded weights; layer inputs x ~ N(0, 1). Linear attention and the diagonal gate "
+        "run on the same q, k, v (and g) as the KDA core.");
     if (m.even_fallback) r.notes.push_back("Too few tokens for uneven slices: even slices were used.");
 }
 

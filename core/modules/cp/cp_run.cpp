@@ -105,9 +105,9 @@ void CpRun::single() {
     const int T = m_.tokens = p_.tokens;
     const int R = m_.ranks = std::min(p_.ranks, T);
     const int C = m_.chunk = p_.chunk;
-    // One KDA layer of the runnable tiny geometry with seeded weights (the model's other layer is the
-    // attention layer a runnable model must have; it is not used here).
-    ModelConfig c = *model_preset("tiny");
+    // One KDA layer of the runnable model (config.h default_runnable_config) with seeded weights (the model's
+    // other layer is the attention layer a runnable model must have; it is not used here).
+    ModelConfig c = default_runnable_config();
     c.id = "cp-layer";
     c.layers = {LayerKind::linear, LayerKind::attention};
     c.vocab = 16;

@@ -75,10 +75,10 @@ ParamList<MemoryParams> memory_params() {
     ParamList<MemoryParams> l;
     l.choice(&MemoryParams::preset, "preset", "Model",
              preset_choices({ModelPreset::kimi_linear_48b, ModelPreset::kimi_k3, ModelPreset::qwen3_next_80b,
-                             ModelPreset::tiny, ModelPreset::custom}))
+                             ModelPreset::k3_tiny, ModelPreset::tiny, ModelPreset::custom}))
         .in_group("Model")
         .describe(
-            "Published configurations for the accounting, the runnable tiny model, or custom dimensions "
+            "Published configurations for the accounting, the runnable models, or custom dimensions "
             "(below).");
     l.choice(&MemoryParams::kv_dtype, "kv_dtype", "KV dtype", kv_dtype_choices()).in_group("Model");
     l.integer(&MemoryParams::tp, "tp", "Tensor parallel", "ranks", 1, 64).log().in_group("Model");

@@ -28,7 +28,7 @@ Choices<std::string> preset_id_choices(const std::vector<std::string>& ids,
 void request_params(ParamList<MigrateParams>& l) {
     auto request = [](ParamSpec& s) -> ParamSpec& { return s.in_group("Request (runnable model)"); };
     request(l.integer(&MigrateParams::prompt, "prompt", "Prompt", "tokens", 1, 2048).log())
-        .describe("Prompt tokens of the live request on the runnable tiny model, prefilled in one call.");
+        .describe("Prompt tokens of the live request on the runnable model, prefilled in one call.");
     request(l.integer(&MigrateParams::before, "before", "Generated before the pause", "tokens", 0, 512))
         .describe("Tokens decoded before the request is paused (one more is sampled and pending).");
     request(l.integer(&MigrateParams::after, "after", "Generated after resuming", "tokens", 1, 512));

@@ -42,7 +42,7 @@ enum class MigrateFalsify : uint8_t {
 };
 
 struct MigrateParams {
-    // The live request on the runnable tiny model.
+    // The live request on the runnable model (config.h default_runnable_config).
     int prompt = 100, before = 8, after = 8;  // tokens
     double temperature = 0;
     int interval = 64;  // tokens between the destination's state checkpoints

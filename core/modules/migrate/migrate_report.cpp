@@ -16,7 +16,7 @@ void paused(const PausedRequest& pr, Report& r) {
     r.timing_scalar("pause_ms", "Pause: capture and write the blob (this device)", "ms", pr.pause_ms);
     // The blob's own checksum: equal across runs and builds exactly when the blob's bytes are.
     r.scalar("blob_crc32c", "CRC-32C of the blob", "", double(pr.blob_crc32c));
-    r.timing_scalar("prefill_tokens_per_s", "Prefill speed of the tiny model (this device)", "tokens/s",
+    r.timing_scalar("prefill_tokens_per_s", "Prefill speed of the runnable model (this device)", "tokens/s",
                     pr.prefill_ms > 0 ? 1e3 * double(pr.prompt_tokens) / pr.prefill_ms : 0);
 }
 

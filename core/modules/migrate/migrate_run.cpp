@@ -16,7 +16,7 @@ namespace {
 using namespace k3::lifecycle;
 using model::Model;
 
-// Two instances of the tiny model with the same config and seed, kept between runs: generating the
+// Two instances of the runnable model with the same config and seed, kept between runs: generating the
 // seeded weights is most of a short run (in WebAssembly especially). Not thread-safe, like the model.
 struct Instances {
     std::unique_ptr<Model> a, b;
@@ -29,7 +29,7 @@ Instances* instances(uint64_t seed, std::string* error) {
     o.chunk = kMigrateChunk;
     Instances in;
     for (auto* m : {&in.a, &in.b}) {
-        model::ModelResult r = Model::create(*model_preset(ModelPreset::tiny), seed, o);
+        model::ModelResult r = Model::create(default_runnable_config(), seed, o);
         if (!r.model) {
             *error = r.error;
             return nullptr;

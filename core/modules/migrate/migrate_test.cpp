@@ -48,9 +48,9 @@ TEST_CASE("migrate: the continuation is bitwise, greedy and sampled, for every s
              {"blob_bytes", "blob_state_bytes", "blob_kv_bytes", "scale_move_all_bytes", "scale_move_all_s",
               "scale_move_kv_s", "scale_recompute_s", "break_even_distance"})
             CHECK_MESSAGE(r.find_scalar(key), key);
-        // Tiny: 6 KDA layers x 74,752 B of state; 74 tokens x 1,280 B of MLA cache.
+        // k3-tiny: 6 KDA layers x 74,752 B of state; 74 tokens x 1,920 B of MLA cache (3 layers x 160 fp32).
         CHECK(test::scalar_of(r, "blob_state_bytes") == 448512.0);
-        CHECK(test::scalar_of(r, "blob_kv_bytes") == 74.0 * 1280);
+        CHECK(test::scalar_of(r, "blob_kv_bytes") == 74.0 * 1920);
     }
 }
 
@@ -61,8 +61,8 @@ TEST_CASE("migrate: every injected fault is detected with its own error") {
     } cases[] = {
         {{{"fault", "bit_flip"}, {"fault_offset", "3"}, {"fault_bit", "2"}}, "bad_magic"},
         {{{"fault", "bit_flip"}, {"fault_offset", "20"}, {"fault_bit", "1"}}, "truncated"},
-        // The blob is 543,952 = 0x84cd0 B: bit 4 of byte 16 is set, clearing it declares 16 B less.
-        {{{"fault", "bit_flip"}, {"fault_offset", "16"}, {"fault_bit", "4"}}, "trailing_bytes"},
+        // The blob is 591,328 = 0x905e0 B: bit 5 of byte 16 is set, clearing it declares 32 B less.
+        {{{"fault", "bit_flip"}, {"fault_offset", "16"}, {"fault_bit", "5"}}, "trailing_bytes"},
         {{{"fault", "bit_flip"}, {"fault_offset", "5000"}, {"fault_bit", "7"}}, "checksum_mismatch"},
         {{{"fault", "bit_flip"}, {"fault_offset", "99999999"}},
          "checksum_mismatch"},  // clamped: the CRC itself

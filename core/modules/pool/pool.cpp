@@ -142,7 +142,7 @@ ParamList<PoolParams> pool_params() {
     ParamList<PoolParams> l;
     l.choice(&PoolParams::preset, "preset", "Model",
              preset_choices({ModelPreset::kimi_linear_48b, ModelPreset::kimi_k3, ModelPreset::qwen3_next_80b,
-                             ModelPreset::tiny}))
+                             ModelPreset::k3_tiny, ModelPreset::tiny}))
         .in_group("Model and budget")
         .describe(
             "Sizes of the state slot and of KV per token come from this model's exact accounting "

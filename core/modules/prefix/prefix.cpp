@@ -32,7 +32,7 @@ void workload_params(ParamList<PrefixParams>& l) {
         .describe("Each question, turn or branch: this many tokens, +-25 % (seeded).");
     workload(l.integer(&PrefixParams::gen, "gen", "Output tokens", "tokens", 1, 64));
     workload(l.seed(&PrefixParams::seed,
-                    "Seed of the workload's tokens (the tiny model's weights are fixed, seed 1)."));
+                    "Seed of the workload's tokens (the runnable model's weights are fixed, seed 1)."));
 }
 
 void cache_params(ParamList<PrefixParams>& l) {
@@ -114,12 +114,12 @@ void validate_prefix(const PrefixParams& p, Issues& issues) {
                                        "own prefill");
     const PrefixEstimate e = estimate_prefix(p);
     if (e.prompt_tokens > kMaxWorkloadTokens)
-        issues.error(p.requests, "the workload has up to " + format_grouped(double(e.prompt_tokens)) +
-                                     " prompt tokens, served five times on the tiny model; the limit is " +
-                                     format_grouped(double(kMaxWorkloadTokens)) +
-                                     " (fewer requests or shorter prompts)");
+        issues.error(p.requests,
+                     "the workload has up to " + format_grouped(double(e.prompt_tokens)) +
+                         " prompt tokens, served five times on the runnable model; the limit is " +
+                         format_grouped(double(kMaxWorkloadTokens)) + " (fewer requests or shorter prompts)");
     const uint64_t states = prefix_states(e, std::min(interval, chunk), p.state_capacity);
-    const uint64_t bytes = prefix_pool_bytes(*model_preset("tiny"), e, states, p.page_size);
+    const uint64_t bytes = prefix_pool_bytes(default_runnable_config(), e, states, p.page_size);
     if (bytes > kMaxPoolBytes)
         issues.error(p.interval,
                      "the checkpoints and KV of this workload need up to " + format_bytes(double(bytes)) +

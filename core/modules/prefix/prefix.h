@@ -149,7 +149,7 @@ struct PrefixResult {
     std::vector<PrefixRequest> requests;
     std::array<PrefixMethodResult, kPrefixMethodCount> methods;
     PrefixOffGridProbe probe;
-    MemoryAccount account;  // of the tiny model
+    MemoryAccount account;  // of the runnable model
 
     PrefixMethodResult& method(PrefixMethod m) { return methods[size_t(m)]; }
     const PrefixMethodResult& method(PrefixMethod m) const { return methods[size_t(m)]; }

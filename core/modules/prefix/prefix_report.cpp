@@ -397,8 +397,9 @@ void accounting_checks(const PrefixResult& res, Report& r) {
 }
 
 void notes(const PrefixParams& p, const PrefixResult& res, Report& r) {
-    r.notes.push_back("The tiny runnable model (seeded weights), kernel chunk " + std::to_string(p.chunk) +
-                      ", KV pages of " + std::to_string(p.page_size) + " tokens. One checkpoint is " +
+    r.notes.push_back("The runnable model " + std::string(default_runnable_id()) +
+                      " (seeded weights), kernel chunk " + std::to_string(p.chunk) + ", KV pages of " +
+                      std::to_string(p.page_size) + " tokens. One checkpoint is " +
                       format_bytes(double(res.account.state_bytes)) + ", one token of KV " +
                       format_bytes(double(res.account.kv_bytes_per_token)) + ".");
     r.notes.push_back(

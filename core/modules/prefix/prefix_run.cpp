@@ -1,4 +1,4 @@
-// Module 4 `prefix`: the run. The tiny model, the seeded workload, a cold pass (no cache) that fixes
+// Module 4 `prefix`: the run. The runnable model, the seeded workload, a cold pass (no cache) that fixes
 // every request's outputs and logits, then the workload served by each caching method with those
 // outputs fed back (teacher forcing), and one resume off the chunk grid; the result is typed, the
 // report is built from it (prefix_report.cpp).
@@ -150,7 +150,7 @@ class PrefixRun final : public StagedRun {
 
 PrefixRun::PrefixRun(const PrefixParams& p, const Params& raw) : StagedRun("prefix", raw), params_(p) {
     for (const PrefixMethodInfo& m : kPrefixMethods) result_.method(m.method).info = &m;
-    add_step("making the tiny model", 1, [this] { make_model(); });
+    add_step("making the runnable model", 1, [this] { make_model(); });
     add_step("building the workload", 0.2, [this] { build_workload(); });
     add_stage("cold runs (no cache)", 3, [this](const Deadline& d) { return cold(d); });
     for (const PrefixMethodInfo& m : kPrefixMethods)
@@ -163,8 +163,8 @@ PrefixRun::PrefixRun(const PrefixParams& p, const Params& raw) : StagedRun("pref
 
 void PrefixRun::make_model() {
     std::string err;
-    model_ = serve::shared_model("tiny", 1, int(params_.chunk), &err);
-    if (!model_) return void(result_.failed = "the tiny model: " + err);
+    model_ = serve::shared_model(default_runnable_id(), 1, int(params_.chunk), &err);
+    if (!model_) return void(result_.failed = "the runnable model: " + err);
     result_.account = account_memory(model_->config());
 }
 
