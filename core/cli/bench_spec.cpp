@@ -1,19 +1,20 @@
 // `k3cli bench spec`: speculative decoding with a recurrent state (core/spec).
-//   restore_ms/tiny/{copy,replay}        rollback of the runnable tiny model to n kept tokens (n = 0..N):
-//                                        copy a snapshot, or copy the confirmed state and replay n records
+//   restore_ms/runnable/{copy,replay}    rollback of the default runnable model (k3-tiny) to n kept
+//                                        tokens (n = 0..N): copy a snapshot, or copy the confirmed state and
+//                                        replay n records
 //   restore_ms/kimi_layer/{copy,replay}  one KDA layer at Kimi-Linear dimensions (32 heads, 128 x 128):
 //                                        copy a full layer state, or replay n minimal-exact records in place
 //   fold_ms/k3_layer/{token_order,closed_form}  RecoverSSM's commit of n records into one KDA layer at
 //                                        Kimi-K3 dimensions (96 heads, 128 x 128): the token-order fold (n
 //                                        passes over S, bitwise = decoding) and vLLM's closed form (one pass)
-//   tokens_per_s/...                     greedy decoding of the tiny model, plain and speculative (N = 4)
-//                                        with a chance drafter at several acceptance rates (drafting free:
-//                                        the bound of what speculation gains here), and the model drafting
-//                                        for itself with quantised weights (as costly as the target here).
-//                                        The snapshot run verifies token by token, because the runnable
-//                                        model's one-pass forward cannot hand out per-token states: its
-//                                        tokens/s measures that, not an engine's snapshot kernel; compare the
-//                                        rollback methods by restore_ms.
+//   tokens_per_s/...                     greedy decoding of the default runnable model, plain and
+//                                        speculative (N = 4) with a chance drafter at several acceptance
+//                                        rates (drafting free: the bound of what speculation gains here), and
+//                                        the model drafting for itself with quantised weights (as costly as
+//                                        the target here). The snapshot run verifies token by token, because
+//                                        the runnable model's one-pass forward cannot hand out per-token
+//                                        states: its tokens/s measures that, not an engine's snapshot kernel;
+//                                        compare the rollback methods by restore_ms.
 // Variants run in interleaved rounds and report medians, so ratios come from one machine state.
 #include <algorithm>
 #include <functional>
@@ -46,16 +47,17 @@ struct Decoding {
     std::vector<double> rates, accepts;
 };
 
-// The tiny model's rollback to n kept tokens (n = 0..n_max), by copy and by replay of minimal exact and
+// The runnable model's rollback to n kept tokens (n = 0..n_max), by copy and by replay of minimal exact and
 // of RecoverSSM records, as timed by the lab.
-std::string bench_tiny_restore(BenchContext& ctx, RollbackLab& lab, int n_max, int reps) {
+std::string bench_runnable_restore(BenchContext& ctx, RollbackLab& lab, int n_max, int reps) {
     for (RecordVariant v : {RecordVariant::minimal_exact, RecordVariant::recoverssm}) {
         std::vector<double> copy_ms, replay_ms;
         if (std::string e = lab.time_restore(v, reps, &copy_ms, &replay_ms); !e.empty()) return e;
         for (int n = 0; n <= n_max; ++n) {
             if (v == RecordVariant::minimal_exact)
-                ctx.add({"restore_ms/tiny/copy", {{"n", n}, {"reps", reps}}, {}, copy_ms[size_t(n)], "ms"});
-            ctx.add({"restore_ms/tiny/replay",
+                ctx.add(
+                    {"restore_ms/runnable/copy", {{"n", n}, {"reps", reps}}, {}, copy_ms[size_t(n)], "ms"});
+            ctx.add({"restore_ms/runnable/replay",
                      {{"n", n}, {"reps", reps}},
                      {{"variant", variant_info(v).id}},
                      replay_ms[size_t(n)],
@@ -98,7 +100,7 @@ void bench_k3_fold(BenchContext& ctx, int n_max, int reps) {
     }
 }
 
-// One KDA layer at Kimi-Linear dimensions: what a real model's rollback costs, apart from the tiny
+// One KDA layer at Kimi-Linear dimensions: what a real model's rollback costs, apart from the runnable
 // model's overheads.
 void bench_kimi_layer_restore(BenchContext& ctx, int n_max, int reps) {
     const LayerRestoreTiming lt = time_layer_restore(kda::Shape{32, 32, 128, 128}, 4, n_max, reps);
@@ -203,7 +205,7 @@ std::vector<Decoding> decoding_runs(const DecodeSetup& u, bool quick) {
     }
     for (int bits : quick ? std::vector<int>{4} : std::vector<int>{8, 4}) {
         std::string err;
-        std::shared_ptr<model::Model> dm = cached_model("tiny", 1, bits, &err);
+        std::shared_ptr<model::Model> dm = cached_model(default_runnable_id(), 1, bits, &err);
         if (!dm) continue;
         auto make = [&u, dm] {
             std::string e;
@@ -253,7 +255,7 @@ void bench_spec(BenchContext& ctx) {
     const bool quick = ctx.quick;
     const int N = 4, rounds = quick ? 1 : 3, tokens = quick ? 16 : 64, reps = quick ? 3 : 15;
     std::string err;
-    std::shared_ptr<model::Model> m = cached_model("tiny", 1, 16, &err);
+    std::shared_ptr<model::Model> m = cached_model(default_runnable_id(), 1, 16, &err);
     if (!m) return;
 
     // ---- restore time against n ----
@@ -261,7 +263,7 @@ void bench_spec(BenchContext& ctx) {
     // Held to the end: its pool stays allocated while the tokens/s runs below are measured.
     auto lab = RollbackLab::create(*m, n_max, 32, 0.6, 7, &err);
     if (!lab) return;
-    if (!bench_tiny_restore(ctx, *lab, n_max, reps).empty()) return;
+    if (!bench_runnable_restore(ctx, *lab, n_max, reps).empty()) return;
     bench_kimi_layer_restore(ctx, n_max, reps);
     bench_k3_fold(ctx, n_max, reps);
 

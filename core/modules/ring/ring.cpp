@@ -52,7 +52,8 @@ std::vector<Falsifier<RingParams>> ring_falsifiers() {
 ParamList<RingParams> ring_params() {
     using P = RingParams;
     ParamList<P> l;
-    Choices<ModelPreset> runnable = preset_choices({ModelPreset::tiny, ModelPreset::small});
+    Choices<ModelPreset> runnable =
+        preset_choices({ModelPreset::k3_tiny, ModelPreset::tiny, ModelPreset::small});
     for (Choice<ModelPreset>& c : runnable) c.label = c.key;  // the label already says "Runnable"
     l.choice(&P::model, "model", "Runnable model", runnable)
         .in_group("Model")

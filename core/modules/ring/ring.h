@@ -27,7 +27,7 @@ enum class RingDrafter : uint8_t {
 using RingFalsify = spec::RingFault;
 
 struct RingParams {
-    ModelPreset model = ModelPreset::tiny;
+    ModelPreset model = kDefaultRunnablePreset;
     int draft_len = 4;       // N: tokens per verification
     int ring_capacity = 16;  // L: record slots
     spec::Overflow overflow = spec::Overflow::fold;

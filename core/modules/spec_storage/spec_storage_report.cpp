@@ -466,13 +466,14 @@ Exactness measured(const std::vector<RestoreOutcome>& outcomes) {
 }
 
 void demo_tables(const SpecStorageParams& p, const RollbackDemo& d, Report& r) {
-    Table& restores = r.add_table(
-        make_table("Runnable model (tiny): reject at n, restore both ways", {{"n kept", "tokens"},
-                                                                             {"copy == cold run", ""},
-                                                                             {"replay == direct", ""},
-                                                                             {"copy == replay", ""},
-                                                                             {"tokens replayed", "tokens"},
-                                                                             {"state bytes copied", "B"}}));
+    Table& restores = r.add_table(make_table(
+        "Runnable model (" + std::string(default_runnable_id()) + "): reject at n, restore both ways",
+        {{"n kept", "tokens"},
+         {"copy == cold run", ""},
+         {"replay == direct", ""},
+         {"copy == replay", ""},
+         {"tokens replayed", "tokens"},
+         {"state bytes copied", "B"}}));
     for (const RestoreOutcome& o : d.outcomes[size_t(p.variant)])
         restores.add({double(o.n), std::string(o.copy_exact ? "bitwise" : "DIFFERS"),
                       std::string(o.replay_exact ? "bitwise"
@@ -487,7 +488,7 @@ void demo_tables(const SpecStorageParams& p, const RollbackDemo& d, Report& r) {
                     {"S bitwise", ""},
                     {"windows bitwise", ""},
                     {"state + KV bitwise", ""},
-                    {"bytes held (tiny)", "B"}}));
+                    {"bytes held (runnable model)", "B"}}));
     const auto& variants = record_variants();
     for (size_t i = 0; i < variants.size(); ++i) {
         const Exactness e = measured(d.outcomes[i]);
@@ -583,10 +584,10 @@ void demo_checks(const SpecStorageParams& p, const RollbackDemo& d, Report& r) {
 // (P_{>t} k_t) c_t: a product of up to n + 1 rounded factors and a sum of n + 1 rounded terms, so its
 // error is at most about (2 n + 2) u of the largest term, u = 2^-24, and the token-order fold's (which is
 // direct decoding) the same again: |closed - direct| <= (4 n + 4) u max|S|, at N = kSpecMaxDraft about
-// 7.9e-6. kClosedFormTolerance = 1e-5 is that bound rounded up. Measured on the tiny model (seed 7): 0 at
-// n <= 1 (one step is the same arithmetic), 2.2e-7 at N = 7, 3.7e-7 at N = 32 (about 6 u), as large as
-// direct decoding's own distance from fp64; a flipped correction bit or a skipped decay factor lands
-// orders of magnitude above the bound (module 7's falsifiers).
+// 7.9e-6. kClosedFormTolerance = 1e-5 is that bound rounded up. Measured on the tiny model (seed 7; k3-tiny,
+// the demo default, gives the same order): 0 at n <= 1 (one step is the same arithmetic), 2.2e-7 at N =
+// 7, 3.7e-7 at N = 32 (about 6 u), as large as direct decoding's own distance from fp64; a flipped correction
+// bit or a skipped decay factor lands orders of magnitude above the bound (module 7's falsifiers).
 void closed_form_report(const RollbackDemo& d, Report& r) {
     const std::vector<RestoreOutcome>& fold = d.outcomes[size_t(RecordVariant::recoverssm)];
     Table& t = r.add_table(
@@ -638,7 +639,7 @@ void closed_form_report(const RollbackDemo& d, Report& r) {
 
 void demo_timing(const SpecStorageParams& p, const RollbackDemo& d, Report& r) {
     auto model = [](std::string name) {
-        return make_series(std::move(name), "Restore time against n kept (runnable tiny model, this device)",
+        return make_series(std::move(name), "Restore time against n kept (runnable model, this device)",
                            "tokens kept n", "ms", "tokens", "ms");
     };
     auto layer = [](std::string name) {
@@ -661,9 +662,9 @@ void demo_timing(const SpecStorageParams& p, const RollbackDemo& d, Report& r) {
     }
     r.timing.series = {copy, replay, layer_copy, layer_replay};
     const size_t N = size_t(d.draft_len);
-    r.timing_scalar("restore_copy_ms", "Restore by copy (runnable tiny model), median", "ms", d.copy_ms[N]);
-    r.timing_scalar("restore_replay_ms_at_n", "Restore by replay of N records (runnable tiny model), median",
-                    "ms", d.replay_ms[N]);
+    r.timing_scalar("restore_copy_ms", "Restore by copy (runnable model), median", "ms", d.copy_ms[N]);
+    r.timing_scalar("restore_replay_ms_at_n", "Restore by replay of N records (runnable model), median", "ms",
+                    d.replay_ms[N]);
     const std::vector<double>& replay_ms = d.layer.replay_ms;
     if (replay_ms.size() > 1 && replay_ms[1] > 0)
         r.timing_scalar("kimi_layer_replay_steps_per_copy",

@@ -1,5 +1,5 @@
-// Module 7 `spec-storage`: the accounting, then (with demo) the rollback on the runnable tiny model in
-// stages: load it, restore every n with every record variant, time the restores.
+// Module 7 `spec-storage`: the accounting, then (with demo) the rollback on the default runnable model
+// (k3-tiny) in stages: load it, restore every n with every record variant, time the restores.
 #include "core/model/dims.h"
 #include "core/modules/spec_storage/spec_storage.h"
 #include "core/spec/models.h"
@@ -65,7 +65,7 @@ class SpecStorageRun : public StagedRun {
 };
 
 void SpecStorageRun::load_model() {
-    model_ = cached_model("tiny", 1, 16, &demo_.error);
+    model_ = cached_model(default_runnable_id(), 1, 16, &demo_.error);
     if (!model_) return;
     lab_ = RollbackLab::create(*model_, params_.draft_len, kDemoPrompt, params_.accept, kDemoSeed,
                                &demo_.error, demo_fault(params_.falsify));
