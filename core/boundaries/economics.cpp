@@ -95,7 +95,7 @@ ReplayVsSnapshots recoverssm_vs_snapshots(const ModelConfig& c, const Hardware& 
     r.kept = expected_kept_tokens(draft_tokens + 1, accept);
     r.snapshot_bytes = double(align ? p.snapshot_align : p.snapshot_none) * L;
     r.replay_bytes = double(align ? p.recoverssm_align : p.recoverssm_none) * L;
-    r.snapshot_work = work_cost(0, T * double(p.snapshot_page) * L, hw, eff).seconds;
+    r.snapshot_work = work_cost(0, T * double(p.state) * L, hw, eff).seconds;
     r.replay_work = work_cost(0, T * rec * L, hw, eff).seconds +
                     work_cost(r.kept * step_flops, (2 * double(p.state) + r.kept * rec) * L, hw, eff).seconds;
     r.snapshot_rent = memory_rent(r.snapshot_bytes, step_s, hw);

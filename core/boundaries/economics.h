@@ -80,8 +80,9 @@ ReplayVsSnapshots replay_vs_snapshots(const ModelConfig& c, const Hardware& hw, 
 
 // Kimi-K3's RecoverSSM against vLLM's default snapshots, as vLLM runs them (reference/kimi_k3.md
 // §3.1-3.3), for one verification of 1 + n tokens (n draft tokens, num_speculative_tokens), every linear
-// layer, pages from spec::vllm_pages. Snapshots: a full state page written after each of the 1 + n
-// tokens, 1 + n pages held (2 + n in align mode, prefix caching). RecoverSSM: verify reads the
+// layer, pages from spec::vllm_pages. Snapshots: the recurrent state written after each of the 1 + n
+// tokens (the conv window rolls back by an offset), 1 + n pages held (2 + n in align mode, prefix
+// caching). RecoverSSM: verify reads the
 // checkpoint once (as the snapshot kernel reads its start state: not counted on either side) and
 // writes one record per position (record_fields(c, recoverssm)); commit re-reads the checkpoint and the
 // accepted records, folds them and writes one state; one page held (two in align mode). The conv

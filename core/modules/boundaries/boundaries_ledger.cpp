@@ -106,7 +106,8 @@ namespace {
 // Map 3 with RecoverSSM, n draft tokens: vLLM's pages sized from the blob layout. A page holds the
 // recurrent state and a conv window of W - 1 + n columns; RecoverSSM's page adds, for each of the 1 + n
 // positions and each value head, the correction (V fp32) and the key and raw gate (2 K in the conv
-// window's dtype). Snapshots: a page written per position, 1 + n held (2 + n in align mode);
+// window's dtype). Snapshots: the recurrent state written per position (the conv window rolls back by
+// an offset), 1 + n pages held (2 + n in align mode);
 // RecoverSSM: a record written per position, the commit reads the state and the kept records and
 // writes the state; 1 page held (2 in align mode).
 LedgerValue recoverssm_ledger(const BoundaryInputs& in, int n, double accept) {
@@ -122,7 +123,7 @@ LedgerValue recoverssm_ledger(const BoundaryInputs& in, int n, double accept) {
     const double kept = mean_kept(n + 1, accept), step_s = decode_step_s(in);
     const double core_flops = flops_per_token(c, 0) - 2 * c.active_params;
     const double snapshots =
-        work_cost(0, T * page * layers, hw, in.eff).seconds + rent(held_snap * layers, step_s, hw);
+        work_cost(0, T * S * layers, hw, in.eff).seconds + rent(held_snap * layers, step_s, hw);
     const double replay = work_cost(0, T * record * layers, hw, in.eff).seconds +
                           work_cost(kept * core_flops, (2 * S + kept * record) * layers, hw, in.eff).seconds +
                           rent(held_rec * layers, step_s, hw);

@@ -117,14 +117,15 @@ Verdict recoverssm_verdict(const BoundaryInputs& in, const ReplayMap& m) {
     return {
         "RecoverSSM instead of snapshots (vLLM)",
         m.pays_from ? from + " or more draft tokens per step at " + format_grouped(in.batch) +
-                          " running requests: snapshots write a state page per position and hold " + mode +
+                          " running requests: snapshots write a full state per position and hold " + mode +
                           ", RecoverSSM writes 1 KiB records per head"
                     : "not within N <= 16 at this batch",
         m.snapshot_below_batch
             ? "one draft token with fewer than " + format_grouped(*m.snapshot_below_batch) +
                   " running requests: the step is short, so re-reading and rewriting the state on "
                   "commit costs more than holding the extra page"
-            : "one draft token: the snapshot side holds few extra pages and the commit re-reads the state",
+            : "it saves at every cell here, least at one draft token with every draft accepted; vLLM refuses "
+              "it with KV connectors (PD disaggregation, KV offload), where snapshots stay",
         m.pays_from ? "from N = " + from + " draft tokens at every acceptance" : "none on the map",
         "spec-storage"};
 }
