@@ -125,4 +125,13 @@ TEST_CASE("fleet: speculative decoding's state scratch lowers Kimi-K3's running 
         "fleet", {{"preset", "kimi-k3"}, {"spec_state", "snapshots"}, {"compare_routers", "0"}});
     test::all_checks_pass(r);
     CHECK(test::scalar_of(r, "running_slots") == 7);
+    // RecoverSSM records KDA's corrections: a Gated DeltaNet model is refused.
+    const Experiment& e = *find_experiment("fleet");
+    auto pp = parse_params(e.params, {{"preset", "qwen3-next-80b"}, {"spec_state", "recoverssm"}},
+                           RangePolicy::strict);
+    REQUIRE(pp.ok());
+    bool refused = false;
+    for (const ParamIssue& i : e.check(pp.params))
+        refused |= i.level == ParamIssue::error && i.key == "spec_state";
+    CHECK(refused);
 }
