@@ -82,6 +82,27 @@ ReplayVsSnapshots replay_vs_snapshots(const ModelConfig& c, const Hardware& hw, 
     return r;
 }
 
+ReplayVsSnapshots recoverssm_vs_snapshots(const ModelConfig& c, const Hardware& hw, int draft_tokens,
+                                          double accept, double step_s, bool align, const Efficiency& eff) {
+    using spec::RecordVariant;
+    const spec::VllmPages p = spec::vllm_pages(spec::vllm_kda_page_tensors(c, draft_tokens), draft_tokens);
+    const double L = double(c.n_linear()), T = 1.0 + double(draft_tokens);
+    const double rec = double(spec::record_bytes_per_token_per_layer(c, RecordVariant::recoverssm));
+    ModelConfig core_only = c;  // the fold of a record is the recurrent step of its token
+    core_only.active_params = 0;
+    const double step_flops = flops_per_token(core_only, 0);
+    ReplayVsSnapshots r;
+    r.kept = expected_kept_tokens(draft_tokens + 1, accept);
+    r.snapshot_bytes = double(align ? p.snapshot_align : p.snapshot_none) * L;
+    r.replay_bytes = double(align ? p.recoverssm_align : p.recoverssm_none) * L;
+    r.snapshot_work = work_cost(0, T * double(p.state) * L, hw, eff).seconds;
+    r.replay_work = work_cost(0, T * rec * L, hw, eff).seconds +
+                    work_cost(r.kept * step_flops, (2 * double(p.state) + r.kept * rec) * L, hw, eff).seconds;
+    r.snapshot_rent = memory_rent(r.snapshot_bytes, step_s, hw);
+    r.replay_rent = memory_rent(r.replay_bytes, step_s, hw);
+    return r;
+}
+
 // ---- 4 ----
 
 CpPrefill cp_prefill(const ModelConfig& c, const Hardware& hw, const Link& link, int tokens_per_rank,

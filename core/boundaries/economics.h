@@ -78,6 +78,19 @@ ReplayVsSnapshots replay_vs_snapshots(const ModelConfig& c, const Hardware& hw, 
                                       double step_s, const Efficiency& eff = {},
                                       spec::RecordVariant v = spec::RecordVariant::minimal_exact);
 
+// Kimi-K3's RecoverSSM against vLLM's default snapshots, as vLLM runs them (reference/kimi_k3.md
+// §3.1-3.3), for one verification of 1 + n tokens (n draft tokens, num_speculative_tokens), every linear
+// layer, pages from spec::vllm_pages. Snapshots: the recurrent state written after each of the 1 + n
+// tokens (the conv window rolls back by an offset), 1 + n pages held (2 + n in align mode, prefix
+// caching). RecoverSSM: verify reads the
+// checkpoint once (as the snapshot kernel reads its start state: not counted on either side) and
+// writes one record per position (record_fields(c, recoverssm)); commit re-reads the checkpoint and the
+// accepted records, folds them and writes one state; one page held (two in align mode). The conv
+// window's work is the same in both and is left out. Held for one decode step of step_s.
+ReplayVsSnapshots recoverssm_vs_snapshots(const ModelConfig& c, const Hardware& hw, int draft_tokens,
+                                          double accept, double step_s, bool align,
+                                          const Efficiency& eff = {});
+
 // ---- 4. context parallelism of a prefill ----
 // A prompt of R x n tokens split into R contiguous slices of n tokens (module 9's contiguous split), the
 // linear layers made exact by the affine scan with the rerun fix-up, against the whole prompt on one

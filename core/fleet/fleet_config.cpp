@@ -1,7 +1,10 @@
 #include "core/fleet/fleet_config.h"
 
+#include <algorithm>
+
 #include "core/base/numfmt.h"
 #include "core/model/accounting.h"
+#include "core/spec/storage.h"
 
 namespace k3 {
 
@@ -58,6 +61,44 @@ const std::vector<std::string>& recovery_labels() {
 }
 std::optional<Recovery> parse_recovery(std::string_view s) { return parse_in<Recovery>(recovery_ids(), s); }
 
+const std::vector<std::string>& spec_state_ids() {
+    static const std::vector<std::string> v = {"off", "snapshots", "recoverssm"};
+    return v;
+}
+const std::vector<std::string>& spec_state_labels() {
+    static const std::vector<std::string> v = {"off (one state per request)",
+                                               "snapshots: one state page per draft token (vLLM)",
+                                               "RecoverSSM: one page with records (Kimi-K3)"};
+    return v;
+}
+std::optional<SpecState> parse_spec_state(std::string_view s) {
+    return parse_in<SpecState>(spec_state_ids(), s);
+}
+
+RunningStateSlots running_state_slots(const FleetConfig& c, SpecState spec) {
+    const MemoryAccount a = account_memory(c.model);
+    RunningStateSlots s;
+    s.linear_layers = uint64_t(a.linear_layers);
+    s.page_bytes_per_layer = a.state_bytes_per_layer;
+    if (spec != SpecState::off) {
+        const int n = int(c.draft_len);
+        const spec::VllmPages p = spec::vllm_pages(spec::vllm_kda_page_tensors(c.model, n), n);
+        const bool align = c.caching;  // vLLM: prefix caching runs the mamba cache in align mode
+        s.page_bytes_per_layer = spec == SpecState::snapshots ? p.snapshot_page : p.recoverssm_page;
+        s.pages = spec == SpecState::snapshots ? c.draft_len + (align ? 2 : 1) : (align ? 2 : 1);
+    }
+    s.kv_reserve_bytes = uint64_t(kKvReservePages) * c.page_tokens * a.kv_bytes_per_token;
+    const uint64_t per_request = s.bytes();
+    s.fit = per_request && c.working_bytes > s.kv_reserve_bytes
+                ? (c.working_bytes - s.kv_reserve_bytes) / per_request
+                : 0;
+    // Off keeps the fleet's fixed slots (a pool that cannot hold them is refused); the scratch of
+    // speculative decoding lowers them to what fits.
+    s.slots = spec == SpecState::off ? c.max_running : uint32_t(std::min<uint64_t>(c.max_running, s.fit));
+    return s;
+}
+RunningStateSlots running_state_slots(const FleetConfig& c) { return running_state_slots(c, c.spec_state); }
+
 MemoryPlan memory_plan(const FleetConfig& c) {
     const MemoryAccount a = account_memory(c.model);
     MemoryPlan m;
@@ -77,6 +118,14 @@ std::string check_fleet_config(const FleetConfig& c) {
     if (c.max_running == 0 || c.max_batch_tokens == 0 || c.max_prefills == 0)
         return "batching limits must be positive";
     if (c.cache.page_size == 0 || c.page_tokens == 0) return "page sizes must be positive";
+    if (c.spec_state != SpecState::off && c.draft_len == 0)
+        return "speculative decoding needs a draft length";
+    if (c.spec_state == SpecState::recoverssm && c.model.linear_name != "KDA")
+        return "RecoverSSM records KDA's corrections and gates; " + c.model.name + "'s linear layers are " +
+               c.model.linear_name;
+    if (c.spec_state != SpecState::off && running_state_slots(c).slots == 0)
+        return "the working memory (" + format_bytes(double(c.working_bytes)) +
+               ") cannot hold one running request's state and KV pages";
     if (c.policy.interval == 0 || c.policy.interval % c.cache.page_size != 0)
         return "checkpoint interval " + std::to_string(c.policy.interval) +
                " is not a multiple of the page size " + std::to_string(c.cache.page_size);

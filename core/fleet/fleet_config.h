@@ -61,6 +61,18 @@ const std::vector<std::string>& recovery_ids();  // "recompute", "host_tier", "m
 const std::vector<std::string>& recovery_labels();
 std::optional<Recovery> parse_recovery(std::string_view s);
 
+// ---- speculative decoding's state scratch (reference/kimi_k3.md §3) ----
+// What each running request holds in the working pool for its linear layers: one state (off, the
+// fleet's own accounting); vLLM's default of one full state page per verified position, 1 + N pages
+// (2 + N with prefix caching, vLLM's align mode); or Kimi-K3's RecoverSSM, one page that also holds
+// the records of the 1 + N positions (two with prefix caching). Pages are vLLM's
+// (spec::vllm_pages), not padded to an attention block. Only the memory is modelled: the verify
+// pass's cost and the tokens a step yields are not (the cost model decodes one token per step).
+enum class SpecState : uint8_t { off, snapshots, recoverssm };
+const std::vector<std::string>& spec_state_ids();  // "off", "snapshots", "recoverssm"
+const std::vector<std::string>& spec_state_labels();
+std::optional<SpecState> parse_spec_state(std::string_view s);
+
 // When a moved request's state is restored on another instance (module 10's strategies).
 enum class MigrationMove : uint8_t { everything, kv_and_checkpoint };
 
@@ -83,6 +95,7 @@ enum class FleetSimFalsify : uint8_t {
     migration_drops_page,     // one live migration leaves the request's last KV page behind
     migration_drops_state,    // one live migration arrives without the request's state
     migration_lost_counter,   // the drain's lost-work counter is one token high
+    state_slot_one_page,  // the first instance's state slots hold one state page, whatever the request holds
 };
 
 struct FleetConfig {
@@ -104,6 +117,9 @@ struct FleetConfig {
     uint64_t working_bytes = 32ull << 30;
     uint32_t page_tokens = 256;
     uint32_t max_running = 64;
+    // Speculative decoding's state scratch (above): N = draft_len draft tokens per step.
+    SpecState spec_state = SpecState::off;
+    uint32_t draft_len = 7;
     // Continuous batching (vLLM / SGLang chunked prefill): at most max_batch_tokens tokens per
     // iteration (one per decoding sequence, the rest prefill chunks), at most max_prefills requests
     // prefilling at once.
@@ -151,6 +167,24 @@ struct MemoryPlan {
     double total() const { return weights + working + cache_kv + cache_states; }
 };
 MemoryPlan memory_plan(const FleetConfig& c);
+
+// What one running request holds for its linear layers in the working pool (SpecState) and how many
+// such requests fit: the state slots, which limit the running batch. The working memory keeps
+// kKvReservePages KV pages of page_tokens beside the slots.
+inline constexpr uint32_t kKvReservePages = 16;
+struct RunningStateSlots {
+    uint64_t page_bytes_per_layer = 0;  // one state page of one linear layer
+    uint32_t pages = 1;                 // state pages per running request
+    uint64_t linear_layers = 0;
+    uint64_t kv_reserve_bytes = 0;
+    uint64_t fit = 0;    // requests whose state fits the working memory beside the KV reserve
+    uint32_t slots = 0;  // off: max_running; else min(max_running, fit)
+    uint64_t bytes_per_layer() const { return page_bytes_per_layer * pages; }
+    uint64_t bytes() const { return bytes_per_layer() * linear_layers; }  // per running request
+};
+RunningStateSlots running_state_slots(const FleetConfig& c);
+// The same for another choice of the state scratch (the report's comparison).
+RunningStateSlots running_state_slots(const FleetConfig& c, SpecState s);
 
 // Empty when the configuration can run; else what is wrong (first problem).
 std::string check_fleet_config(const FleetConfig& c);

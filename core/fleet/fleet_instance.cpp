@@ -42,8 +42,12 @@ void FleetSim::reset_instance(uint32_t k) {
     StaticSplitConfig sc;
     sc.budget_bytes = c_.working_bytes;
     sc.page_tokens = c_.page_tokens;
-    sc.state_slots = c_.max_running;
-    PoolResult pr = make_static_pool(pool_model(c_.model), sc);
+    sc.state_slots = slots_.slots;
+    // A slot holds what one running request holds: its state pages (SpecState).
+    PoolModel m = pool_model(c_.model);
+    m.state_bytes_per_layer = falsify_now(FleetSimFalsify::state_slot_one_page) ? slots_.page_bytes_per_layer
+                                                                                : slots_.bytes_per_layer();
+    PoolResult pr = make_static_pool(m, sc);
     if (!pr.pool) {
         error_ = "working memory: " + pr.error;
         return;
@@ -168,7 +172,7 @@ void FleetSim::admit_waiting(uint32_t k, double now, uint32_t budget, uint32_t p
         return run_t_[t] < cap_run_[t] && pre_t_[t] < cap_pre_[t];
     };
     while (budget > 0 && I.status == Inst::up && prefilling < c_.max_prefills &&
-           I.running.size() < c_.max_running && !I.queue.empty()) {
+           I.running.size() < slots_.slots && !I.queue.empty()) {
         WaitQueue::Entry e;
         double next = -1;
         if (!I.queue.pick(now, &e, &next, c_.quotas ? allowed : std::function<bool(uint32_t)>{})) {
@@ -434,6 +438,11 @@ FleetSim::AdmitResult FleetSim::admit(uint32_t k, uint32_t r, double now) {
     }
     L.slot = true;
     L.state_ref = s;
+    const PoolStats held = I.pool->stats();
+    ++t_.state_admissions;
+    t_.states_held += held.states;
+    t_.state_bytes_held += held.state_bytes;
+    t_.peak_running = std::max(t_.peak_running, uint32_t(I.running.size() + 1));
     L.base = base;
     L.kv_alloc = 0;
     account_resume(r, h, resume);

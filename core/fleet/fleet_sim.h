@@ -165,6 +165,11 @@ struct FleetTotals {
     // two evaluations' orders of summation).
     double clock_ms = 0, roofline_ms = 0, worst_clock_gap = 0;
     uint64_t iterations_timed = 0, clock_gaps = 0;
+    // The working pools' state bytes as they held them, read from the pool after every admission:
+    // summed over admissions, with the state slots held at those moments, and the most running
+    // requests an instance held.
+    uint64_t state_admissions = 0, states_held = 0, state_bytes_held = 0;
+    uint32_t peak_running = 0;
 };
 
 // Requests in flight per instance at regular times.
@@ -190,6 +195,8 @@ class FleetSim {
     double progress() const;
 
     const FleetConfig& config() const { return c_; }
+    // What a running request holds for its state and how many state slots each instance has.
+    const RunningStateSlots& running_slots() const { return slots_; }
     const Workload& workload() const { return *w_; }
     const CostModel& cost_model() const { return cost_; }
     const std::vector<RequestOutcome>& outcomes() const { return out_; }
@@ -282,6 +289,7 @@ class FleetSim {
 
     std::shared_ptr<const Workload> w_;
     FleetConfig c_;
+    RunningStateSlots slots_;
     std::string error_;
     CostModel cost_;
     BatchRoofline roofline_;

@@ -143,7 +143,7 @@ try {
   {
     const { report } = await open("#m=memory&context=65536");
     for (const [key, check] of [["export_json", (t) => JSON.stringify(strip(JSON.parse(t))) === JSON.stringify(strip(report))],
-                                ["export_csv", (t) => t.includes("state_bytes,43417600,B")]]) {
+                                ["export_csv", (t) => t.includes("state_bytes,449372160,B")]]) {
       const r = await page.evaluate((k) => window.k3.widget(k), key);
       if (!r) { ok(false, `${key} button on the page`); continue; }
       const [dl] = await Promise.all([page.waitForEvent("download", { timeout: 10000 }),

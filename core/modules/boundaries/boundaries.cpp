@@ -51,8 +51,13 @@ void fleet_map_params(ParamList<BoundariesParams>& l) {
 std::vector<Falsifier<BoundariesParams>> boundaries_falsifiers() {
     using F = BoundariesFalsify;
     auto set = [](F f) { return [f](BoundariesParams& p) { p.falsify = f; }; };
-    const std::vector<std::pair<std::string, std::string>> small = {
+    using Kv = std::vector<std::pair<std::string, std::string>>;
+    const Kv small = {
         {"resolution", "6"}, {"fleet_grid", "2"}, {"fleet_requests", "40"}, {"dest_checkpoint", "1"}};
+    auto with = [](Kv kv, std::pair<std::string, std::string> more) {
+        kv.push_back(std::move(more));
+        return kv;
+    };
     return {
         {"prefix_cell",
          "one cell of map 1 is priced without its checkpoint",
@@ -73,6 +78,17 @@ std::vector<Falsifier<BoundariesParams>> boundaries_falsifiers() {
          "module 7's storage is counted with core-only records (the wrong record size)",
          {"map3_module7_storage"},
          set(F::module7_record_size),
+         small},
+        {"recoverssm_row_window",
+         "one acceptance row of map 3 sizes RecoverSSM's pages and records for one draft token more than the "
+         "row's",
+         {"map3_cells_match_verification_ledger"},
+         set(F::recoverssm_row_window),
+         with(small, {"variant", "recoverssm"})},
+        {"recoverssm_k3_window",
+         "Kimi-K3's RecoverSSM storage is sized for 8 draft tokens instead of 7",
+         {"map3_recoverssm_storage"},
+         set(F::recoverssm_k3_window),
          small},
         {"cp_link",
          "map 4's exchanges are costed over a link twice as fast as the chosen one",
@@ -118,11 +134,26 @@ ParamList<BoundariesParams> boundaries_params() {
     l.integer(&P::resolution, "resolution", "Map resolution", "cells", 6, 40)
         .in_group("Maps")
         .describe("Cells per axis of the computed maps (1, 4 and 5; the acceptance axis of map 3).");
+    l.choice(&P::variant, "variant", "Map 3: replay records",
+             Choices<spec::RecordVariant>{
+                 {spec::RecordVariant::minimal_exact, "minimal_exact", "minimal exact records (module 7)"},
+                 {spec::RecordVariant::recoverssm, "recoverssm", "RecoverSSM as vLLM runs it (Kimi-K3)"}})
+        .in_group("Maps");
+    l.flag(&P::prefix_caching, "prefix_caching", "Map 3: vLLM prefix caching (align mode)")
+        .in_group("Maps")
+        .active_when("variant", "recoverssm")
+        .describe(
+            "RecoverSSM's pages: align mode holds 2 + N snapshot pages against 2, none 1 + N against 1.");
     fleet_map_params(l);
     return l;
 }
 
 void validate_boundaries(const BoundariesParams& p, Issues& issues) {
+    if (p.variant == spec::RecordVariant::recoverssm && model_preset(p.preset)->linear_name != "KDA")
+        issues.error(p.variant,
+                     "RecoverSSM records KDA's delta-rule corrections and gates; this model's "
+                     "linear layers are " +
+                         model_preset(p.preset)->linear_name);
     FleetConfig f;  // the fleet map's instances: module 11's defaults but for the model and GPU
     f.model = *model_preset(p.preset);
     f.hardware = p.hardware;
@@ -162,7 +193,13 @@ Experiment make_boundaries_experiment() {
                  {{"resolution", "6"}, {"fleet_grid", "2"}, {"fleet_requests", "40"}},
                  "cp_min_tokens_per_rank"},
             },
-        .falsifiers = boundaries_falsifiers()});
+        .falsifiers = boundaries_falsifiers(),
+        // Map 3 with RecoverSSM at Kimi-K3's dimensions.
+        .audit_params = {{{"resolution", "6"},
+                          {"fleet_grid", "2"},
+                          {"fleet_requests", "40"},
+                          {"preset", "kimi-k3"},
+                          {"variant", "recoverssm"}}}});
 }
 
 K3_REGISTER_EXPERIMENT(make_boundaries_experiment);

@@ -24,6 +24,9 @@ struct BoundariesParams {
     bool dest_checkpoint = false;
     uint32_t checkpoint_distance = 512;  // tokens
     int resolution = 20;                 // cells per axis
+    // Map 3: what replay records, and vLLM's align mode (prefix caching) for RecoverSSM's pages.
+    spec::RecordVariant variant = spec::RecordVariant::minimal_exact;
+    bool prefix_caching = true;
     // The fleet map.
     uint32_t instances = 4;
     uint64_t state_capacity = 64;

@@ -101,7 +101,39 @@ LedgerValue prefix_ledger(const BoundaryInputs& in, double prefix_tokens, double
     return {(reuse * saved - write - held) * per_token, (reuse * saved + write + held) * per_token};
 }
 
+namespace {
+
+// Map 3 with RecoverSSM, n draft tokens: vLLM's pages sized from the blob layout. A page holds the
+// recurrent state and a conv window of W - 1 + n columns; RecoverSSM's page adds, for each of the 1 + n
+// positions and each value head, the correction (V fp32) and the key and raw gate (2 K in the conv
+// window's dtype). Snapshots: the recurrent state written per position (the conv window rolls back by
+// an offset), 1 + n pages held (2 + n in align mode);
+// RecoverSSM: a record written per position, the commit reads the state and the kept records and
+// writes the state; 1 page held (2 in align mode).
+LedgerValue recoverssm_ledger(const BoundaryInputs& in, int n, double accept) {
+    const ModelConfig& c = in.model;
+    const Hardware& hw = in.hardware;
+    const BlobLayout l = BlobLayout::of(c);
+    const double layers = l.linear_layers, T = 1.0 + n, act = double(dtype_bytes(l.conv_dtype));
+    const double S = double(l.recurrent_bytes_per_layer());
+    const double page = S + double(l.conv_bytes_per_layer()) + n * double(l.conv_channels()) * act;
+    const double record = double(l.v_heads) * (4.0 * l.head_v + 2.0 * l.head_k * act);
+    const double held_snap = (in.align ? 2.0 + n : 1.0 + n) * page;
+    const double held_rec = (in.align ? 2.0 : 1.0) * (page + T * record);
+    const double kept = mean_kept(n + 1, accept), step_s = decode_step_s(in);
+    const double core_flops = flops_per_token(c, 0) - 2 * c.active_params;
+    const double snapshots =
+        work_cost(0, T * S * layers, hw, in.eff).seconds + rent(held_snap * layers, step_s, hw);
+    const double replay = work_cost(0, T * record * layers, hw, in.eff).seconds +
+                          work_cost(kept * core_flops, (2 * S + kept * record) * layers, hw, in.eff).seconds +
+                          rent(held_rec * layers, step_s, hw);
+    return {(snapshots - replay) * 1e6 / kept, (snapshots + replay) * 1e6 / kept};
+}
+
+}  // namespace
+
 LedgerValue replay_ledger(const BoundaryInputs& in, int draft_len, double accept) {
+    if (in.variant == spec::RecordVariant::recoverssm) return recoverssm_ledger(in, draft_len, accept);
     const ModelConfig& c = in.model;
     const Hardware& hw = in.hardware;
     const BlobLayout l = BlobLayout::of(c);

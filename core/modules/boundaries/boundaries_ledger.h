@@ -38,7 +38,8 @@ BlobSizes measure_blob_sizes(const ModelConfig& c);
 // Map 1: a cached prefix of P tokens over its residence, GPU-us per prefix token at reuse p.
 LedgerValue prefix_ledger(const BoundaryInputs& in, double prefix_tokens, double reuse);
 // Map 3: one verification of N tokens at acceptance a, GPU-us saved by replay per kept token; the
-// rollback storage is held for one decode step of the batch.
+// rollback storage is held for one decode step of the batch. With RecoverSSM N counts draft tokens
+// (1 + N verified) and the pages are vLLM's.
 LedgerValue replay_ledger(const BoundaryInputs& in, int draft_len, double accept);
 // Map 4: the speed-up of R ranks over one on a prompt of R x n tokens.
 LedgerValue cp_ledger(const BoundaryInputs& in, double tokens_per_rank, int ranks);

@@ -130,27 +130,64 @@ IntervalMap interval_map(const BoundaryInputs& in, const Workload& w, const std:
 
 // ---- 3. projection replay vs snapshots ----
 
+namespace {
+
+// One cell of map 3: N tokens per verification (module 7's replay) or N draft tokens (RecoverSSM).
+ReplayVsSnapshots replay_cell(const BoundaryInputs& in, int N, double accept, double step_s, bool damaged) {
+    using spec::RecordVariant;
+    if (in.variant == RecordVariant::recoverssm)
+        return recoverssm_vs_snapshots(in.model, in.hardware, N + (damaged ? 1 : 0), accept, step_s, in.align,
+                                       in.eff);
+    const RecordVariant v = damaged ? RecordVariant::core_only : RecordVariant::minimal_exact;
+    return replay_vs_snapshots(in.model, in.hardware, N, accept, step_s, in.eff, v);
+}
+
+// Kimi-K3's RecoverSSM storage at N = 7 (reference/kimi_k3.md §3.3), from the map's accounting.
+void k3_recoverssm_storage(const BoundaryInputs& in, double step_s, ReplayMap& m) {
+    const ModelConfig k3 = *model_preset("kimi-k3");
+    const int n = in.falsify == BoundariesFalsify::recoverssm_k3_window ? 8 : 7;
+    const double L = double(k3.n_linear());
+    const ReplayVsSnapshots none = recoverssm_vs_snapshots(k3, in.hardware, n, 0.5, step_s, false, in.eff);
+    const ReplayVsSnapshots align = recoverssm_vs_snapshots(k3, in.hardware, n, 0.5, step_s, true, in.eff);
+    m.k3_snapshot_none = none.snapshot_bytes / L;
+    m.k3_recoverssm_none = none.replay_bytes / L;
+    m.k3_snapshot_align = align.snapshot_bytes / L;
+    m.k3_recoverssm_align = align.replay_bytes / L;
+    m.k3_record_per_head =
+        double(spec::record_bytes_per_token_per_layer(k3, spec::RecordVariant::recoverssm)) / k3.lin_v_heads;
+}
+
+}  // namespace
+
 ReplayMap replay_map(const BoundaryInputs& in) {
     const ModelConfig& c = in.model;
     const Hardware& hw = in.hardware;
     ReplayMap m;
+    m.recoverssm = in.variant == spec::RecordVariant::recoverssm;
     m.step_s = decode_step_cost(c, hw, in.batch, in.context, in.eff).seconds;
     const double step = m.step_s;
     std::vector<double> ns;
     for (int N = 1; N <= kMaxDraft; ++N) ns.push_back(N);
-    HeatMap& h = m.heat = heat("3. Projection replay vs per-token snapshots: saving per kept token",
-                               "tokens per verification N", "draft acceptance probability",
-                               "GPU-us saved per kept token by replay (estimate)", ns,
-                               linear_axis(0, 1, in.resolution), false, false, 0);
+    HeatMap& h = m.heat = m.recoverssm
+                              ? heat("3. RecoverSSM vs per-token snapshots (vLLM): saving per kept token",
+                                     "draft tokens N (1 + N verified)", "draft acceptance probability",
+                                     "GPU-us saved per kept token by RecoverSSM (estimate)", ns,
+                                     linear_axis(0, 1, in.resolution), false, false, 0)
+                              : heat("3. Projection replay vs per-token snapshots: saving per kept token",
+                                     "tokens per verification N", "draft acceptance probability",
+                                     "GPU-us saved per kept token by replay (estimate)", ns,
+                                     linear_axis(0, 1, in.resolution), false, false, 0);
     using spec::RecordVariant;
     for (size_t iy = 0; iy < h.y.size(); ++iy) {
-        const bool wrong_records = in.falsify == BoundariesFalsify::replay_row_records && middle(iy, h.y);
-        const RecordVariant v = wrong_records ? RecordVariant::core_only : RecordVariant::minimal_exact;
+        const bool damaged =
+            middle(iy, h.y) && (in.falsify == (m.recoverssm ? BoundariesFalsify::recoverssm_row_window
+                                                            : BoundariesFalsify::replay_row_records));
         for (size_t ix = 0; ix < ns.size(); ++ix) {
-            const ReplayVsSnapshots x = replay_vs_snapshots(c, hw, int(ns[ix]), h.y[iy], step, in.eff, v);
+            const ReplayVsSnapshots x = replay_cell(in, int(ns[ix]), h.y[iy], step, damaged);
             at(h, ix, iy) = x.net() / x.kept * 1e6;
         }
     }
+    k3_recoverssm_storage(in, step, m);
     m.ledger = agree(
         h, [&](double N, double a) { return replay_ledger(in, int(N), a); }, kLedgerTolerance);
     // Module 7's storage figures (Kimi-Linear, minimal exact records, N = 4) from the map's own accounting.
@@ -176,9 +213,7 @@ ReplayMap replay_map(const BoundaryInputs& in) {
     if (from <= kMaxDraft) m.pays_from = from;
     m.snapshot_below_batch = pays_above(first_sign_change_int(
         [&](double b) {
-            return replay_vs_snapshots(c, hw, 1, 0, decode_step_cost(c, hw, b, in.context, in.eff).seconds,
-                                       in.eff)
-                .net();
+            return replay_cell(in, 1, 0, decode_step_cost(c, hw, b, in.context, in.eff).seconds, false).net();
         },
         1, 4096));
     return m;

@@ -15,6 +15,7 @@
 #include "core/experiments/report.h"
 #include "core/fleet/workload_replay.h"
 #include "core/model/roofline.h"
+#include "core/spec/storage.h"
 
 namespace k3 {
 
@@ -31,6 +32,8 @@ enum class BoundariesFalsify : uint8_t {
     move_kv_link,              // map 5: the break-even distance is searched over a link twice as fast
     fleet_record_dropped,      // map 6: one completion record of one fleet run is dropped
     affinity_misroute,         // map 6: one request of a reuse-0 affinity run is recorded on another instance
+    recoverssm_row_window,     // map 3 (RecoverSSM): one row sizes pages and records for one draft more
+    recoverssm_k3_window,      // map 3: Kimi-K3's RecoverSSM storage is sized for N = 8, not 7
 };
 
 struct BoundaryInputs {
@@ -45,6 +48,10 @@ struct BoundaryInputs {
     bool dest_checkpoint = false;
     double checkpoint_distance = 512;  // map 5: when the destination holds a checkpoint
     int resolution = 20;
+    // Map 3: what replay records (module 7's minimal exact records, or Kimi-K3's RecoverSSM as vLLM
+    // runs it) and, for RecoverSSM, vLLM's align mode (prefix caching).
+    spec::RecordVariant variant = spec::RecordVariant::minimal_exact;
+    bool align = true;
     BoundariesFalsify falsify = BoundariesFalsify::none;  // read by the map code only, never by the checks
 };
 
@@ -91,6 +98,11 @@ struct ReplayMap {
     std::optional<int> pays_from;                // the smallest N from which replay pays at every acceptance
     std::optional<double> snapshot_below_batch;  // N = 1: snapshots win below this many running requests
     double step_s = 0;                           // the decode step the rollback storage is held for
+    bool recoverssm = false;                     // the x axis counts draft tokens (1 + N verified)
+    // Kimi-K3's RecoverSSM storage at N = 7 from the map's accounting, per KDA layer and request
+    // (reference/kimi_k3.md §3.3): snapshots and RecoverSSM, none and align mode.
+    double k3_snapshot_none = 0, k3_recoverssm_none = 0, k3_snapshot_align = 0, k3_recoverssm_align = 0;
+    double k3_record_per_head = 0;  // one record of one head at one position
 };
 ReplayMap replay_map(const BoundaryInputs& in);
 

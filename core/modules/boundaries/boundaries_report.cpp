@@ -90,6 +90,46 @@ Verdict interval(const BoundaryInputs& in, const IntervalMap& m, Report& r) {
             "cheapest interval " + tokens(m.best_interval) + " at " + residence, "checkpoints"};
 }
 
+// Map 3's accounting of Kimi-K3's RecoverSSM at N = 7 against reference/kimi_k3.md §3.3: pages of
+// 7,028,736 B (snapshot) and 7,815,168 B (RecoverSSM) per KDA layer at TP1, 1 + N or 2 + N against 1 or 2
+// of them, and a record of 1,024 B per head and position, 1/64 of a head's 65,536 B state.
+void recoverssm_storage_check(const ReplayMap& m, Report& r) {
+    const double snap = 7028736, rec = 7815168;
+    const double none = m.k3_snapshot_none / m.k3_recoverssm_none,
+                 align = m.k3_snapshot_align / m.k3_recoverssm_align;
+    r.check(
+        "map3_recoverssm_storage",
+        "Map 3 holds Kimi-K3's RecoverSSM storage at N = 7 as vLLM lays it out: 7.19:1 without prefix "
+        "caching and 4.05:1 in align mode, 1,024 B records per head",
+        m.k3_snapshot_none == 8 * snap && m.k3_recoverssm_none == rec && m.k3_snapshot_align == 9 * snap &&
+            m.k3_recoverssm_align == 2 * rec && m.k3_record_per_head == 1024 &&
+            format_sig(none, 3) == "7.19" && format_sig(align, 3) == "4.05",
+        "per KDA layer and request: snapshots " + format_grouped(m.k3_snapshot_none) + " B vs RecoverSSM " +
+            format_grouped(m.k3_recoverssm_none) + " B (" + format_sig(none, 4) + ":1), align mode " +
+            format_grouped(m.k3_snapshot_align) + " vs " + format_grouped(m.k3_recoverssm_align) + " B (" +
+            format_sig(align, 4) + ":1), record " + format_grouped(m.k3_record_per_head) +
+            " B per head (reference/kimi_k3.md §3.3: pages 7,028,736 and 7,815,168 B, 7.19 and 4.05)");
+}
+
+Verdict recoverssm_verdict(const BoundaryInputs& in, const ReplayMap& m) {
+    const std::string from = m.pays_from ? std::to_string(*m.pays_from) : "";
+    const std::string mode = in.align ? "2 + N pages against 2" : "1 + N pages against 1";
+    return {
+        "RecoverSSM instead of snapshots (vLLM)",
+        m.pays_from ? from + " or more draft tokens per step at " + format_grouped(in.batch) +
+                          " running requests: snapshots write a full state per position and hold " + mode +
+                          ", RecoverSSM writes 1 KiB records per head"
+                    : "not within N <= 16 at this batch",
+        m.snapshot_below_batch
+            ? "one draft token with fewer than " + format_grouped(*m.snapshot_below_batch) +
+                  " running requests: the step is short, so re-reading and rewriting the state on "
+                  "commit costs more than holding the extra page"
+            : "it saves at every cell here, least at one draft token with every draft accepted; vLLM refuses "
+              "it with KV connectors (PD disaggregation, KV offload), where snapshots stay",
+        m.pays_from ? "from N = " + from + " draft tokens at every acceptance" : "none on the map",
+        "spec-storage"};
+}
+
 Verdict replay(const BoundaryInputs& in, const ReplayMap& m, Report& r) {
     r.check("map3_cells_match_verification_ledger",
             "Map 3: every cell equals a ledger of the verification: states and records sized from the blob "
@@ -106,13 +146,17 @@ Verdict replay(const BoundaryInputs& in, const ReplayMap& m, Report& r) {
             " B (reference/kda.md §6: 10,854,400 vs 2,335,232 B per layer, 20 layers): " +
             format_sig(m.ratio_counting_confirmed, 4) + ":1 and " + format_sig(m.ratio_n_snapshots, 4) +
             ":1");
-    r.scalar("replay_min_draft", "Replay pays from this many tokens per verification", "tokens",
-             m.pays_from ? double(*m.pays_from) : NAN, true)
+    recoverssm_storage_check(m, r);
+    r.scalar("replay_min_draft",
+             m.recoverssm ? "RecoverSSM pays from this many draft tokens"
+                          : "Replay pays from this many tokens per verification",
+             "tokens", m.pays_from ? double(*m.pays_from) : NAN, true)
         .help = "At every acceptance on the map, at the chosen batch and context (null: not within N <= 16).";
     r.scalar("decode_step_ms", "Decode step the rollback storage is held for (estimate)", "ms",
              m.step_s * 1e3);
     r.heatmaps.push_back(m.heat);
     const std::string from = m.pays_from ? std::to_string(*m.pays_from) : "";
+    if (m.recoverssm) return recoverssm_verdict(in, m);
     return {
         "Projection replay instead of snapshots",
         m.pays_from ? "verifying " + from + " or more tokens per step at " + format_grouped(in.batch) +

@@ -116,6 +116,8 @@ BoundaryInputs boundary_inputs(const BoundariesParams& p) {
     in.dest_checkpoint = p.dest_checkpoint;
     in.checkpoint_distance = p.checkpoint_distance;
     in.resolution = p.resolution;
+    in.variant = p.variant;
+    in.align = p.prefix_caching;
     in.falsify = p.falsify;
     return in;
 }

@@ -122,8 +122,8 @@ ParamList<CheckpointsParams> checkpoints_params() {
     checkpoint_params(l);
     capacity_params(l);
     l.choice(&CheckpointsParams::preset, "preset", "Model",
-             preset_choices({ModelPreset::kimi_linear_48b, ModelPreset::qwen3_next_80b, ModelPreset::k3_tiny,
-                             ModelPreset::tiny}))
+             preset_choices({ModelPreset::kimi_k3, ModelPreset::kimi_linear_48b, ModelPreset::qwen3_next_80b,
+                             ModelPreset::k3_tiny, ModelPreset::tiny}))
         .in_group("Model")
         .describe("Bytes per state checkpoint and per KV token (module 2's accounting).");
     l.flag(&CheckpointsParams::sweeps, "sweeps", "Sweeps (intervals, capacities, policies)").in_group("Run");

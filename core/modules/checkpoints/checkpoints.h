@@ -54,7 +54,7 @@ struct CheckpointsParams {
     uint64_t kv_capacity_tokens = 0;  // 0 = unbounded
     LruRefresh lru_refresh = LruRefresh::node;
     uint32_t page_size = 1;  // tokens
-    ModelPreset preset = ModelPreset::kimi_linear_48b;
+    ModelPreset preset = ModelPreset::kimi_k3;
     bool sweeps = true;
     CheckpointsFalsify falsify = CheckpointsFalsify::none;  // not a declared parameter
 };

@@ -140,3 +140,14 @@ TEST_CASE("checkpoints: the hit recount follows prefixes and checkpoints without
     c.cache.state_capacity = 1;
     CHECK_FALSE(recount_hits(w, c).has_value());
 }
+
+TEST_CASE("checkpoints: Kimi-K3 is the default model, its checkpoint the accounting's state") {
+    CHECK(CheckpointsParams{}.preset == ModelPreset::kimi_k3);
+    CHECK(find_experiment("checkpoints")->defaults().str("preset") == "kimi-k3");
+    // fp32 codec: one checkpoint is K3's 449,372,160 B of state, as much as 16,253 tokens of its bf16 MLA
+    // cache (reference/kimi_k3.md §2.1, §2.4).
+    const Report r = test::run_module("checkpoints", {{"sweeps", "0"}});
+    test::all_checks_pass(r);
+    CHECK(test::scalar_of(r, "checkpoint_bytes") == 449372160);
+    CHECK(test::scalar_of(r, "state_equivalent_tokens") == doctest::Approx(16253).epsilon(1e-4));
+}

@@ -44,11 +44,11 @@ std::vector<Falsifier<CpParams>> cp_falsifiers() {
          "the map size is counted with a diagonal M (K floats per value head instead of K x K)",
          {"bytes_per_rank_match_held_maps"},
          set(CpFalsify::map_formula)},
-        {"map_formula_k3",
-         "at Kimi-K3's scale, the map size is counted with a diagonal M (K floats per value head)",
+        {"map_formula_kimi",
+         "at Kimi Linear's scale, the map size is counted with a diagonal M (K floats per value head)",
          {"bytes_per_rank_match_held_maps"},
          set(CpFalsify::map_formula),
-         {{"preset", "kimi-k3"}}},
+         {{"preset", "kimi-linear-48b"}}},
     };
 }
 
@@ -121,12 +121,12 @@ Experiment make_cp_experiment() {
                  "state",
                  {{"tokens", "200"}, {"ranks", "7"}},
                  "naive_state_rel_err"},
-                {"Each rank sends this much per KDA layer of Kimi Linear to make the split exact",
+                {"Each rank sends this much per KDA layer of Kimi-K3 to make the split exact",
                  {{"tokens", "200"}, {"ranks", "7"}},
                  "bytes_per_rank_preset"},
             },
         .falsifiers = cp_falsifiers(),
-        .audit_params = {{{"preset", "kimi-k3"}, {"tokens", "120"}, {"ranks", "4"}}}});
+        .audit_params = {{{"preset", "kimi-linear-48b"}, {"tokens", "120"}, {"ranks", "4"}}}});
 }
 
 K3_REGISTER_EXPERIMENT(make_cp_experiment);

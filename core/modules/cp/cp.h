@@ -39,8 +39,8 @@ struct CpParams {
     int chunk = 64;  // C of the chunked kernel on every rank
     CpStart start = CpStart::zero;
     uint64_t seed = 1;
-    ModelPreset preset = ModelPreset::kimi_linear_48b;  // for the figures at scale
-    int64_t context = 131072;                           // tokens split over the ranks at scale
+    ModelPreset preset = ModelPreset::kimi_k3;  // for the figures at scale
+    int64_t context = 131072;                   // tokens split over the ranks at scale
     Link link = *link_preset("nvlink4");
     CpFalsify falsify = CpFalsify::none;  // not a declared parameter
 };

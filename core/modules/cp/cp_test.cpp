@@ -78,13 +78,15 @@ TEST_CASE("cp: small runs pass every check and report the errors and costs") {
         CHECK(r.tables.size() >= 5);
         CHECK(r.series.size() >= 4);
     }
-    const Report k = run_cp({{"tokens", "80"}, {"ranks", "2"}});
+    const Report k = run_cp({{"tokens", "80"}, {"ranks", "2"}, {"preset", "kimi-linear-48b"}});
     CHECK(test::scalar_of(k, "bytes_per_rank_preset") == 4194304.0);  // Kimi Linear, reference/kda.md §4.2
     CHECK(test::scalar_of(k, "bytes_per_rank") == 4.0 * 4 * (64 * 64 + 64 * 64));
 }
 
 TEST_CASE("cp: the figures at scale come from the preset alone") {
     CpParams p;
+    CHECK(p.preset == ModelPreset::kimi_k3);  // the default
+    p.preset = ModelPreset::kimi_linear_48b;
     const CpAtScale kimi = cp_at_scale(p);
     CHECK(kimi.map_bytes == 4194304.0);            // reference/kda.md §4.2: 4 MiB per layer per rank
     CHECK(kimi.held_map_bytes == kimi.map_bytes);  // what local_maps allocates at that shape

@@ -170,6 +170,7 @@ void migration_check(const FaultRun& x, Report& r) {
 
 void checks(const FaultsResult& f, Report& r) {
     for (const FaultRun& x : f.runs) report_fleet_checks(r, *x.sim, x.tag);
+    report_running_state(r, *f.runs[0].sim);
     report_model_notes(r, *f.runs[0].sim);
     for (const FaultRun& x : f.runs)
         if (x.guard) guard_check(x, r);

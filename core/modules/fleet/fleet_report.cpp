@@ -166,6 +166,7 @@ void report_fleet(const FleetParams& p, const FleetResult& result, Report& r) {
         r, s,
         "Instances over time (" + std::string(router_labels()[size_t(result.config.router.kind)]) + ")");
     report_fleet_checks(r, s);
+    report_running_state(r, s);
     report_model_notes(r, s);
     one_instance_checks(result, f, r);
     notes(result, r);

@@ -103,3 +103,35 @@ TEST_CASE("fleet: Kimi-K3 runs with its parameter counts and state, and too litt
                    i.message.find("428.6 MiB") != std::string::npos;
     CHECK(refused);
 }
+
+TEST_CASE("fleet: speculative decoding's state scratch lowers Kimi-K3's running requests") {
+    // 32 GiB of working memory, N = 7, prefix caching (align mode): snapshots hold 2 + N pages of
+    // 7,028,736 B per KDA layer, RecoverSSM 2 pages of 7,815,168 B (reference/kimi_k3.md §3.3).
+    FleetParams p;
+    p.instances.preset = ModelPreset::kimi_k3;
+    FleetConfig c = fleet_module_config(p);
+    CHECK(running_state_slots(c).slots == 64);
+    CHECK(running_state_slots(c).bytes() == 449372160);
+    const RunningStateSlots snap = running_state_slots(c, SpecState::snapshots);
+    CHECK(snap.bytes() == 9ull * 7028736 * 69);
+    CHECK(snap.slots == 7);
+    const RunningStateSlots rec = running_state_slots(c, SpecState::recoverssm);
+    CHECK(rec.bytes() == 2ull * 7815168 * 69);
+    CHECK(rec.slots == 31);
+    c.caching = false;  // none mode: 1 + N and 1
+    CHECK(running_state_slots(c, SpecState::snapshots).pages == 8);
+    CHECK(running_state_slots(c, SpecState::recoverssm).pages == 1);
+    const Report r = test::run_module(
+        "fleet", {{"preset", "kimi-k3"}, {"spec_state", "snapshots"}, {"compare_routers", "0"}});
+    test::all_checks_pass(r);
+    CHECK(test::scalar_of(r, "running_slots") == 7);
+    // RecoverSSM records KDA's corrections: a Gated DeltaNet model is refused.
+    const Experiment& e = *find_experiment("fleet");
+    auto pp = parse_params(e.params, {{"preset", "qwen3-next-80b"}, {"spec_state", "recoverssm"}},
+                           RangePolicy::strict);
+    REQUIRE(pp.ok());
+    bool refused = false;
+    for (const ParamIssue& i : e.check(pp.params))
+        refused |= i.level == ParamIssue::error && i.key == "spec_state";
+    CHECK(refused);
+}

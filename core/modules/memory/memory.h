@@ -29,7 +29,7 @@ enum class MemoryFalsify : uint8_t {
 };
 
 struct MemoryParams {
-    ModelPreset preset = ModelPreset::kimi_linear_48b;
+    ModelPreset preset = ModelPreset::kimi_k3;
     KvDtype kv_dtype = KvDtype::model;
     int tp = 1;                // tensor-parallel ranks: figures per GPU
     int64_t context = 131072;  // tokens

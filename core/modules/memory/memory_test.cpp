@@ -54,7 +54,7 @@ TEST_CASE("memory: Kimi-K3, whole and per GPU, bf16 and fp8 (reference/kimi_k3.m
     test::all_checks_pass(r);
     CHECK(test::check_keyed(r, "kimi_k3_reference_figures").passed);
     // Another KV dtype changes the figures, not the published ones: those checks are not made then.
-    const Report kimi_fp8 = test::run_module("memory", {{"kv_dtype", "fp8"}});
+    const Report kimi_fp8 = test::run_module("memory", {{"preset", "kimi-linear-48b"}, {"kv_dtype", "fp8"}});
     CHECK(test::scalar_of(kimi_fp8, "kv_bytes_per_token") == 4032);
     CHECK(kimi_fp8.find_check("kimi_linear_reference_figures") == nullptr);
     test::all_checks_pass(kimi_fp8);
@@ -116,4 +116,11 @@ TEST_CASE("memory: custom dimensions with a preset are ignored, and the report s
 
 TEST_CASE("memory: every check holds intact and fails when falsified") {
     test::all_checks_proven("memory", 6);
+}
+
+TEST_CASE("memory: Kimi-K3 is the default model") {
+    CHECK(MemoryParams{}.preset == ModelPreset::kimi_k3);
+    const Report r = test::run_module("memory", {});
+    CHECK(test::scalar_of(r, "state_bytes") == 449372160);
+    CHECK(test::check_keyed(r, "kimi_k3_reference_figures").passed);
 }

@@ -124,16 +124,17 @@ std::vector<Falsifier<MigrateParams>> migrate_falsifiers() {
          "the costs at scale are computed for the other preset",
          {"scale_blob_is_accounted"},
          set(MigrateFalsify::scale_wrong_model)},
-        {"scale_conv_dtype_k3",
-         "at Kimi-K3's scale, the cost model counts the conv windows in fp32 (the configuration says bf16)",
+        {"scale_conv_dtype_kimi",
+         "at Kimi Linear's scale, the cost model counts the conv windows in fp32 (the configuration says "
+         "bf16)",
          {"scale_blob_is_accounted"},
          set(MigrateFalsify::scale_conv_dtype),
-         {{"preset", "kimi-k3"}, {"prompt", "16"}, {"before", "1"}, {"after", "1"}}},
-        {"scale_wrong_model_k3",
-         "at Kimi-K3's scale, the costs are computed for Kimi Linear",
+         {{"preset", "kimi-linear-48b"}, {"prompt", "16"}, {"before", "1"}, {"after", "1"}}},
+        {"scale_wrong_model_kimi",
+         "at Kimi Linear's scale, the costs are computed for Qwen3-Next",
          {"scale_blob_is_accounted"},
          set(MigrateFalsify::scale_wrong_model),
-         {{"preset", "kimi-k3"}, {"prompt", "16"}, {"before", "1"}, {"after", "1"}}},
+         {{"preset", "kimi-linear-48b"}, {"prompt", "16"}, {"before", "1"}, {"after", "1"}}},
     };
 }
 
@@ -174,15 +175,15 @@ Experiment make_migrate_experiment() {
         .start = start_migrate,
         .headlines =
             {
-                {"Bytes to migrate a Kimi-Linear request of 128k tokens (state + KV)",
+                {"Bytes to migrate a Kimi-K3 request of 128k tokens (state + KV)",
                  {{"prompt", "16"}, {"before", "1"}, {"after", "1"}},
                  "scale_move_all_bytes"},
-                {"Recomputing that request instead: seconds on an H100 (roofline estimate)",
+                {"Recomputing that request instead: seconds of one H100 (roofline estimate)",
                  {{"prompt", "16"}, {"before", "1"}, {"after", "1"}},
                  "scale_recompute_s"},
             },
         .falsifiers = migrate_falsifiers(),
-        .audit_params = {{{"preset", "kimi-k3"}}}});
+        .audit_params = {{{"preset", "kimi-linear-48b"}}}});
 }
 
 K3_REGISTER_EXPERIMENT(make_migrate_experiment);

@@ -52,7 +52,7 @@ struct MigrateParams {
     int64_t fault_offset = 1000;  // B
     int fault_bit = 0;
     // At a published configuration's scale.
-    ModelPreset preset = ModelPreset::kimi_linear_48b;
+    ModelPreset preset = ModelPreset::kimi_k3;
     int64_t context = 131072, distance = 2048;  // tokens
     std::string link = "ib-ndr";                // link_preset() id (core/model/roofline.h)
     std::string hardware = "h100";              // hardware_preset() id

@@ -88,7 +88,10 @@ std::vector<Falsifier<PoolParams>> pool_falsifiers() {
         {"second_owner",
          "the owner table records a running request's page as another request's",
          {"no_page_owned_twice_*"},
-         set(PoolFalsify::second_owner)},
+         set(PoolFalsify::second_owner),
+         // Kimi-Linear on one GPU: at Kimi-K3's TP8 defaults no audit of vLLM's design happens to see the
+         // damaged page (the static and unified designs' audits do).
+         {{"preset", "kimi-linear-48b"}, {"tp", "1"}}},
         {"page_count",
          "the pool's count of held pages drops by one while the page stays held (freed twice)",
          {"bytes_add_up_*"},
@@ -122,17 +125,17 @@ std::vector<Falsifier<PoolParams>> pool_falsifiers() {
          "vLLM's state page leaves the N draft columns out of the conv window (3 columns, not 3 + N)",
          {"vllm_block_minimal", "vllm_block_k3_reference"},
          set(PoolFalsify::conv_draft),
-         {{"preset", "kimi-k3"}, {"kv_dtype", "fp8"}, {"draft_len", "7"}}},
+         {{"preset", "kimi-k3"}, {"tp", "1"}, {"kv_dtype", "fp8"}, {"draft_len", "7"}}},
         {"spec_blocks",
          "with RecoverSSM a request still holds one state block per draft token",
          {"vllm_state_residency_k3_reference"},
          set(PoolFalsify::spec_blocks),
-         {{"preset", "kimi-k3"}, {"kv_dtype", "fp8"}, {"draft_len", "7"}, {"recoverssm", "on"}}},
+         {{"preset", "kimi-k3"}, {"tp", "1"}, {"kv_dtype", "fp8"}, {"draft_len", "7"}, {"recoverssm", "on"}}},
         {"state_size_qwen",
          "vLLM's block derivation is told Qwen3-Next's state is half its size",
          {"vllm_block_qwen3_next_observed"},
          set(PoolFalsify::state_size),
-         {{"preset", "qwen3-next-80b"}}},
+         {{"preset", "qwen3-next-80b"}, {"tp", "1"}}},
     };
 }
 
@@ -241,9 +244,13 @@ Experiment make_pool_experiment() {
         .live = false,
         .headlines =
             {
+                {"Kimi-K3 at TP8 (fp8 KV) under vLLM's one page size: attention block that holds one KDA "
+                 "layer's state",
+                 {{"kv_dtype", "fp8"}},
+                 "vllm_block_tokens"},
                 {"Kimi-Linear under vLLM's one page size: attention block needed to hold one KDA layer's "
                  "state",
-                 {},
+                 {{"preset", "kimi-linear-48b"}, {"tp", "1"}},
                  "vllm_block_tokens"},
             },
         .falsifiers = pool_falsifiers()});

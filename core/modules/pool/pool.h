@@ -42,9 +42,9 @@ enum class MlaAlign : uint8_t { automatic, on, off };
 inline constexpr uint32_t kVllmMlaAlignment = 128;
 
 struct PoolParams {
-    ModelPreset preset = ModelPreset::kimi_linear_48b;
+    ModelPreset preset = ModelPreset::kimi_k3;
     KvDtype kv_dtype = KvDtype::model;
-    int tp = 1;                  // tensor-parallel ranks: one rank's pool
+    int tp = 8;                  // tensor-parallel ranks: one rank's pool (K3's vLLM recipes run TP8)
     int draft_len = 0;           // N speculative tokens (vLLM num_speculative_tokens)
     bool recoverssm = false;     // K3's RecoverSSM: records instead of one state page per draft token
     bool prefix_caching = true;  // vLLM mamba_cache_mode: align when on, none when off

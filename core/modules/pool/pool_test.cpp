@@ -13,6 +13,12 @@ namespace {
 Report run_pool(std::vector<std::pair<std::string, std::string>> kv = {}) {
     return test::run_module("pool", kv, false);
 }
+// Kimi-Linear on one GPU: the proportions the effects below are shown with (a 41.4 MiB state slot).
+std::vector<std::pair<std::string, std::string>> kimi_linear(
+    std::vector<std::pair<std::string, std::string>> kv) {
+    kv.insert(kv.begin(), {{"preset", "kimi-linear-48b"}, {"tp", "1"}});
+    return kv;
+}
 double scalar(const Report& r, const std::string& key) { return test::scalar_of(r, key.c_str()); }
 const Table* table(const Report& r, const std::string& prefix) { return test::table_named(r, prefix); }
 
@@ -25,8 +31,21 @@ double cell(const Table& t, size_t row, const std::string& column) {
 
 }  // namespace
 
-TEST_CASE("pool: defaults") {
+TEST_CASE("pool: defaults are Kimi-K3 on one rank of TP8") {
     const Report r = run_pool();
+    test::all_checks_pass(r);
+    // bf16 KV at TP8: 768-token blocks (reference/kimi_k3.md §2.2), the state sharded by heads.
+    CHECK(scalar(r, "vllm_block_tokens") == 768);
+    CHECK(test::check_keyed(r, "vllm_block_k3_reference").passed);
+    // The same bytes: the shared designs admit more at once than the static split, which refuses
+    // requests while its free bytes would have held them.
+    CHECK(scalar(r, "mean_running_unified") > scalar(r, "mean_running_static"));
+    CHECK(scalar(r, "mean_running_vllm") > scalar(r, "mean_running_static"));
+    CHECK(scalar(r, "refused_with_room_static") > 10 * (scalar(r, "refused_with_room_unified") + 1));
+}
+
+TEST_CASE("pool: Kimi-Linear on one GPU") {
+    const Report r = run_pool(kimi_linear({}));
     test::all_checks_pass(r);
     CHECK(r.checks.size() >= 15);
     for (const char* design : {"static", "vllm", "unified"})
@@ -103,7 +122,7 @@ TEST_CASE("pool: slicing the run does not change the report") {
 }
 
 TEST_CASE("pool: a static split wastes memory when the mix shifts") {
-    const Report r = run_pool({{"shift_factor", "16"}});
+    const Report r = run_pool(kimi_linear({{"shift_factor", "16"}}));
     const Table* t = table(r, "Before and after the mix shift");
     REQUIRE(t);
     // Rows: static before/after, vLLM before/after, unified before/after.
@@ -121,7 +140,8 @@ TEST_CASE("pool: a static split wastes memory when the mix shifts") {
 
 TEST_CASE("pool: prefixes shorter than vLLM's block are never reused") {
     // Every shared prefix is 1,500 tokens: 23 grid units of 64 for SGLang, less than one 1,888 block.
-    const Report r = run_pool({{"prefix_min", "1500"}, {"prefix_max", "1500"}, {"prefix_share", "0.8"}});
+    const Report r =
+        run_pool(kimi_linear({{"prefix_min", "1500"}, {"prefix_max", "1500"}, {"prefix_share", "0.8"}}));
     CHECK(scalar(r, "prefix_hit_tokens_vllm") == 0);
     CHECK(scalar(r, "prefix_hit_tokens_unified") > 0.5);
     const Table* t = table(r, "Prefix cache by shared-prefix length");
@@ -132,11 +152,11 @@ TEST_CASE("pool: prefixes shorter than vLLM's block are never reused") {
 }
 
 TEST_CASE("pool: other presets") {
-    const Report q = run_pool({{"preset", "qwen3-next-80b"}, {"requests", "100"}});
+    const Report q = run_pool({{"preset", "qwen3-next-80b"}, {"tp", "1"}, {"requests", "100"}});
     test::all_checks_pass(q);
     CHECK(test::check_keyed(q, "vllm_block_qwen3_next_observed").passed);
     CHECK(scalar(q, "vllm_block_tokens") == 1056);
-    const Report t = run_pool({{"preset", "tiny"}, {"budget_mib", "64"}, {"requests", "100"}});
+    const Report t = run_pool({{"preset", "tiny"}, {"tp", "1"}, {"budget_mib", "64"}, {"requests", "100"}});
     test::all_checks_pass(t);
     CHECK(scalar(t, "vllm_block_tokens") == 128);
 }
@@ -188,6 +208,7 @@ TEST_CASE("pool: Kimi K3 under vLLM's derivation (reference/kimi_k3.md §2.2)") 
     CHECK(vllm_state_blocks_per_request(p) == 1);
     // The MLA alignment is Kimi K3's tree's: Kimi-Linear keeps FlashAttention's 16 unless asked.
     PoolParams kl;
+    kl.preset = ModelPreset::kimi_linear_48b;
     CHECK(vllm_kernel_multiple(kl) == 16);
     kl.mla_align = MlaAlign::on;
     CHECK(vllm_kernel_multiple(kl) == 128);
@@ -198,8 +219,8 @@ TEST_CASE("pool: Kimi K3 under vLLM's derivation (reference/kimi_k3.md §2.2)") 
     test::all_checks_pass(tp8);
     CHECK(scalar(tp8, "vllm_block_tokens") == 1536);
     CHECK(test::check_keyed(tp8, "vllm_block_k3_reference").passed);
-    const Report n7 =
-        run_pool({{"preset", "kimi-k3"}, {"kv_dtype", "fp8"}, {"draft_len", "7"}, {"requests", "100"}});
+    const Report n7 = run_pool(
+        {{"preset", "kimi-k3"}, {"tp", "1"}, {"kv_dtype", "fp8"}, {"draft_len", "7"}, {"requests", "100"}});
     test::all_checks_pass(n7);
     CHECK(scalar(n7, "vllm_block_tokens") == 12288);
     CHECK(scalar(n7, "vllm_state_resident_bytes") == 9.0 * 7077888 * 69);
@@ -219,7 +240,8 @@ TEST_CASE("pool: refused parameter combinations") {
     refused({{"budget_mib", "16"}}, "budget_mib");
     refused({{"requests", "5000"}, {"output_tokens", "16384"}}, "output_tokens");
     refused({{"requests", "5000"}, {"arrival_rate", "0.001"}}, "arrival_rate");
-    refused({{"preset", "tiny"}, {"page_tokens", "1"}, {"budget_mib", "65536"}}, "page_tokens");
+    refused({{"preset", "tiny"}, {"tp", "1"}, {"page_tokens", "1"}, {"budget_mib", "65536"}}, "page_tokens");
+    refused({{"preset", "tiny"}}, "tp");  // 4 heads cannot be split over the default 8 ranks
     refused({{"preset", "kimi-k3"}, {"tp", "5"}}, "tp");
     refused({{"preset", "kimi-k3"}, {"recoverssm", "on"}}, "recoverssm");
     refused({{"preset", "qwen3-next-80b"}, {"recoverssm", "on"}, {"draft_len", "2"}}, "recoverssm");
@@ -227,8 +249,8 @@ TEST_CASE("pool: refused parameter combinations") {
 
 TEST_CASE("pool: a factory can refuse a layout the validator accepts, and the report says which") {
     // At r = 20 the static split's KV share of 60 MiB (2.9 MiB) holds no page of 1,024 tokens (8.3 MB).
-    const Report r =
-        test::run_module("pool", {{"state_ratio", "20"}, {"page_tokens", "1024"}, {"budget_mib", "60"}});
+    const Report r = test::run_module(
+        "pool", kimi_linear({{"state_ratio", "20"}, {"page_tokens", "1024"}, {"budget_mib", "60"}}));
     CHECK_FALSE(test::check_keyed(r, "pool_built_static").passed);
     CHECK(test::check_keyed(r, "pool_built_vllm").passed);
     CHECK(test::check_keyed(r, "pool_built_unified").passed);

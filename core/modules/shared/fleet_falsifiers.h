@@ -21,6 +21,7 @@ struct FleetCheckFalsifier {
     const char* does;
     const char* keys;  // a key pattern
     FleetSimFalsify corruption;
+    bool snapshots = false;  // runs with spec_state=snapshots (off holds one page: nothing to corrupt)
 };
 inline const std::vector<FleetCheckFalsifier>& fleet_check_falsifiers() {
     static const std::vector<FleetCheckFalsifier> v = {
@@ -34,6 +35,9 @@ inline const std::vector<FleetCheckFalsifier>& fleet_check_falsifiers() {
          FleetSimFalsify::leak_pages},
         {"late_iteration", "the first iteration ends 1 % later than its batch's roofline time",
          "iteration_times_match_roofline*", FleetSimFalsify::late_iteration},
+        {"state_slot_one_page",
+         "with speculative snapshots, the first instance's state slots hold one state page instead of 2 + N",
+         "state_bytes_match_accounting*", FleetSimFalsify::state_slot_one_page, true},
     };
     return v;
 }
@@ -43,8 +47,11 @@ template <class P>
 std::vector<Falsifier<P>> with_fleet_falsifiers(
     std::vector<Falsifier<P>> own, FleetSimFalsify P::*hook,
     std::vector<std::pair<std::string, std::string>> params = {}) {
-    for (const FleetCheckFalsifier& f : fleet_check_falsifiers())
-        own.push_back({f.id, f.does, {f.keys}, [hook, c = f.corruption](P& p) { p.*hook = c; }, params});
+    for (const FleetCheckFalsifier& f : fleet_check_falsifiers()) {
+        auto with = params;
+        if (f.snapshots) with.push_back({"spec_state", "snapshots"});
+        own.push_back({f.id, f.does, {f.keys}, [hook, c = f.corruption](P& p) { p.*hook = c; }, with});
+    }
     return own;
 }
 

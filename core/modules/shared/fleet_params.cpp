@@ -75,6 +75,10 @@ void fleet_instance_params(ParamList<FleetInstanceParams>& l) {
     inst(l.integer(&P::max_prefills, "max_prefills", "Concurrent prefills", "requests", 1, 64))
         .describe(
             "Requests prefilling at once (vLLM max_num_partial_prefills; SGLang runs one chunked request).");
+    documented(
+        inst(l.choice(&P::spec_state, "spec_state", "Speculative decoding's state",
+                      choices_from<SpecState>(spec_state_ids(), spec_state_labels(), parse_spec_state))));
+    documented(inst(l.integer(&P::draft_len, "draft_len", "Draft tokens N", "tokens", 1, 16)));
     inst(l.real(&P::compute_efficiency, "compute_efficiency", "Compute efficiency", "fraction", 0.05, 1))
         .describe("Share of the peak FLOP/s an engine reaches (an assumption).");
     inst(l.real(&P::memory_efficiency, "memory_efficiency", "Memory efficiency", "fraction", 0.05, 1))
@@ -108,6 +112,8 @@ FleetConfig fleet_config(const FleetRouterParams& router, const FleetCacheParams
     c.max_running = instances.max_running;
     c.max_batch_tokens = instances.max_batch_tokens;
     c.max_prefills = instances.max_prefills;
+    c.spec_state = instances.spec_state;
+    c.draft_len = instances.draft_len;
     c.router.kind = router.router;
     c.router.cache_threshold = router.cache_threshold;
     c.router.balance_abs = router.balance_abs;
@@ -124,6 +130,38 @@ FleetConfig fleet_config(const FleetRouterParams& router, const FleetCacheParams
     return c;
 }
 
+namespace {
+
+// The state slots: today's one state per request must fit max_running times; speculative decoding's
+// scratch lowers the slots to what fits (a warning), down to one request.
+void validate_running_state(const FleetConfig& c, const FleetInstanceParams& instances, Issues& issues) {
+    const RunningStateSlots s = running_state_slots(c);
+    const std::string working = "working memory of " + format_bytes(double(c.working_bytes));
+    if (c.spec_state == SpecState::off) {
+        if (s.fit < c.max_running)
+            issues.error(instances.working_gib, working + " cannot hold " + std::to_string(c.max_running) +
+                                                    " state slots of " + format_bytes(double(s.bytes())) +
+                                                    " and KV pages besides: raise it or lower max_running");
+        return;
+    }
+    if (c.spec_state == SpecState::recoverssm && c.model.linear_name != "KDA") {
+        issues.error(instances.spec_state, "RecoverSSM records KDA's delta-rule corrections and gates; " +
+                                               c.model.name + "'s linear layers are " + c.model.linear_name);
+        return;
+    }
+    const std::string held = std::to_string(s.pages) + " state page(s) of " +
+                             format_bytes(double(s.page_bytes_per_layer * s.linear_layers));
+    if (s.fit == 0)
+        issues.error(instances.working_gib,
+                     working + " cannot hold one running request's " + held + " and KV pages besides");
+    else if (s.slots < c.max_running)
+        issues.warning(instances.spec_state, "each running request holds " + held + ": " + working +
+                                                 " holds " + std::to_string(s.slots) + " of the " +
+                                                 std::to_string(c.max_running) + " running requests");
+}
+
+}  // namespace
+
 void validate_fleet_groups(const FleetRouterParams& router, const FleetCacheParams& cache,
                            const FleetInstanceParams& instances, const FleetCostParams& cost,
                            Issues& issues) {
@@ -137,13 +175,7 @@ void validate_fleet_groups(const FleetRouterParams& router, const FleetCachePara
         issues.error(cache.interval, "interval " + std::to_string(c.policy.interval) +
                                          " is not a multiple of the page size " +
                                          std::to_string(c.cache.page_size));
-    const MemoryAccount a = account_memory(c.model);
-    const double states = double(c.max_running) * double(a.state_bytes);
-    if (states + 256.0 * double(a.kv_bytes_per_token) * 16 > double(c.working_bytes))
-        issues.error(instances.working_gib, "working memory of " + format_bytes(double(c.working_bytes)) +
-                                                " cannot hold " + std::to_string(c.max_running) +
-                                                " state slots of " + format_bytes(double(a.state_bytes)) +
-                                                " and KV pages besides: raise it or lower max_running");
+    validate_running_state(c, instances, issues);
     const MemoryPlan m = memory_plan(c);
     if (m.total() > m.device)
         issues.warning(instances.working_gib, "weights (" + format_bytes(m.weights) + ") + working memory (" +

@@ -35,6 +35,8 @@ struct FleetInstanceParams {
     int gpus = 2;
     double working_gib = 32;
     uint32_t max_running = 64, max_batch_tokens = 8192, max_prefills = 2;
+    SpecState spec_state = SpecState::off;  // speculative decoding's state scratch
+    uint32_t draft_len = 7;                 // tokens (DSpark's N = 7, reference/kimi_k3.md §1.3)
     double compute_efficiency = 0.5, memory_efficiency = 0.8;
 };
 
@@ -48,7 +50,7 @@ void fleet_router_params(ParamList<FleetRouterParams>& l);
 // policy, interval, state_capacity, kv_capacity_tokens, page_size, lru_refresh ("Prefix cache").
 void fleet_cache_params(ParamList<FleetCacheParams>& l);
 // instances, preset, hardware, gpus, working_gib, max_running, max_batch_tokens, max_prefills,
-// compute_efficiency, memory_efficiency ("Instances").
+// spec_state, draft_len, compute_efficiency, memory_efficiency ("Instances").
 void fleet_instance_params(ParamList<FleetInstanceParams>& l);
 // price_per_gpu_hour, link ("Cost").
 void fleet_cost_params(ParamList<FleetCostParams>& l);

@@ -225,6 +225,54 @@ Series ttft_by_arrival(std::string name, std::string plot, const std::vector<Req
     return s;
 }
 
+namespace {
+
+std::string pages_of(const RunningStateSlots& x) {
+    return std::to_string(x.pages) + " page(s) of " +
+           format_grouped(double(x.page_bytes_per_layer * x.linear_layers)) + " B";
+}
+
+// The state bytes the working pools held, read from the pools after every admission, against the
+// per-request accounting (running_state_slots: vLLM's pages from spec::vllm_pages).
+void state_bytes_check(Report& r, const FleetSim& s, const std::string& key, const std::string& name) {
+    const FleetTotals& t = s.totals();
+    const RunningStateSlots a = running_state_slots(s.config());
+    const bool bytes_ok = t.state_bytes_held == t.states_held * a.bytes();
+    r.check(key, name + "The working pools held each running request's state as the accounting sizes it",
+            bytes_ok && t.peak_running <= a.slots,
+            "after " + grouped(t.state_admissions) + " admissions the pools held " +
+                grouped(t.state_bytes_held) + " B of state in " + grouped(t.states_held) +
+                " slot-moments; the accounting gives " + grouped(t.states_held * a.bytes()) + " B (" +
+                pages_of(a) + " per request); at most " + std::to_string(t.peak_running) +
+                " requests ran on one instance, of " + std::to_string(a.slots) + " slots");
+}
+
+}  // namespace
+
+void report_running_state(Report& r, const FleetSim& s) {
+    const FleetConfig& c = s.config();
+    const RunningStateSlots& x = s.running_slots();
+    r.scalar("state_pages_per_request", "State pages a running request holds", "pages", double(x.pages));
+    r.scalar("state_bytes_per_request", "State bytes a running request holds", "B", double(x.bytes()));
+    r.scalar("running_slots", "Running requests the working memory holds (state slots)", "requests",
+             double(x.slots), true);
+    Table& t = r.add_table(make_table(
+        "Running requests per instance by speculative decoding's state (N = " + std::to_string(c.draft_len) +
+            (c.caching ? ", prefix caching: align mode" : ", no prefix caching") + "; working memory " +
+            format_bytes(double(c.working_bytes)) + ")",
+        {{"state", ""},
+         {"pages per request", "pages"},
+         {"state per request", "B"},
+         {"requests that fit", "requests"},
+         {"state slots", "requests"}}));
+    for (size_t i = 0; i < spec_state_ids().size(); ++i) {
+        const SpecState k = SpecState(i);
+        if (k == SpecState::recoverssm && c.model.linear_name != "KDA") continue;
+        const RunningStateSlots y = running_state_slots(c, k);
+        t.add({spec_state_ids()[i], double(y.pages), double(y.bytes()), double(y.fit), double(y.slots)});
+    }
+}
+
 void report_fleet_checks(Report& r, const FleetSim& s, const RunTag& tag) {
     const std::string name = tag.name.empty() ? "" : tag.name + ": ";
     auto key = [&](const char* k) { return tag.key.empty() ? std::string(k) : k + ("_" + tag.key); };
@@ -249,6 +297,7 @@ void report_fleet_checks(Report& r, const FleetSim& s, const RunTag& tag) {
                                 " page-pool owners left after the run (radix trees and pools audited)"
                           : audit);
     clock_check(r, s, key("iteration_times_match_roofline"), name);
+    state_bytes_check(r, s, key("state_bytes_match_accounting"), name);
 }
 
 void report_model_notes(Report& r, const FleetSim& s) {

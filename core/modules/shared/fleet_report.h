@@ -34,8 +34,12 @@ Series ttft_by_arrival(std::string name, std::string plot, const std::vector<Req
 // Checks every fleet run must pass (their falsifiers: fleet_falsifiers.h): every request completed
 // with its output or failed; the iterations' work ledger equals a recount from the requests; every
 // cache hit is backed by an earlier request's tokens on its instance (fleet_recount.h); caches and
-// pools audit clean and are released; every iteration lasts its batch's roofline time.
+// pools audit clean and are released; every iteration lasts its batch's roofline time; the pools held
+// each running request's state as the accounting sizes it.
 void report_fleet_checks(Report& r, const FleetSim& s, const RunTag& tag = {});
+// What a running request holds for its state (FleetConfig::spec_state) and the running requests that
+// fit, for each choice of the state scratch (scalars and a table).
+void report_running_state(Report& r, const FleetSim& s);
 // The hardware, the cost model's scale and its simplifications (notes).
 void report_model_notes(Report& r, const FleetSim& s);
 

@@ -178,6 +178,7 @@ void isolation_check(const TenantsParams& p, const TenantsResult& t, const Burst
 
 void checks(const TenantsParams& p, const TenantsResult& t, const Burst& b, Report& r) {
     for (const TenantRun& x : t.runs) report_fleet_checks(r, *x.sim, x.tag);
+    report_running_state(r, b.main);
     report_model_notes(r, b.main);
     isolation_check(p, t, b, r);
     const SoloComparison c = compare_solo(b.main, b.solo);
