@@ -144,6 +144,9 @@ AllocStatus PagePool::truncate_kv(OwnerId owner, uint64_t tokens) {
     while (r->pages.size() > keep) {
         const PageRef p = r->pages.back();
         r->pages.pop_back();
+        if (page_owner_[p] != owner && freed_foreign_page_.empty())
+            freed_foreign_page_ = "owner " + std::to_string(owner) + " freed page " + std::to_string(p) +
+                                  ", which the owner table gave to owner " + std::to_string(page_owner_[p]);
         page_owner_[p] = kNoOwner;
         give_page(p);
         --pages_;
@@ -329,6 +332,7 @@ std::vector<MapUnit> PagePool::map() const {
 }
 
 std::string PagePool::audit() const {
+    if (!freed_foreign_page_.empty()) return freed_foreign_page_;
     // 1. Owner lists against the per-handle owner tables: every handle listed once, by its owner.
     if (std::string e = audit_owner_lists(); !e.empty()) return e;
     // 2. The design's own tables (free lists, virtual -> physical maps).

@@ -179,7 +179,8 @@ class PagePool {
     std::vector<MapUnit> map() const;  // covers [0, budget) in pool order, no gaps, no overlaps
     // Recomputes every invariant from the physical tables: each page and slot has one owner and
     // one place, owners' lists match, pages cover exactly their tokens, the map tiles the budget
-    // and its per-kind sums equal stats(). Empty when consistent, else the first violation.
+    // and its per-kind sums equal stats(); and no owner has ever freed a page the owner table gave
+    // to another owner. Empty when consistent, else the first violation.
     std::string audit() const;
     // Free bytes counted from the design's free structures (free lists, holes, the gap between the
     // regions), not as the budget's remainder: with owner_bytes() of every owner and the unusable
@@ -275,6 +276,9 @@ class PagePool {
 
     std::map<OwnerId, OwnerRecord> owners_;  // ordered: iteration never depends on hashing
     std::vector<OwnerId> page_owner_, state_owner_;
+    // The first page an owner freed that the owner table gave to someone else: a fault that a sampled
+    // audit would miss once the page is free again, so audit() reports it from then on.
+    std::string freed_foreign_page_;
     uint64_t pages_ = 0, tokens_ = 0, states_ = 0;
     uint64_t compactions_ = 0, bytes_moved_ = 0;
     std::vector<std::byte> storage_;

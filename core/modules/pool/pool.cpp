@@ -88,10 +88,7 @@ std::vector<Falsifier<PoolParams>> pool_falsifiers() {
         {"second_owner",
          "the owner table records a running request's page as another request's",
          {"no_page_owned_twice_*"},
-         set(PoolFalsify::second_owner),
-         // Kimi-Linear on one GPU: at Kimi-K3's TP8 defaults no audit of vLLM's design happens to see the
-         // damaged page (the static and unified designs' audits do).
-         {{"preset", "kimi-linear-48b"}, {"tp", "1"}}},
+         set(PoolFalsify::second_owner)},
         {"page_count",
          "the pool's count of held pages drops by one while the page stays held (freed twice)",
          {"bytes_add_up_*"},
