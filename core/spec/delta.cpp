@@ -41,6 +41,7 @@ void closed_form_head(R* Sh, int K, int V, const float* k, size_t k_row, const f
 
 template <class R>
 void closed_form(const kda::Shape& s, R* S, const float* k, const float* c, const float* g, int T, int skip) {
+    if (T <= 0) return;  // nothing accepted: S stays the checkpoint (and the record buffers may be empty)
     for (int h = 0; h < s.HV; ++h)
         closed_form_head(S + size_t(h) * s.head_state(), s.K, s.V, k + size_t(h / s.group()) * s.K,
                          s.qk_row(), c + size_t(h) * s.V, s.v_row(), g + size_t(h) * s.K, s.g_row(), T, skip);
