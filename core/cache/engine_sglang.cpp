@@ -139,7 +139,7 @@ void SglangReplay::cache_unfinished(Running& r) {
     // Re-match and re-lock: the tree now owns the request's KV up to the state just inserted.
     cache_.release(r.lease);
     ++t_.unlocks;
-    r.lease = cache_.acquire(*r.q, len);
+    r.lease = cache_.acquire(*r.q, len, false);
     ++t_.locks;
     r.protected_len = r.lease.match.state_len;
     if (r.protected_len != len && t_.sanity_failure.empty())

@@ -79,7 +79,7 @@ struct SglangRequest {
 struct SglangTotals {
     uint64_t requests = 0, prompt_tokens = 0, kv_hit_tokens = 0, state_hit_tokens = 0;
     uint64_t extends = 0, tracked = 0, branch_tracks = 0;
-    uint64_t requests_with_kv_hit = 0, requests_with_state_hit = 0, gap_requests = 0, full_hits = 0;
+    uint64_t requests_with_kv_hit = 0, requests_with_state_hit = 0, gap_requests = 0;
     uint64_t inserts = 0, states_inserted = 0, states_existing = 0;
     // SGLang's pools: what was allocated and freed (unbounded, so nothing is ever evicted).
     uint64_t kv_allocated = 0, kv_freed = 0;

@@ -49,6 +49,7 @@ TEST_CASE("SGLang extra_buffer: one state per extend at the chunk end floored to
     CHECK(a.cached_len == 576);
     CHECK(r.cache().stats().states == 3);
     CHECK(r.cache().stats().kv_tokens == 576);
+    CHECK(r.cache().stats().checkpoints_used == 0);  // re-locks after each chunk resume nothing
     // The same prompt again: the match stops at input_len - 1 = 599 and is limited to the cached 576.
     const SglangRequest b = r.serve(prompt(1, 600), 600);
     CHECK(b.kv_hit == 576);
@@ -56,6 +57,7 @@ TEST_CASE("SGLang extra_buffer: one state per extend at the chunk end floored to
     CHECK(b.extends == 1);
     CHECK(b.tracked == 0);  // a 24-token extend tracks nothing
     CHECK(b.cached_len == 0);
+    CHECK(r.cache().stats().checkpoints_used == 1);
     invariants_hold(r);
 }
 

@@ -26,7 +26,7 @@ ReplayTotals sglang_headline_totals(const SglangTotals& t, const CacheStats& s, 
     h.state_hit_tokens = t.state_hit_tokens;
     h.recomputed_tokens = t.prompt_tokens - t.state_hit_tokens;
     h.gap_requests = t.gap_requests;
-    h.full_hits = t.full_hits;
+    h.full_hits = 0;  // the match stops at input_len - 1: a request always prefills a token
     h.no_state_hit = t.requests - t.requests_with_state_hit;
     h.checkpoints_planned = t.inserts;
     h.states_added = t.states_inserted;
