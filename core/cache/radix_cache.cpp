@@ -387,7 +387,7 @@ CheckpointRef RadixCache::state_at(const Match& m) const {
     return cps_[nodes_[m.state_node].checkpoint].ref;
 }
 
-Lease RadixCache::acquire(const TokenSeq& q, uint64_t len) {
+Lease RadixCache::acquire(const TokenSeq& q, uint64_t len, bool resume) {
     Lease l;
     l.match = match(q, len);
     l.active = true;
@@ -402,7 +402,7 @@ Lease RadixCache::acquire(const TokenSeq& q, uint64_t len) {
         ++s.state_lock;
         l.checkpoint = s.checkpoint;
         l.state = borrow(s.checkpoint);
-        if (cps_[s.checkpoint].uses++ == 0) ++stats_.checkpoints_used;
+        if (resume && cps_[s.checkpoint].uses++ == 0) ++stats_.checkpoints_used;
     }
     if (cfg_.refresh == LruRefresh::path) {
         // Root to leaf, so deeper nodes end up more recent than their ancestors.

@@ -145,8 +145,10 @@ class RadixCache {
 
     // Longest cached prefix of q[0, len): no side effects (routers probe with this).
     Match match(const TokenSeq& q, uint64_t len) const;
-    // match() + lock the KV path and the state + LRU refresh + borrow the checkpoint.
-    Lease acquire(const TokenSeq& q, uint64_t len);
+    // match() + lock the KV path and the state + LRU refresh + borrow the checkpoint. `resume` false: a
+    // lock on what the request itself just cached (SGLang re-locks after each chunk), not a resume, so
+    // the checkpoint does not count as used.
+    Lease acquire(const TokenSeq& q, uint64_t len, bool resume = true);
     void release(Lease& lease);
     // The payload of the checkpoint a match resumes from (empty for the zero state), without a lease.
     CheckpointRef state_at(const Match& m) const;

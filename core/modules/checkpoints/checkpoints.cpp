@@ -63,6 +63,25 @@ void capacity_params(ParamList<CheckpointsParams>& l) {
             "and vLLM).");
 }
 
+void engine_params(ParamList<CheckpointsParams>& l) {
+    const std::string group = "Engine";
+    l.choice(&CheckpointsParams::engine, "engine", "Engine",
+             Choices<CacheEngine>{{CacheEngine::ideal, "ideal", "ideal placement (upper bound)"},
+                                  {CacheEngine::sglang, "sglang", "SGLang MambaRadixCache"}})
+        .in_group(group);
+    l.choice(&CheckpointsParams::sglang_mode, "sglang_mode", "SGLang mamba scheduler strategy",
+             Choices<SglangMode>{{SglangMode::extra_buffer, "extra_buffer", "extra_buffer"},
+                                 {SglangMode::no_buffer, "no_buffer", "no_buffer"}})
+        .in_group(group)
+        .active_when("engine", "sglang");
+    l.integer(&CheckpointsParams::chunked_prefill_tokens, "chunked_prefill_tokens", "Chunked prefill size",
+              "tokens", 64, 1048576)
+        .log()
+        .in_group(group)
+        .active_when("engine", "sglang")
+        .describe("SGLang --chunked-prefill-size: the most prompt tokens one extend prefills.");
+}
+
 using Kv = std::vector<std::pair<std::string, std::string>>;
 
 Falsifier<CheckpointsParams> falsifier(std::string id, std::string does, std::vector<std::string> keys,
@@ -75,6 +94,7 @@ Falsifier<CheckpointsParams> falsifier(std::string id, std::string does, std::ve
 std::vector<Falsifier<CheckpointsParams>> checkpoints_falsifiers() {
     using F = CheckpointsFalsify;
     const Kv trace = {{"trace", "mooncake"}, {"sweeps", "0"}};
+    const Kv sglang = {{"engine", "sglang"}, {"sweeps", "0"}};
     return {
         falsifier("codec_bit_random", "one bit of each encoded random state is flipped before decoding",
                   {"codec_error_within_bound"}, F::codec_bit_random),
@@ -109,6 +129,20 @@ std::vector<Falsifier<CheckpointsParams>> checkpoints_falsifiers() {
                   F::missing_trace),
         falsifier("estimate_lie", "the tree-size estimate counts one checkpoint per token",
                   {"run_within_memory_budget"}, F::estimate_lie),
+        falsifier("sglang_slot_leak", "SGLang: one request's mamba slot is never freed at its finish",
+                  {"sglang_mamba_slots_match_states"}, F::sglang_slot_leak, sglang),
+        falsifier("sglang_kv_tail_kept",
+                  "SGLang: one request's KV past its last tracked state is never freed",
+                  {"sglang_kv_slots_match_tree"}, F::sglang_kv_tail_kept, sglang),
+        falsifier("sglang_lock_left", "SGLang: one request's lock on its matched node is never released",
+                  {"sglang_no_locks_left", "counts_return_to_zero"}, F::sglang_lock_left, sglang),
+        falsifier("sglang_tree_miscount",
+                  "SGLang: the tree counts one kv token more than its nodes hold, midway",
+                  {"sglang_sanity_checks", "tree_invariants_hold"}, F::tree_miscount, sglang),
+        falsifier("sglang_no_branching",
+                  "SGLang: the branching point is never tracked (the engines.md driver's ablation)",
+                  {"sglang_engine_figures"}, F::sglang_no_branching,
+                  {{"trace", "mooncake"}, {"engine", "sglang"}, {"sweeps", "0"}}),
     };
 }
 
@@ -119,6 +153,7 @@ ParamList<CheckpointsParams> checkpoints_params() {
     l.group(&CheckpointsParams::workload, [](ParamList<WorkloadSpec>& w) {
         workload_params(w, {.help = "Seed of the synthetic workload.", .synthetic_only = true});
     });
+    engine_params(l);
     checkpoint_params(l);
     capacity_params(l);
     l.choice(&CheckpointsParams::preset, "preset", "Model",
@@ -130,6 +165,20 @@ ParamList<CheckpointsParams> checkpoints_params() {
     return l;
 }
 
+namespace {
+
+void validate_sglang(const CheckpointsParams& p, Issues& issues) {
+    const std::string refused = sglang_config_error(sglang_config(p, 0));
+    if (!refused.empty()) issues.error(p.page_size, refused);
+    const std::string unbounded =
+        "engine=sglang replays SGLang with unbounded pools (reference/engines.md, rule 8: eviction never "
+        "triggers); set it to 0";
+    if (p.state_capacity != 0) issues.error(p.state_capacity, "state_capacity: " + unbounded);
+    if (p.kv_capacity_tokens != 0) issues.error(p.kv_capacity_tokens, "kv_capacity_tokens: " + unbounded);
+}
+
+}  // namespace
+
 void validate_checkpoints(const CheckpointsParams& p, Issues& issues) {
     const std::string interval = "interval " + std::to_string(p.interval);
     if (p.interval % p.chunk != 0)
@@ -139,6 +188,7 @@ void validate_checkpoints(const CheckpointsParams& p, Issues& issues) {
     if (p.interval % p.page_size != 0)
         issues.error(p.interval,
                      interval + " is not a multiple of the page size " + std::to_string(p.page_size));
+    if (p.engine == CacheEngine::sglang) validate_sglang(p, issues);
     validate_workload(p.workload, issues);
 }
 

@@ -11,6 +11,7 @@
 
 #include "core/cache/checkpoint_policy.h"
 #include "core/cache/codec_effect.h"
+#include "core/cache/engine_sglang.h"
 #include "core/cache/radix_cache.h"
 #include "core/cache/state_codec.h"
 #include "core/cache/tree_view.h"
@@ -39,7 +40,15 @@ enum class CheckpointsFalsify : uint8_t {
     recompute_skewed,      // the headline replay's recomputed-token count is one token short
     missing_trace,         // the workload names a trace file that does not exist
     estimate_lie,          // the tree-size estimate counts one checkpoint per token
+    sglang_slot_leak,      // SGLang: one request's mamba slot is never freed at its finish
+    sglang_kv_tail_kept,   // SGLang: one request's KV past its last tracked state is never freed
+    sglang_lock_left,      // SGLang: one request's lock on its matched node is never released
+    sglang_no_branching,   // SGLang: the branching point is never tracked (the driver's ablation)
 };
+
+// Whose prefix caching the replay follows: the idealised placement policies (the upper bound), or an
+// engine's own rules (core/cache/engine_<name>.h).
+enum class CacheEngine : uint8_t { ideal, sglang };
 
 struct CheckpointsParams {
     WorkloadSpec workload;
@@ -55,6 +64,9 @@ struct CheckpointsParams {
     LruRefresh lru_refresh = LruRefresh::node;
     uint32_t page_size = 1;  // tokens
     ModelPreset preset = ModelPreset::kimi_k3;
+    CacheEngine engine = CacheEngine::ideal;
+    SglangMode sglang_mode = SglangMode::extra_buffer;
+    uint32_t chunked_prefill_tokens = 8192;  // tokens
     bool sweeps = true;
     CheckpointsFalsify falsify = CheckpointsFalsify::none;  // not a declared parameter
 };
@@ -65,6 +77,17 @@ struct NodeEstimate {
     uint64_t tokens = 0;  // cached tokens of the workload
     uint64_t finest = 0;  // the finest checkpoint interval the run would replay
     uint64_t limit = 0;
+};
+
+// The SGLang replay (engine=sglang): its counts and the invariants engines.md checks after every
+// configuration ("" = holds).
+struct SglangOutcome {
+    SglangConfig config;
+    SglangTotals totals;
+    std::string slots, kv, locks;
+    uint64_t states_in_tree = 0;
+    // engines.md's row of this configuration when the run replays the bundled trace (unbounded pools).
+    const SglangReferenceRow* reference = nullptr;
 };
 
 // The radix tree at the end of the headline run (the root counts only for the fan-out).
@@ -126,6 +149,7 @@ struct CheckpointsResult {
     // The headline replay's hits per request, and the same recounted from the tokens (synthetic).
     std::vector<RequestHit> replay_hits;
     std::optional<CheckpointHitRecount> recount;
+    std::optional<SglangOutcome> sglang;  // engine=sglang
 
     // The sweeps (empty with sweeps=0).
     std::vector<ReplayResult> intervals, capacities, policies;
@@ -138,5 +162,11 @@ ParamList<CheckpointsParams> checkpoints_params();
 void validate_checkpoints(const CheckpointsParams& p, Issues& issues);
 std::unique_ptr<Run> start_checkpoints(const CheckpointsParams& p, const Params& raw);
 void report_checkpoints(const CheckpointsParams& p, const CheckpointsResult& m, Report& r);
+
+// engine=sglang (checkpoints_sglang.cpp): the replay's configuration, its totals in the headline's
+// terms, its own figures and checks.
+SglangConfig sglang_config(const CheckpointsParams& p, uint64_t state_bytes);
+ReplayTotals sglang_headline_totals(const SglangTotals& t, const CacheStats& s, uint64_t kv_bytes_per_token);
+void report_sglang(const SglangOutcome& o, Report& r);
 
 }  // namespace k3

@@ -510,7 +510,7 @@ void notes(const CheckpointsResult& m, Report& r) {
             "truncated to input_length), which keeps exactly the trace's prefix sharing. Output tokens are "
             "not in "
             "the trace, so only prompts are cached.");
-    else
+    else if (!m.sglang)
         r.notes.push_back(
             "Synthetic requests cache prompt and output (the next turn's prompt contains the output).");
     r.notes.push_back(
@@ -536,8 +536,9 @@ void report_checkpoints(const CheckpointsParams& p, const CheckpointsResult& m, 
     outcomes(m.totals, r);
     headline_checks(m, r);
     recount_checks(m, r);
-    reference_checks(m, r);
+    if (p.engine == CacheEngine::ideal) reference_checks(m, r);
     recomputed_check(m, r);
+    if (m.sglang) report_sglang(*m.sglang, r);
     notes(m, r);
 }
 

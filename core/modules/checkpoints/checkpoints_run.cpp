@@ -62,6 +62,9 @@ class CheckpointsRun : public StagedRun {
   private:
     void load();
     double replay_main(const Deadline& d);
+    void start_sglang();
+    double replay_sglang(const Deadline& d);
+    void finish_sglang();
     void finish_main();
     void plan_sweeps();
     void plan_interval_sweep();
@@ -75,6 +78,8 @@ class CheckpointsRun : public StagedRun {
     MemoryAccount account_;
     LoadedWorkload loaded_;
     std::unique_ptr<WorkloadReplay> main_;
+    std::unique_ptr<SglangReplay> sglang_;  // engine=sglang replaces main_
+    size_t sglang_next_ = 0;
     ReplayQueue intervals_, capacities_, policies_;
     std::shared_ptr<const Workload> capacity_workload_;  // what the capacity sweep replays
     CheckpointsResult result_;
@@ -115,13 +120,18 @@ void CheckpointsRun::load() {
     // Refuse what the page cannot hold: one node per distinct checkpoint or branch.
     NodeEstimate e;
     for (const Request& r : w.requests) e.tokens += r.cache_len();
-    const uint64_t interval = result_.config.policy.interval;
-    e.finest = std::min<uint64_t>(interval, params_.sweeps ? 256 : interval);
+    const bool sglang = params_.engine == CacheEngine::sglang;  // at most one state per extend
+    const uint64_t interval = sglang ? params_.chunked_prefill_tokens : result_.config.policy.interval;
+    e.finest = std::min<uint64_t>(interval, params_.sweeps && !sglang ? 256 : interval);
     if (falsified(CheckpointsFalsify::estimate_lie)) e.finest = 1;
     e.nodes = e.tokens / std::max<uint64_t>(e.finest, 1) + w.requests.size() * 2;
     e.limit = kMaxNodesEstimate;
     if (e.nodes > e.limit) {
         result_.too_big = e;
+        return;
+    }
+    if (sglang) {
+        start_sglang();
         return;
     }
     ReplayConfig headline = result_.config;
@@ -139,6 +149,7 @@ void CheckpointsRun::load() {
 
 double CheckpointsRun::replay_main(const Deadline& d) {
     if (result_.refused()) return 1.0;
+    if (sglang_) return replay_sglang(d);
     const Stopwatch sw;
     const size_t n = loaded_.workload->requests.size();
     while (!main_->done()) {
@@ -173,9 +184,13 @@ void CheckpointsRun::damage_after_replay(RadixCache& c) {
 
 void CheckpointsRun::finish_main() {
     if (result_.refused()) return;
-    RadixCache& c = main_->cache();
-    result_.totals = main_->totals();
-    result_.replay_hits = main_->hits();
+    RadixCache& c = sglang_ ? sglang_->cache() : main_->cache();
+    if (sglang_) {
+        finish_sglang();
+    } else {
+        result_.totals = main_->totals();
+        result_.replay_hits = main_->hits();
+    }
     result_.stats = c.stats();
     result_.audit = c.audit();
     damage_after_replay(c);
@@ -187,10 +202,56 @@ void CheckpointsRun::finish_main() {
     c.clear();
     result_.after_clear = c.stats();
     main_.reset();
+    sglang_.reset();
+}
+
+// engine=sglang: SGLang's own replay of the same requests (core/cache/engine_sglang.h).
+void CheckpointsRun::start_sglang() {
+    sglang_ = std::make_unique<SglangReplay>(sglang_config(params_, result_.config.state_bytes));
+    using F = CheckpointsFalsify;
+    if (falsified(F::sglang_slot_leak)) sglang_->slip(SglangSlip::mamba_slot_leak);
+    if (falsified(F::sglang_kv_tail_kept)) sglang_->slip(SglangSlip::kv_tail_kept);
+    if (falsified(F::sglang_lock_left)) sglang_->slip(SglangSlip::lock_left);
+}
+
+double CheckpointsRun::replay_sglang(const Deadline& d) {
+    const Stopwatch sw;
+    const std::vector<Request>& requests = loaded_.workload->requests;
+    const size_t n = requests.size();
+    while (sglang_next_ < n) {
+        const Request& q = requests[sglang_next_++];
+        const SglangRequest h = sglang_->serve(q.tokens, q.prompt_len);
+        result_.replay_hits.push_back({h.kv_hit, h.state_hit});
+        if (sglang_next_ == n / 2) damage_tree_midway(sglang_->cache());
+        const CacheStats& s = sglang_->cache().stats();
+        result_.max_states_held = std::max(result_.max_states_held, s.states);
+        result_.max_kv_held = std::max(result_.max_kv_held, s.kv_tokens);
+        if ((sglang_next_ & 63) == 0 && d.passed()) break;
+    }
+    result_.replay_ms += sw.ms();
+    return n ? double(sglang_next_) / double(n) : 1.0;
+}
+
+void CheckpointsRun::finish_sglang() {
+    sglang_->sanity_check();  // at the end, beside every 2,000 requests
+    SglangOutcome o;
+    o.config = sglang_->config();
+    o.totals = sglang_->totals();
+    o.slots = sglang_->mamba_slots_check();
+    o.kv = sglang_->kv_check();
+    o.locks = sglang_->locks_check();
+    const CacheStats& s = sglang_->cache().stats();
+    o.states_in_tree = s.states;
+    // The declared configuration (no parameter turns branching-point tracking off: SGLang has none).
+    SglangConfig declared = o.config;
+    declared.track_branching = true;
+    if (loaded_.bundled) o.reference = sglang_reference_row(declared);
+    result_.totals = sglang_headline_totals(o.totals, s, result_.config.kv_bytes_per_token);
+    result_.sglang = std::move(o);
 }
 
 void CheckpointsRun::plan_sweeps() {
-    if (!params_.sweeps) return;
+    if (!params_.sweeps || params_.engine != CacheEngine::ideal) return;
     plan_interval_sweep();
     const ReplayConfig& cfg = result_.config;
     // State capacity, under both LRU refresh modes.
@@ -271,9 +332,10 @@ void CheckpointsRun::finish() {
         result_.policies = policies_.results();
         const CacheConfig& cache = result_.config.cache;
         const bool unbounded = cache.state_capacity == 0 && cache.kv_capacity_tokens == 0;
-        if (loaded_.trace && unbounded && cache.page_size == 1)
+        const bool ideal = params_.engine == CacheEngine::ideal;  // the recounts follow the ideal policies
+        if (ideal && loaded_.trace && unbounded && cache.page_size == 1)
             result_.reference = trace_reference_hits(*loaded_.trace, result_.config.policy.interval);
-        result_.recount = recount_hits(*loaded_.workload, result_.config);
+        if (ideal) result_.recount = recount_hits(*loaded_.workload, result_.config);
     }
     report_checkpoints(params_, result_, report_);
 }

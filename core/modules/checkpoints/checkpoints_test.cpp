@@ -151,3 +151,52 @@ TEST_CASE("checkpoints: Kimi-K3 is the default model, its checkpoint the account
     CHECK(test::scalar_of(r, "checkpoint_bytes") == 449372160);
     CHECK(test::scalar_of(r, "state_equivalent_tokens") == doctest::Approx(16253).epsilon(1e-4));
 }
+
+TEST_CASE("checkpoints: engine=sglang reproduces SGLang's figures on the conversation trace") {
+    const Report r = run({{"trace", "mooncake"},
+                          {"engine", "sglang"},
+                          {"sglang_mode", "extra_buffer"},
+                          {"chunked_prefill_tokens", "8192"},
+                          {"state_capacity", "0"},
+                          {"kv_capacity_tokens", "0"}});
+    test::all_checks_pass(r);
+    CHECK(std::round(scalar(r, "token_hit_kv") * 10000) == 3688);
+    CHECK(std::round(scalar(r, "token_hit_state") * 10000) == 3168);
+    CHECK(scalar(r, "states_held") == 19715);
+    CHECK(scalar(r, "sglang_extend_batches") == 19876);
+    CHECK(test::check_keyed(r, "sglang_engine_figures").passed);
+    // No ideal-policy recount or block-id reference applies to the engine's placement.
+    CHECK(r.find_check("mooncake_reference_hits") == nullptr);
+    CHECK(r.find_check("kv_hit_matches_block_count") == nullptr);
+    // A configuration engines.md does not list runs without the comparison.
+    const Report other =
+        run({{"trace", "mooncake"}, {"engine", "sglang"}, {"chunked_prefill_tokens", "4096"}});
+    test::all_checks_pass(other);
+    CHECK(other.find_check("sglang_engine_figures") == nullptr);
+    CHECK(scalar(other, "token_hit_state") <= scalar(other, "token_hit_kv"));
+}
+
+TEST_CASE("checkpoints: engine=sglang refuses what SGLang cannot run") {
+    const Experiment& e = *find_experiment("checkpoints");
+    auto refused = [&](std::vector<std::pair<std::string, std::string>> kv, const char* key) {
+        auto pp = parse_params(e.params, kv, RangePolicy::strict);
+        REQUIRE(pp.ok());
+        const auto issues = e.check(pp.params);
+        REQUIRE(issues.size() == 1);
+        CHECK(issues[0].key == key);
+        return issues[0].message;
+    };
+    CHECK(refused({{"engine", "sglang"}, {"sglang_mode", "no_buffer"}, {"page_size", "64"}}, "page_size")
+              .find("page_size == 1") != std::string::npos);
+    CHECK(refused({{"engine", "sglang"}, {"state_capacity", "100"}}, "state_capacity").find("unbounded") !=
+          std::string::npos);
+    // The same page size runs with the extra buffer, and no_buffer runs at page 1.
+    for (const char* mode : {"extra_buffer", "no_buffer"}) {
+        auto pp = parse_params(e.params,
+                               {{"engine", "sglang"},
+                                {"sglang_mode", mode},
+                                {"page_size", std::string(mode) == "no_buffer" ? "1" : "64"}},
+                               RangePolicy::strict);
+        CHECK(e.check(pp.params).empty());
+    }
+}
