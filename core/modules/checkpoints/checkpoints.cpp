@@ -34,14 +34,27 @@ void checkpoint_params(ParamList<CheckpointsParams>& l) {
         .in_group(group)
         .active_when("policy", "spread")
         .describe("At most this many states per path, chosen evenly spread along it.");
-    l.integer(&CheckpointsParams::retention_interval, "retention_interval", "Retention segment", "tokens", 16,
-              1048576)
-        .log()
-        .in_group(group)
-        .active_when("policy", "segmented");
+    l.text(&CheckpointsParams::retention_interval, "retention_interval", "Retention segment (tokens)",
+           {"4096", "0", "dense"})
+        .in_group(group);
     l.choice(&CheckpointsParams::codec, "codec", "Checkpoint codec",
              choices_from<StateCodec>(state_codec_ids(), {}, parse_state_codec))
         .in_group(group);
+}
+
+void engine_params(ParamList<CheckpointsParams>& l) {
+    const std::string group = "Engine";
+    l.choice(&CheckpointsParams::engine, "engine", "Prefix cache",
+             Choices<CheckpointsEngine>{{CheckpointsEngine::ideal, "ideal", "idealised (upper bound)"},
+                                        {CheckpointsEngine::vllm, "vllm", "vLLM V1, align mode"}})
+        .in_group(group);
+    l.integer(&CheckpointsParams::vllm_block_tokens, "vllm_block_tokens", "vLLM block (0 = derived)",
+              "tokens", 0, 1048576)
+        .in_group(group)
+        .active_when("engine", "vllm");
+    l.flag(&CheckpointsParams::vllm_mla_align, "vllm_mla_align", "vLLM MLA block alignment 128")
+        .in_group(group)
+        .active_when("engine", "vllm");
 }
 
 void capacity_params(ParamList<CheckpointsParams>& l) {
@@ -75,6 +88,7 @@ Falsifier<CheckpointsParams> falsifier(std::string id, std::string does, std::ve
 std::vector<Falsifier<CheckpointsParams>> checkpoints_falsifiers() {
     using F = CheckpointsFalsify;
     const Kv trace = {{"trace", "mooncake"}, {"sweeps", "0"}};
+    const Kv vllm = {{"engine", "vllm"}, {"vllm_block_tokens", "256"}, {"sweeps", "0"}};
     return {
         falsifier("codec_bit_random", "one bit of each encoded random state is flipped before decoding",
                   {"codec_error_within_bound"}, F::codec_bit_random),
@@ -109,6 +123,17 @@ std::vector<Falsifier<CheckpointsParams>> checkpoints_falsifiers() {
                   F::missing_trace),
         falsifier("estimate_lie", "the tree-size estimate counts one checkpoint per token",
                   {"run_within_memory_budget"}, F::estimate_lie),
+        falsifier("vllm_leaked_ref", "engine=vllm: the first request's blocks are never released",
+                  {"vllm_blocks_consistent"}, F::vllm_leaked_ref, vllm),
+        falsifier("vllm_stray_block", "engine=vllm: a hashed block drops out of the hash map midway",
+                  {"vllm_blocks_consistent"}, F::vllm_stray_block, vllm),
+        falsifier("vllm_no_junction", "engine=vllm: the shared-prefix junction is never reported",
+                  {"vllm_reference_hits"}, F::vllm_no_junction,
+                  {{"trace", "mooncake"},
+                   {"engine", "vllm"},
+                   {"preset", "kimi-linear-48b"},
+                   {"retention_interval", "0"},
+                   {"sweeps", "0"}}),
     };
 }
 
@@ -120,6 +145,7 @@ ParamList<CheckpointsParams> checkpoints_params() {
         workload_params(w, {.help = "Seed of the synthetic workload.", .synthetic_only = true});
     });
     checkpoint_params(l);
+    engine_params(l);
     capacity_params(l);
     l.choice(&CheckpointsParams::preset, "preset", "Model",
              preset_choices({ModelPreset::kimi_k3, ModelPreset::kimi_linear_48b, ModelPreset::qwen3_next_80b,
@@ -130,7 +156,44 @@ ParamList<CheckpointsParams> checkpoints_params() {
     return l;
 }
 
+uint32_t segment_tokens(const CheckpointsParams& p) {
+    const std::optional<VllmRetention> r = parse_vllm_retention(p.retention_interval);
+    return r && r->kind == VllmRetention::interval ? r->tokens : 4096;
+}
+
+namespace {
+
+void validate_retention(const CheckpointsParams& p, Issues& issues) {
+    const std::optional<VllmRetention> r = parse_vllm_retention(p.retention_interval);
+    const std::string bad = "retention_interval '" + p.retention_interval + "'";
+    if (!r) {
+        issues.error(p.retention_interval, bad + " is not a token count, 0 or dense");
+        return;
+    }
+    if (p.engine == CheckpointsEngine::ideal && p.policy == PolicyKind::segmented &&
+        (r->kind != VllmRetention::interval || r->tokens < 16 || r->tokens > 1048576))
+        issues.error(p.retention_interval, bad +
+                                               ": policy=segmented takes a segment of 16 to 1,048,576 tokens "
+                                               "(0 and dense are vLLM's, engine=vllm)");
+}
+
+void validate_vllm(const CheckpointsParams& p, Issues& issues) {
+    if (p.engine != CheckpointsEngine::vllm) return;
+    if (p.state_capacity || p.kv_capacity_tokens)
+        issues.error(p.engine,
+                     "engine=vllm replays an unbounded block pool: state_capacity and kv_capacity_tokens "
+                     "must be 0 (vLLM's one shared pool of blocks is not module 5's two capacities)");
+    const CheckpointsVllm v = vllm_setup(p);
+    if (!v.derivation_error.empty())
+        issues.error(p.vllm_block_tokens,
+                     "vLLM's block cannot be derived for this model: " + v.derivation_error);
+}
+
+}  // namespace
+
 void validate_checkpoints(const CheckpointsParams& p, Issues& issues) {
+    validate_retention(p, issues);
+    validate_vllm(p, issues);
     const std::string interval = "interval " + std::to_string(p.interval);
     if (p.interval % p.chunk != 0)
         issues.error(p.interval, interval + " is not a multiple of the kernel chunk " +

@@ -11,6 +11,7 @@
 
 #include "core/cache/checkpoint_policy.h"
 #include "core/cache/codec_effect.h"
+#include "core/cache/engine_vllm.h"
 #include "core/cache/radix_cache.h"
 #include "core/cache/state_codec.h"
 #include "core/cache/tree_view.h"
@@ -39,7 +40,13 @@ enum class CheckpointsFalsify : uint8_t {
     recompute_skewed,      // the headline replay's recomputed-token count is one token short
     missing_trace,         // the workload names a trace file that does not exist
     estimate_lie,          // the tree-size estimate counts one checkpoint per token
+    vllm_leaked_ref,       // engine=vllm: the first request's blocks are never released
+    vllm_stray_block,      // engine=vllm: a hashed block drops out of the hash map midway
+    vllm_no_junction,      // engine=vllm: the shared-prefix junction is never reported
 };
+
+// Whose prefix cache is replayed: the idealised one (the upper bound) or an engine's own rules.
+enum class CheckpointsEngine : uint8_t { ideal, vllm };
 
 struct CheckpointsParams {
     WorkloadSpec workload;
@@ -48,7 +55,8 @@ struct CheckpointsParams {
     uint32_t chunk = 64;      // tokens
     uint32_t max_states_per_path = 3;
     uint32_t spread_states = 8;
-    uint32_t retention_interval = 4096;  // tokens
+    // Tokens per retained segment (policy=segmented); with engine=vllm also `0` or `dense`.
+    std::string retention_interval = "4096";
     StateCodec codec = StateCodec::fp32;
     uint64_t state_capacity = 0;      // states, 0 = unbounded
     uint64_t kv_capacity_tokens = 0;  // 0 = unbounded
@@ -56,6 +64,9 @@ struct CheckpointsParams {
     uint32_t page_size = 1;  // tokens
     ModelPreset preset = ModelPreset::kimi_k3;
     bool sweeps = true;
+    CheckpointsEngine engine = CheckpointsEngine::ideal;
+    uint32_t vllm_block_tokens = 0;  // 0 = derived as vLLM derives it (module 3's derivation)
+    bool vllm_mla_align = true;      // the derivation aligns MLA kernels to 128 tokens (vLLM since #50000)
     CheckpointsFalsify falsify = CheckpointsFalsify::none;  // not a declared parameter
 };
 
@@ -100,6 +111,26 @@ struct CheckpointHitRecount {
 // counted instead, core/fleet/trace_reference.h).
 std::optional<CheckpointHitRecount> recount_hits(const Workload& w, const ReplayConfig& c);
 
+// The segment of policy=segmented (retention_interval as a token count; 4096 when it is not one).
+uint32_t segment_tokens(const CheckpointsParams& p);
+
+struct CheckpointsResult;
+// engine=vllm: the replay of vLLM's own prefix cache (checkpoints_vllm.cpp).
+struct CheckpointsVllm {
+    VllmEngineConfig config;
+    uint32_t derived_block = 0;    // Platform._align_hybrid_block_size (module 3's derivation)
+    uint32_t kernel_multiple = 0;  // the MLA kernel alignment it used
+    std::string derivation_error;
+    VllmTotals totals;
+    std::string audit;
+    double replay_ms = 0;
+    const VllmReferenceRow* reference = nullptr;  // the engines.md row this run is (bundled trace)
+};
+// The engine configuration of the parameters (block derived when vllm_block_tokens is 0).
+CheckpointsVllm vllm_setup(const CheckpointsParams& p);
+VllmFault vllm_fault(CheckpointsFalsify f);
+void report_vllm(const CheckpointsParams& p, const CheckpointsResult& m, Report& r);
+
 struct CheckpointsResult {
     std::string load_error;               // the workload did not load
     std::optional<NodeEstimate> too_big;  // the run would not fit in the page's memory
@@ -132,6 +163,7 @@ struct CheckpointsResult {
     bool interval_sweep_uses_interval_end = false;  // the chosen policy places no interval checkpoints
 
     CodecMeasurements codecs;
+    std::optional<CheckpointsVllm> vllm;  // engine=vllm (then the radix-tree replay and sweeps do not run)
 };
 
 ParamList<CheckpointsParams> checkpoints_params();
