@@ -161,7 +161,7 @@ VllmKvCacheManager::VllmKvCacheManager(const VllmEngineConfig& c, VllmFault faul
 
 uint64_t VllmKvCacheManager::aligned_split(uint64_t start, uint64_t n, uint64_t prompt,
                                            uint64_t junction) const {
-    const uint64_t B = c_.block_tokens, prefill_end = prompt;
+    const uint64_t B = c_.block_tokens, H = c_.hash_tokens(), prefill_end = prompt;
     if (start >= prefill_end) return n;
     const uint64_t last_cache_position = prompt - prompt % B;
     uint64_t end = start + n;
@@ -169,9 +169,12 @@ uint64_t VllmKvCacheManager::aligned_split(uint64_t start, uint64_t n, uint64_t 
         const uint64_t aligned_end = end / B * B;
         if (aligned_end > start || B <= c_.token_budget) end = aligned_end;
     }
+    // mamba_partial_cache_hit: the prompt's tail unit is registered by a chunk ending exactly there.
+    const uint64_t tail = H < B ? prompt / H * H : 0;
     const uint64_t stops[] = {
         start % B != 0 ? (start / B + 1) * B : 0,
         last_cache_position,
+        last_cache_position < tail && tail < prompt ? tail : 0,
         start < junction && junction < end ? start + (junction - start) / B * B : 0,
     };
     uint64_t stop = end;
@@ -193,42 +196,68 @@ bool VllmKvCacheManager::retained(uint64_t i, uint64_t prompt, uint64_t junction
     return junction / B > 0 && i == junction / B - 1;
 }
 
+// get_computed_blocks: the attention group's chain of full blocks, then (partial hits) the deepest
+// tail unit inside the next block; the Mamba group's deepest state at or below that; the junction.
 void VllmKvCacheManager::lookup(const TokenSeq& q, uint64_t prompt, VllmRequestResult& r) {
-    const uint64_t B = c_.block_tokens;
-    const uint64_t max_blocks = prompt ? (prompt - 1) / B : 0;  // max_cache_hit_length = num_tokens - 1
-    uint64_t ab = 0;
-    while (ab < max_blocks && attn_.find(hashes_[ab])) ++ab;
-    uint64_t hb = ab;
-    if (c_.hybrid) {
-        hb = 0;
-        for (uint64_t i = ab; i-- > 0;)
-            if (mamba_.find(hashes_[i])) {
-                hb = i + 1;
+    const uint64_t B = c_.block_tokens, H = c_.hash_tokens(), units = hashes_.size();
+    const uint64_t max_length = prompt ? prompt - 1 : 0;  // num_tokens - 1
+    uint64_t a = 0;
+    while (a + B <= max_length && attn_.find(key(a + B))) a += B;
+    if (H < B) {
+        const uint64_t first = a / H, last = std::min({first + B / H - 1, max_length / H, units});
+        for (uint64_t f = last; f-- > first;)
+            if (attn_.find(hashes_[f])) {
+                a = (f + 1) * H;
                 break;
             }
     }
-    if (ab > 0) {
-        const TokenSeq& owner = *owners_[attn_.find(hashes_[ab - 1])->owner];
-        if (common_prefix(q, owner, 0, ab * B) != ab * B) ++t_.token_mismatches;
+    uint64_t h = a;
+    if (c_.hybrid) {
+        h = 0;
+        for (uint64_t f = std::min(a / H, units); f-- > 0;)
+            if (mamba_.find(hashes_[f])) {
+                h = (f + 1) * H;
+                break;
+            }
     }
-    r.attention_hit = ab * B;
-    r.hit = hb * B;
+    if (a > 0) {
+        const TokenSeq& owner = *owners_[attn_.find(key(a))->owner];
+        if (common_prefix(q, owner, 0, a) != a) ++t_.token_mismatches;
+    }
+    r.attention_hit = a;
+    r.hit = h;
     // shared_prefix_boundary = hit + num_uncached_common_prefix_tokens when the latter is not 0.
-    r.junction = c_.hybrid && ab > hb && fault_ != VllmFault::no_junction ? ab * B : 0;
-    // The request holds its hit: the attention blocks up to the hybrid hit, the state block there.
-    for (uint64_t i = 0; i < hb; ++i) {
-        const uint32_t id = attn_.find(hashes_[i])->block;
+    r.junction = c_.hybrid && a > h && fault_ != VllmFault::no_junction ? a : 0;
+}
+
+// The request holds its hit: the attention blocks up to the hybrid hit, the state block there.
+void VllmKvCacheManager::hold_hit(const VllmRequestResult& r) {
+    const uint64_t B = c_.block_tokens;
+    for (uint64_t i = 0; i < r.hit / B; ++i) {
+        const uint32_t id = attn_.find(key((i + 1) * B))->block;
         attn_.touch(id);
         held_attn_.push_back(id);
     }
-    if (c_.hybrid && hb > 0) {
-        hit_state_ = mamba_.find(hashes_[hb - 1])->block;
+    if (r.hit % B) {  // a partial hit: the shared tail block (its private copy is allocated next)
+        hit_tail_ = attn_.find(key(r.hit))->block;
+        attn_.touch(hit_tail_);
+    }
+    if (c_.hybrid && r.hit > 0) {
+        hit_state_ = mamba_.find(key(r.hit))->block;
         mamba_.touch(hit_state_);
     }
 }
 
+// FullAttentionManager._cache_partial_tail_block: the prompt's last hash boundary, inside a block.
+void VllmKvCacheManager::cache_tails(uint64_t prompt, uint64_t end, uint32_t owner) {
+    const uint64_t B = c_.block_tokens, H = c_.hash_tokens(), boundary = prompt / H * H;
+    if (H == B || tail_cached_ || boundary == 0 || boundary > end || boundary % B == 0) return;
+    attn_.cache(held_attn_[boundary / B], key(boundary), owner);
+    tail_cached_ = true;
+}
+
 void VllmKvCacheManager::run_chunks(uint64_t prompt, uint32_t owner, VllmRequestResult& r) {
-    const uint64_t B = c_.block_tokens;
+    const uint64_t B = c_.block_tokens, H = c_.hash_tokens();
     uint64_t computed = r.hit, cached_attn = r.hit / B, cached_mamba = r.hit / B;
     while (computed < prompt) {
         uint64_t n = std::min<uint64_t>(prompt - computed, c_.token_budget);
@@ -240,8 +269,9 @@ void VllmKvCacheManager::run_chunks(uint64_t prompt, uint32_t owner, VllmRequest
         }
         const uint64_t end = computed + n, full = end / B;
         while (held_attn_.size() < (end + B - 1) / B) held_attn_.push_back(attn_.allocate());
-        for (uint64_t i = cached_attn; i < full; ++i) attn_.cache(held_attn_[i], hashes_[i], owner);
+        for (uint64_t i = cached_attn; i < full; ++i) attn_.cache(held_attn_[i], key((i + 1) * B), owner);
         cached_attn = std::max(cached_attn, full);
+        cache_tails(prompt, end, owner);
         if (c_.hybrid) {
             // Align mode: one running state block per step; the previous one is released.
             const uint32_t s = mamba_.allocate();
@@ -249,11 +279,14 @@ void VllmKvCacheManager::run_chunks(uint64_t prompt, uint32_t owner, VllmRequest
             running_state_ = s;
             if (end % B == 0 && full > cached_mamba) {
                 if (retained(full - 1, prompt, r.junction)) {
-                    mamba_.cache(s, hashes_[full - 1], owner);
+                    mamba_.cache(s, key(end), owner);
                     ++t_.states_cached;
                 } else {
                     ++t_.states_skipped;
                 }
+            } else if (H < B && end % B != 0 && end == prompt / H * H) {
+                mamba_.cache(s, key(end), owner);  // MambaManager._cache_partial_tail_block
+                ++t_.states_cached;
             }
             cached_mamba = std::max(cached_mamba, full);
         }
@@ -266,9 +299,9 @@ void VllmKvCacheManager::finish() {
     if (fault_ != VllmFault::leaked_ref || t_.requests != 1)
         for (uint32_t id : held_attn_) attn_.release(id);
     held_attn_.clear();
-    if (hit_state_ != UINT32_MAX) mamba_.release(hit_state_);
-    if (running_state_ != UINT32_MAX) mamba_.release(running_state_);
-    hit_state_ = running_state_ = UINT32_MAX;
+    for (uint32_t* id : {&hit_tail_, &running_state_, &hit_state_})
+        if (*id != UINT32_MAX) (id == &hit_tail_ ? attn_ : mamba_).release(*id), *id = UINT32_MAX;
+    tail_cached_ = false;
 }
 
 VllmRequestResult VllmKvCacheManager::serve(const TokenSeqPtr& q, uint64_t prompt_len) {
@@ -276,12 +309,13 @@ VllmRequestResult VllmKvCacheManager::serve(const TokenSeqPtr& q, uint64_t promp
     r.prompt = prompt_len = std::min<uint64_t>(prompt_len, q->size());
     const uint32_t owner = uint32_t(owners_.size());
     owners_.push_back(q);
-    hashes_ = vllm_block_hashes(*q, prompt_len, c_.block_tokens);
+    hashes_ = vllm_block_hashes(*q, prompt_len, c_.hash_tokens());
     lookup(*q, prompt_len, r);
+    hold_hit(r);
     ++t_.requests;
     run_chunks(prompt_len, owner, r);
     finish();
-    const uint64_t B = c_.block_tokens;
+    const uint64_t H = c_.hash_tokens();
     t_.prompt_tokens += r.prompt;
     t_.hit_tokens += r.hit;
     t_.attention_hit_tokens += r.attention_hit;
@@ -290,7 +324,7 @@ VllmRequestResult VllmKvCacheManager::serve(const TokenSeqPtr& q, uint64_t promp
     t_.requests_with_junction += r.junction > 0;
     t_.chunks += r.chunks;
     t_.kv_blocks_cached = attn_.hashed();
-    t_.grid_violations += r.hit % B != 0 || r.attention_hit % B != 0 || r.hit > r.attention_hit ||
+    t_.grid_violations += r.hit % H != 0 || r.attention_hit % H != 0 || r.hit > r.attention_hit ||
                           (r.attention_hit > 0 && r.attention_hit >= r.prompt);
     if (fault_ == VllmFault::stray_block && t_.requests == 2) attn_.forget_one();
     return r;
@@ -301,7 +335,7 @@ std::string VllmKvCacheManager::audit() const {
     if (a.empty() && c_.hybrid) a = mamba_.audit("mamba");
     if (a.empty() && t_.grid_violations)
         a = std::to_string(t_.grid_violations) +
-            " hits off the block grid, past prompt - 1 or above attention";
+            " hits off the hash grid, past prompt - 1 or above attention";
     if (a.empty() && t_.token_mismatches)
         a = std::to_string(t_.token_mismatches) + " hash hits whose tokens differ";
     if (a.empty() && t_.stalled) a = std::to_string(t_.stalled) + " requests stalled (a step of 0 tokens)";
@@ -314,15 +348,22 @@ const std::vector<VllmReferenceRow>& vllm_reference_rows() {
     using R = VllmRetention;
     constexpr uint64_t prompt = 144793823, attn1888 = 45761344, attn1920 = 45966720;
     static const std::vector<VllmReferenceRow> rows = {
-        {"conv_attn1888", false, 1888, R{}, prompt, attn1888, attn1888, 3760, 0},
-        {"conv_attn1920", false, 1920, R{}, prompt, attn1920, attn1920, 3754, 0},
-        {"conv_attn512", false, 512, R{}, prompt, 54063104, 54063104, 12030, 0},
-        {"conv_hybrid1888_dense", true, 1888, R{}, prompt, 44384992, attn1888, 3451, 460},
-        {"conv_hybrid1888_r0", true, 1888, R{R::boundaries, 0}, prompt, 41991008, attn1888, 3303, 516},
-        {"conv_hybrid1888_r4blk", true, 1888, R{R::interval, 7552}, prompt, 44362336, attn1888, 3451, 460},
-        {"conv_hybrid1920_dense", true, 1920, R{}, prompt, 44872320, attn1920, 3484, 394},
-        {"conv_hybrid1920_r0", true, 1920, R{R::boundaries, 0}, prompt, 42952320, attn1920, 3361, 434},
-        {"conv_hybrid1920_r4blk", true, 1920, R{R::interval, 7680}, prompt, 44864640, attn1920, 3484, 394},
+        {"conv_attn1888", false, 1888, 0, R{}, prompt, attn1888, attn1888, 31.60, 3760, 0},
+        {"conv_attn1920", false, 1920, 0, R{}, prompt, attn1920, attn1920, 31.75, 3754, 0},
+        {"conv_attn512", false, 512, 0, R{}, prompt, 54063104, 54063104, 37.34, 12030, 0},
+        {"conv_hybrid1888_dense", true, 1888, 0, R{}, prompt, 44384992, attn1888, 31.60, 3451, 460},
+        {"conv_hybrid1888_r0", true, 1888, 0, R{R::boundaries, 0}, prompt, 41991008, attn1888, 31.60, 3303,
+         516},
+        {"conv_hybrid1888_r4blk", true, 1888, 0, R{R::interval, 7552}, prompt, 44362336, attn1888, 31.60,
+         3451, 460},
+        {"conv_hybrid1920_dense", true, 1920, 0, R{}, prompt, 44872320, attn1920, 31.75, 3484, 394},
+        {"conv_hybrid1920_r0", true, 1920, 0, R{R::boundaries, 0}, prompt, 42952320, attn1920, 31.75, 3361,
+         434},
+        {"conv_hybrid1920_r4blk", true, 1920, 0, R{R::interval, 7680}, prompt, 44864640, attn1920, 31.75,
+         3484, 394},
+        {"conv_hybrid1920_dense_pmu128", true, 1920, 128, R{}, prompt, 46252032, 0, 32.70, 3783, 391},
+        {"conv_hybrid1920_r0_pmu128", true, 1920, 128, R{R::boundaries, 0}, prompt, 44329088, 0, 32.70, 3660,
+         434},
     };
     return rows;
 }
@@ -330,7 +371,8 @@ const std::vector<VllmReferenceRow>& vllm_reference_rows() {
 const VllmReferenceRow* vllm_reference_row(const VllmEngineConfig& c) {
     if (c.token_budget != 8192) return nullptr;
     for (const VllmReferenceRow& r : vllm_reference_rows()) {
-        if (r.hybrid != c.hybrid || r.block != c.block_tokens) continue;
+        const uint32_t unit = c.hash_tokens() < c.block_tokens ? c.prefix_match_unit : 0;
+        if (r.hybrid != c.hybrid || r.block != c.block_tokens || r.prefix_match_unit != unit) continue;
         if (!r.hybrid) return &r;
         if (r.retention.kind == c.retention.kind &&
             (r.retention.kind != VllmRetention::interval || r.retention.tokens == c.retention.tokens))

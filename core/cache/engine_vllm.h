@@ -41,8 +41,16 @@ std::optional<VllmRetention> parse_vllm_retention(std::string_view text);
 std::string vllm_retention_text(const VllmRetention& r);
 
 struct VllmEngineConfig {
-    uint32_t block_tokens = 1920;  // scheduler_block_size = hash_block_size (prefix_match_unit unset)
-    bool hybrid = true;            // Mamba groups (align mode) beside the attention group
+    uint32_t block_tokens = 1920;  // scheduler_block_size (= the Mamba block in align mode)
+    // prefix_match_unit: 0 (unset) hashes whole blocks; a divisor of the block hashes per unit and turns
+    // vLLM's fine-grained partial hits on (a prompt's tail unit is cached inside its last block).
+    uint32_t prefix_match_unit = 0;
+    uint32_t hash_tokens() const {
+        const bool fine = prefix_match_unit && prefix_match_unit < block_tokens &&
+                          block_tokens % prefix_match_unit == 0;  // the coordinator asserts the latter
+        return fine ? prefix_match_unit : block_tokens;
+    }
+    bool hybrid = true;  // Mamba groups (align mode) beside the attention group
     VllmRetention retention;
     uint32_t token_budget = 8192;  // max_num_scheduled_tokens (long_prefill_token_threshold 0)
     uint64_t max_model_len = uint64_t(1) << 20;
@@ -129,7 +137,12 @@ class VllmKvCacheManager {
 
   private:
     void lookup(const TokenSeq& q, uint64_t prompt, VllmRequestResult& r);
+    void hold_hit(const VllmRequestResult& r);
     void run_chunks(uint64_t prompt, uint32_t owner, VllmRequestResult& r);
+    void cache_tails(uint64_t prompt, uint64_t end, uint32_t owner);
+    // The hash of the prefix of `len` tokens (a multiple of the hash unit): BlockHashListWithBlockSize
+    // takes a block's hash as that of its last unit.
+    uint64_t key(uint64_t len) const { return hashes_[len / c_.hash_tokens() - 1]; }
     void finish();
 
     VllmEngineConfig c_;
@@ -140,10 +153,12 @@ class VllmKvCacheManager {
     // The request being served.
     std::vector<uint64_t> hashes_;
     std::vector<uint32_t> held_attn_;
+    uint32_t hit_tail_ = UINT32_MAX;  // the attention block of a hit that ends inside a block
+    bool tail_cached_ = false;
     uint32_t hit_state_ = UINT32_MAX, running_state_ = UINT32_MAX;
 };
 
-// Chain hashes of the full blocks of q[0, prompt): the hash of block i covers tokens [0, (i+1)B).
+// Chain hashes of the full hash units of q[0, prompt): the hash of unit i covers tokens [0, (i+1)B).
 std::vector<uint64_t> vllm_block_hashes(const TokenSeq& q, uint64_t prompt, uint64_t block);
 
 // engines.md "vLLM: results on the conversation trace": the unbounded rows (vLLM's own manager at
@@ -151,9 +166,11 @@ std::vector<uint64_t> vllm_block_hashes(const TokenSeq& q, uint64_t prompt, uint
 struct VllmReferenceRow {
     const char* run;
     bool hybrid;
-    uint32_t block;
+    uint32_t block, prefix_match_unit;
     VllmRetention retention;
-    uint64_t prompt_tokens, hit_tokens, attention_hit_tokens;
+    uint64_t prompt_tokens, hit_tokens;
+    uint64_t attention_hit_tokens;  // 0: engines.md gives only the rate
+    double attention_pct;
     uint64_t requests_with_hit, requests_with_junction;
 };
 const std::vector<VllmReferenceRow>& vllm_reference_rows();

@@ -55,6 +55,10 @@ void engine_params(ParamList<CheckpointsParams>& l) {
     l.flag(&CheckpointsParams::vllm_mla_align, "vllm_mla_align", "vLLM MLA block alignment 128")
         .in_group(group)
         .active_when("engine", "vllm");
+    l.integer(&CheckpointsParams::prefix_match_unit, "prefix_match_unit",
+              "vLLM prefix match unit (0 = unset)", "tokens", 0, 65536)
+        .in_group(group)
+        .active_when("engine", "vllm");
 }
 
 void capacity_params(ParamList<CheckpointsParams>& l) {
@@ -183,10 +187,18 @@ void validate_vllm(const CheckpointsParams& p, Issues& issues) {
         issues.error(p.engine,
                      "engine=vllm replays an unbounded block pool: state_capacity and kv_capacity_tokens "
                      "must be 0 (vLLM's one shared pool of blocks is not module 5's two capacities)");
+    if (p.vllm_block_tokens && p.vllm_block_tokens < 16)
+        issues.error(p.vllm_block_tokens, "vllm_block_tokens: vLLM's smallest block is 16 tokens");
+    if (p.prefix_match_unit && p.prefix_match_unit < 16)
+        issues.error(p.prefix_match_unit, "prefix_match_unit: at least 16 tokens");
     const CheckpointsVllm v = vllm_setup(p);
     if (!v.derivation_error.empty())
         issues.error(p.vllm_block_tokens,
                      "vLLM's block cannot be derived for this model: " + v.derivation_error);
+    else if (p.prefix_match_unit && v.config.block_tokens % p.prefix_match_unit != 0)
+        issues.error(p.prefix_match_unit, "prefix_match_unit " + std::to_string(p.prefix_match_unit) +
+                                              " does not divide vLLM's block of " +
+                                              std::to_string(v.config.block_tokens) + " tokens");
 }
 
 }  // namespace

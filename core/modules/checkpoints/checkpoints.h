@@ -67,6 +67,7 @@ struct CheckpointsParams {
     CheckpointsEngine engine = CheckpointsEngine::ideal;
     uint32_t vllm_block_tokens = 0;  // 0 = derived as vLLM derives it (module 3's derivation)
     bool vllm_mla_align = true;      // the derivation aligns MLA kernels to 128 tokens (vLLM since #50000)
+    uint32_t prefix_match_unit = 0;  // vLLM prefix_match_unit: 0 = unset (hash whole blocks)
     CheckpointsFalsify falsify = CheckpointsFalsify::none;  // not a declared parameter
 };
 

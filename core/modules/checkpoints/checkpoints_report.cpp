@@ -20,6 +20,14 @@ void refusal(const CheckpointsResult& m, Report& r) {
         return;
     }
     const NodeEstimate& e = *m.too_big;
+    if (m.vllm) {
+        r.check("run_within_memory_budget", "Run within the memory budget", false,
+                "refused: up to " + format_grouped(double(e.nodes)) + " hashed blocks (" +
+                    format_grouped(double(e.tokens)) + " prompt tokens in blocks of " +
+                    format_grouped(double(e.finest)) + " tokens) exceed the limit of " +
+                    format_grouped(double(e.limit)) + "; raise vllm_block_tokens");
+        return;
+    }
     r.check("run_within_memory_budget", "Run within the memory budget", false,
             "refused: up to " + format_grouped(double(e.nodes)) + " tree nodes (" +
                 format_grouped(double(e.tokens)) + " tokens at one checkpoint per " +

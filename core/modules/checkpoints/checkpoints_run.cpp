@@ -146,6 +146,17 @@ void CheckpointsRun::load() {
 
 void CheckpointsRun::load_vllm() {
     CheckpointsVllm& v = result_.vllm.emplace(vllm_setup(params_));
+    // Refuse what the page cannot hold: a hashed block per block of every prompt.
+    NodeEstimate e;
+    for (const Request& r : loaded_.workload->requests) e.tokens += r.prompt_len;
+    e.finest = v.config.block_tokens;
+    if (falsified(CheckpointsFalsify::estimate_lie)) e.finest = 1;
+    e.nodes = e.tokens / e.finest + loaded_.workload->requests.size() * 2;
+    e.limit = kMaxNodesEstimate;
+    if (e.nodes > e.limit) {
+        result_.too_big = e;
+        return;
+    }
     vllm_ = std::make_unique<VllmKvCacheManager>(v.config, vllm_fault(params_.falsify));
     if (result_.bundled_trace) v.reference = vllm_reference_row(v.config);
 }

@@ -174,6 +174,16 @@ TEST_CASE("checkpoints: engine=vllm reproduces vLLM's own figures on the Mooncak
                             {"sweeps", "0"}});
     CHECK(scalar(old, "vllm_block_size") == 1888);
     CHECK(test::check_keyed(old, "vllm_reference_hits").passed);
+    // prefix_match_unit=128: fine-grained partial hits (engines.md's pmu128 row).
+    const Report fine = run({{"trace", "mooncake"},
+                             {"preset", "kimi-linear-48b"},
+                             {"engine", "vllm"},
+                             {"prefix_match_unit", "128"},
+                             {"retention_interval", "0"},
+                             {"sweeps", "0"}});
+    CHECK(std::round(scalar(fine, "token_hit_state") * 10000) == 3062);
+    CHECK(std::round(scalar(fine, "token_hit_kv") * 10000) == 3270);
+    CHECK(test::check_keyed(fine, "vllm_reference_hits").passed);
 }
 
 TEST_CASE("checkpoints: retention_interval and engine=vllm are validated") {
@@ -189,4 +199,6 @@ TEST_CASE("checkpoints: retention_interval and engine=vllm are validated") {
     const auto bounded = issues_of({{"engine", "vllm"}, {"state_capacity", "100"}});
     REQUIRE(!bounded.empty());
     CHECK(bounded[0].message.find("unbounded") != std::string::npos);
+    CHECK(!issues_of({{"engine", "vllm"}, {"preset", "kimi-linear-48b"}, {"prefix_match_unit", "100"}})
+               .empty());
 }

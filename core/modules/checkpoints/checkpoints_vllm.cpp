@@ -24,6 +24,7 @@ CheckpointsVllm vllm_setup(const CheckpointsParams& p) {
     v.derived_block = plan.block_tokens;
     if (p.vllm_block_tokens) v.derivation_error.clear();  // the block is given
     v.config.block_tokens = p.vllm_block_tokens ? p.vllm_block_tokens : plan.block_tokens;
+    v.config.prefix_match_unit = p.prefix_match_unit;
     v.config.hybrid = true;
     v.config.retention = parse_vllm_retention(p.retention_interval).value_or(VllmRetention{});
     return v;
@@ -84,15 +85,18 @@ void vllm_checks(const CheckpointsVllm& v, Report& r) {
     const VllmReferenceRow* row = v.reference;
     if (!row) return;
     const double p = double(row->prompt_tokens);
+    // The attention group's rate against its tokens where engines.md gives them, else its percentage.
     const double d_state = std::abs(double(t.hit_tokens) - double(row->hit_tokens)) / p,
-                 d_kv = std::abs(double(t.attention_hit_tokens) - double(row->attention_hit_tokens)) / p;
+                 d_kv = row->attention_hit_tokens
+                            ? std::abs(double(t.attention_hit_tokens) - double(row->attention_hit_tokens)) / p
+                            : std::abs(t.attention_rate() - row->attention_pct / 100);
     r.check("vllm_reference_hits",
             "vLLM's own figures on the conversation trace (" + std::string(row->run) +
                 ", reference/engines.md) within 0.1 points",
             t.prompt_tokens == row->prompt_tokens && d_state < 0.001 && d_kv < 0.001,
             "hit " + tokens_text(t.hit_tokens) + " tokens (vLLM " + tokens_text(row->hit_tokens) +
-                "), attention group " + tokens_text(t.attention_hit_tokens) + " (vLLM " +
-                tokens_text(row->attention_hit_tokens) + "), requests with a hit " +
+                "), attention group " + format_sig(100 * t.attention_rate(), 4) + " % (vLLM " +
+                format_sig(row->attention_pct, 4) + " %), requests with a hit " +
                 tokens_text(t.requests_with_hit) + " (" + tokens_text(row->requests_with_hit) +
                 "), junctions " + tokens_text(t.requests_with_junction) + " (" +
                 tokens_text(row->requests_with_junction) + ")");
