@@ -34,14 +34,43 @@ void checkpoint_params(ParamList<CheckpointsParams>& l) {
         .in_group(group)
         .active_when("policy", "spread")
         .describe("At most this many states per path, chosen evenly spread along it.");
-    l.integer(&CheckpointsParams::retention_interval, "retention_interval", "Retention segment", "tokens", 16,
-              1048576)
-        .log()
-        .in_group(group)
-        .active_when("policy", "segmented");
+    l.text(&CheckpointsParams::retention_interval, "retention_interval", "Retention segment (tokens)",
+           {"4096", "0", "dense"})
+        .in_group(group);
     l.choice(&CheckpointsParams::codec, "codec", "Checkpoint codec",
              choices_from<StateCodec>(state_codec_ids(), {}, parse_state_codec))
         .in_group(group);
+}
+
+void engine_params(ParamList<CheckpointsParams>& l) {
+    const std::string group = "Engine";
+    l.choice(&CheckpointsParams::engine, "engine", "Prefix cache",
+             Choices<CacheEngine>{{CacheEngine::ideal, "ideal", "idealised (upper bound)"},
+                                  {CacheEngine::sglang, "sglang", "SGLang MambaRadixCache"},
+                                  {CacheEngine::vllm, "vllm", "vLLM V1, align mode"}})
+        .in_group(group);
+    l.choice(&CheckpointsParams::sglang_mode, "sglang_mode", "SGLang mamba scheduler strategy",
+             Choices<SglangMode>{{SglangMode::extra_buffer, "extra_buffer", "extra_buffer"},
+                                 {SglangMode::no_buffer, "no_buffer", "no_buffer"}})
+        .in_group(group)
+        .active_when("engine", "sglang");
+    l.integer(&CheckpointsParams::chunked_prefill_tokens, "chunked_prefill_tokens", "Chunked prefill size",
+              "tokens", 64, 1048576)
+        .log()
+        .in_group(group)
+        .active_when("engine", "sglang")
+        .describe("SGLang --chunked-prefill-size: the most prompt tokens one extend prefills.");
+    l.integer(&CheckpointsParams::vllm_block_tokens, "vllm_block_tokens", "vLLM block (0 = derived)",
+              "tokens", 0, 1048576)
+        .in_group(group)
+        .active_when("engine", "vllm");
+    l.flag(&CheckpointsParams::vllm_mla_align, "vllm_mla_align", "vLLM MLA block alignment 128")
+        .in_group(group)
+        .active_when("engine", "vllm");
+    l.integer(&CheckpointsParams::prefix_match_unit, "prefix_match_unit",
+              "vLLM prefix match unit (0 = unset)", "tokens", 0, 65536)
+        .in_group(group)
+        .active_when("engine", "vllm");
 }
 
 void capacity_params(ParamList<CheckpointsParams>& l) {
@@ -63,25 +92,6 @@ void capacity_params(ParamList<CheckpointsParams>& l) {
             "and vLLM).");
 }
 
-void engine_params(ParamList<CheckpointsParams>& l) {
-    const std::string group = "Engine";
-    l.choice(&CheckpointsParams::engine, "engine", "Engine",
-             Choices<CacheEngine>{{CacheEngine::ideal, "ideal", "ideal placement (upper bound)"},
-                                  {CacheEngine::sglang, "sglang", "SGLang MambaRadixCache"}})
-        .in_group(group);
-    l.choice(&CheckpointsParams::sglang_mode, "sglang_mode", "SGLang mamba scheduler strategy",
-             Choices<SglangMode>{{SglangMode::extra_buffer, "extra_buffer", "extra_buffer"},
-                                 {SglangMode::no_buffer, "no_buffer", "no_buffer"}})
-        .in_group(group)
-        .active_when("engine", "sglang");
-    l.integer(&CheckpointsParams::chunked_prefill_tokens, "chunked_prefill_tokens", "Chunked prefill size",
-              "tokens", 64, 1048576)
-        .log()
-        .in_group(group)
-        .active_when("engine", "sglang")
-        .describe("SGLang --chunked-prefill-size: the most prompt tokens one extend prefills.");
-}
-
 using Kv = std::vector<std::pair<std::string, std::string>>;
 
 Falsifier<CheckpointsParams> falsifier(std::string id, std::string does, std::vector<std::string> keys,
@@ -95,6 +105,7 @@ std::vector<Falsifier<CheckpointsParams>> checkpoints_falsifiers() {
     using F = CheckpointsFalsify;
     const Kv trace = {{"trace", "mooncake"}, {"sweeps", "0"}};
     const Kv sglang = {{"engine", "sglang"}, {"sweeps", "0"}};
+    const Kv vllm = {{"engine", "vllm"}, {"vllm_block_tokens", "256"}, {"sweeps", "0"}};
     return {
         falsifier("codec_bit_random", "one bit of each encoded random state is flipped before decoding",
                   {"codec_error_within_bound"}, F::codec_bit_random),
@@ -143,6 +154,17 @@ std::vector<Falsifier<CheckpointsParams>> checkpoints_falsifiers() {
                   "SGLang: the branching point is never tracked (the engines.md driver's ablation)",
                   {"sglang_engine_figures"}, F::sglang_no_branching,
                   {{"trace", "mooncake"}, {"engine", "sglang"}, {"sweeps", "0"}}),
+        falsifier("vllm_leaked_ref", "engine=vllm: the first request's blocks are never released",
+                  {"vllm_blocks_consistent"}, F::vllm_leaked_ref, vllm),
+        falsifier("vllm_stray_block", "engine=vllm: a hashed block drops out of the hash map midway",
+                  {"vllm_blocks_consistent"}, F::vllm_stray_block, vllm),
+        falsifier("vllm_no_junction", "engine=vllm: the shared-prefix junction is never reported",
+                  {"vllm_reference_hits"}, F::vllm_no_junction,
+                  {{"trace", "mooncake"},
+                   {"engine", "vllm"},
+                   {"preset", "kimi-linear-48b"},
+                   {"retention_interval", "0"},
+                   {"sweeps", "0"}}),
     };
 }
 
@@ -153,8 +175,8 @@ ParamList<CheckpointsParams> checkpoints_params() {
     l.group(&CheckpointsParams::workload, [](ParamList<WorkloadSpec>& w) {
         workload_params(w, {.help = "Seed of the synthetic workload.", .synthetic_only = true});
     });
-    engine_params(l);
     checkpoint_params(l);
+    engine_params(l);
     capacity_params(l);
     l.choice(&CheckpointsParams::preset, "preset", "Model",
              preset_choices({ModelPreset::kimi_k3, ModelPreset::kimi_linear_48b, ModelPreset::qwen3_next_80b,
@@ -165,9 +187,29 @@ ParamList<CheckpointsParams> checkpoints_params() {
     return l;
 }
 
+uint32_t segment_tokens(const CheckpointsParams& p) {
+    const std::optional<VllmRetention> r = parse_vllm_retention(p.retention_interval);
+    return r && r->kind == VllmRetention::interval ? r->tokens : 4096;
+}
+
 namespace {
 
+void validate_retention(const CheckpointsParams& p, Issues& issues) {
+    const std::optional<VllmRetention> r = parse_vllm_retention(p.retention_interval);
+    const std::string bad = "retention_interval '" + p.retention_interval + "'";
+    if (!r) {
+        issues.error(p.retention_interval, bad + " is not a token count, 0 or dense");
+        return;
+    }
+    if (p.engine == CacheEngine::ideal && p.policy == PolicyKind::segmented &&
+        (r->kind != VllmRetention::interval || r->tokens < 16 || r->tokens > 1048576))
+        issues.error(p.retention_interval, bad +
+                                               ": policy=segmented takes a segment of 16 to 1,048,576 tokens "
+                                               "(0 and dense are vLLM's, engine=vllm)");
+}
+
 void validate_sglang(const CheckpointsParams& p, Issues& issues) {
+    if (p.engine != CacheEngine::sglang) return;
     const std::string refused = sglang_config_error(sglang_config(p, 0));
     if (!refused.empty()) issues.error(p.page_size, refused);
     const std::string unbounded =
@@ -177,9 +219,32 @@ void validate_sglang(const CheckpointsParams& p, Issues& issues) {
     if (p.kv_capacity_tokens != 0) issues.error(p.kv_capacity_tokens, "kv_capacity_tokens: " + unbounded);
 }
 
+void validate_vllm(const CheckpointsParams& p, Issues& issues) {
+    if (p.engine != CacheEngine::vllm) return;
+    if (p.state_capacity || p.kv_capacity_tokens)
+        issues.error(p.engine,
+                     "engine=vllm replays an unbounded block pool: state_capacity and kv_capacity_tokens "
+                     "must be 0 (vLLM's one shared pool of blocks is not module 5's two capacities)");
+    if (p.vllm_block_tokens && p.vllm_block_tokens < 16)
+        issues.error(p.vllm_block_tokens, "vllm_block_tokens: vLLM's smallest block is 16 tokens");
+    if (p.prefix_match_unit && p.prefix_match_unit < 16)
+        issues.error(p.prefix_match_unit, "prefix_match_unit: at least 16 tokens");
+    const CheckpointsVllm v = vllm_setup(p);
+    if (!v.derivation_error.empty())
+        issues.error(p.vllm_block_tokens,
+                     "vLLM's block cannot be derived for this model: " + v.derivation_error);
+    else if (p.prefix_match_unit && v.config.block_tokens % p.prefix_match_unit != 0)
+        issues.error(p.prefix_match_unit, "prefix_match_unit " + std::to_string(p.prefix_match_unit) +
+                                              " does not divide vLLM's block of " +
+                                              std::to_string(v.config.block_tokens) + " tokens");
+}
+
 }  // namespace
 
 void validate_checkpoints(const CheckpointsParams& p, Issues& issues) {
+    validate_retention(p, issues);
+    validate_sglang(p, issues);
+    validate_vllm(p, issues);
     const std::string interval = "interval " + std::to_string(p.interval);
     if (p.interval % p.chunk != 0)
         issues.error(p.interval, interval + " is not a multiple of the kernel chunk " +
@@ -188,7 +253,6 @@ void validate_checkpoints(const CheckpointsParams& p, Issues& issues) {
     if (p.interval % p.page_size != 0)
         issues.error(p.interval,
                      interval + " is not a multiple of the page size " + std::to_string(p.page_size));
-    if (p.engine == CacheEngine::sglang) validate_sglang(p, issues);
     validate_workload(p.workload, issues);
 }
 

@@ -12,6 +12,7 @@
 #include "core/cache/checkpoint_policy.h"
 #include "core/cache/codec_effect.h"
 #include "core/cache/engine_sglang.h"
+#include "core/cache/engine_vllm.h"
 #include "core/cache/radix_cache.h"
 #include "core/cache/state_codec.h"
 #include "core/cache/tree_view.h"
@@ -44,11 +45,14 @@ enum class CheckpointsFalsify : uint8_t {
     sglang_kv_tail_kept,   // SGLang: one request's KV past its last tracked state is never freed
     sglang_lock_left,      // SGLang: one request's lock on its matched node is never released
     sglang_no_branching,   // SGLang: the branching point is never tracked (the driver's ablation)
+    vllm_leaked_ref,       // engine=vllm: the first request's blocks are never released
+    vllm_stray_block,      // engine=vllm: a hashed block drops out of the hash map midway
+    vllm_no_junction,      // engine=vllm: the shared-prefix junction is never reported
 };
 
 // Whose prefix caching the replay follows: the idealised placement policies (the upper bound), or an
 // engine's own rules (core/cache/engine_<name>.h).
-enum class CacheEngine : uint8_t { ideal, sglang };
+enum class CacheEngine : uint8_t { ideal, sglang, vllm };
 
 struct CheckpointsParams {
     WorkloadSpec workload;
@@ -57,7 +61,8 @@ struct CheckpointsParams {
     uint32_t chunk = 64;      // tokens
     uint32_t max_states_per_path = 3;
     uint32_t spread_states = 8;
-    uint32_t retention_interval = 4096;  // tokens
+    // Tokens per retained segment (policy=segmented); with engine=vllm also `0` or `dense`.
+    std::string retention_interval = "4096";
     StateCodec codec = StateCodec::fp32;
     uint64_t state_capacity = 0;      // states, 0 = unbounded
     uint64_t kv_capacity_tokens = 0;  // 0 = unbounded
@@ -68,6 +73,9 @@ struct CheckpointsParams {
     SglangMode sglang_mode = SglangMode::extra_buffer;
     uint32_t chunked_prefill_tokens = 8192;  // tokens
     bool sweeps = true;
+    uint32_t vllm_block_tokens = 0;  // 0 = derived as vLLM derives it (module 3's derivation)
+    bool vllm_mla_align = true;      // the derivation aligns MLA kernels to 128 tokens (vLLM since #50000)
+    uint32_t prefix_match_unit = 0;  // vLLM prefix_match_unit: 0 = unset (hash whole blocks)
     CheckpointsFalsify falsify = CheckpointsFalsify::none;  // not a declared parameter
 };
 
@@ -123,6 +131,26 @@ struct CheckpointHitRecount {
 // counted instead, core/fleet/trace_reference.h).
 std::optional<CheckpointHitRecount> recount_hits(const Workload& w, const ReplayConfig& c);
 
+// The segment of policy=segmented (retention_interval as a token count; 4096 when it is not one).
+uint32_t segment_tokens(const CheckpointsParams& p);
+
+struct CheckpointsResult;
+// engine=vllm: the replay of vLLM's own prefix cache (checkpoints_vllm.cpp).
+struct CheckpointsVllm {
+    VllmEngineConfig config;
+    uint32_t derived_block = 0;    // Platform._align_hybrid_block_size (module 3's derivation)
+    uint32_t kernel_multiple = 0;  // the MLA kernel alignment it used
+    std::string derivation_error;
+    VllmTotals totals;
+    std::string audit;
+    double replay_ms = 0;
+    const VllmReferenceRow* reference = nullptr;  // the engines.md row this run is (bundled trace)
+};
+// The engine configuration of the parameters (block derived when vllm_block_tokens is 0).
+CheckpointsVllm vllm_setup(const CheckpointsParams& p);
+VllmFault vllm_fault(CheckpointsFalsify f);
+void report_vllm(const CheckpointsParams& p, const CheckpointsResult& m, Report& r);
+
 struct CheckpointsResult {
     std::string load_error;               // the workload did not load
     std::optional<NodeEstimate> too_big;  // the run would not fit in the page's memory
@@ -156,6 +184,7 @@ struct CheckpointsResult {
     bool interval_sweep_uses_interval_end = false;  // the chosen policy places no interval checkpoints
 
     CodecMeasurements codecs;
+    std::optional<CheckpointsVllm> vllm;  // engine=vllm (then the radix-tree replay and sweeps do not run)
 };
 
 ParamList<CheckpointsParams> checkpoints_params();

@@ -20,6 +20,14 @@ void refusal(const CheckpointsResult& m, Report& r) {
         return;
     }
     const NodeEstimate& e = *m.too_big;
+    if (m.vllm) {
+        r.check("run_within_memory_budget", "Run within the memory budget", false,
+                "refused: up to " + format_grouped(double(e.nodes)) + " hashed blocks (" +
+                    format_grouped(double(e.tokens)) + " prompt tokens in blocks of " +
+                    format_grouped(double(e.finest)) + " tokens) exceed the limit of " +
+                    format_grouped(double(e.limit)) + "; raise vllm_block_tokens");
+        return;
+    }
     r.check("run_within_memory_budget", "Run within the memory budget", false,
             "refused: up to " + format_grouped(double(e.nodes)) + " tree nodes (" +
                 format_grouped(double(e.tokens)) + " tokens at one checkpoint per " +
@@ -501,8 +509,9 @@ void reference_checks(const CheckpointsResult& m, Report& r) {
 }
 
 void notes(const CheckpointsResult& m, Report& r) {
+    const uint64_t prompt = m.vllm ? m.vllm->totals.prompt_tokens : m.totals.prompt_tokens;
     r.notes.push_back(m.workload_name + " workload: " + format_grouped(double(m.workload_requests)) +
-                      " requests, " + format_grouped(double(m.totals.prompt_tokens)) + " prompt tokens.");
+                      " requests, " + format_grouped(double(prompt)) + " prompt tokens.");
     if (m.from_trace)
         r.notes.push_back(
             "Each 512-token block id of the trace expands into 512 deterministic pseudo-token ids (the last "
@@ -510,9 +519,10 @@ void notes(const CheckpointsResult& m, Report& r) {
             "truncated to input_length), which keeps exactly the trace's prefix sharing. Output tokens are "
             "not in "
             "the trace, so only prompts are cached.");
-    else if (!m.sglang)
+    else if (!m.sglang && !m.vllm)
         r.notes.push_back(
             "Synthetic requests cache prompt and output (the next turn's prompt contains the output).");
+    if (m.vllm) return;
     r.notes.push_back(
         "Requests are replayed one after the other (no concurrency); the fleet module replays the same cache "
         "under "
@@ -528,6 +538,11 @@ void report_checkpoints(const CheckpointsParams& p, const CheckpointsResult& m, 
     }
     codecs_on_random_state(m.codecs, r);
     codecs_on_runnable_model(m.codecs, r);
+    if (m.vllm) {  // engine=vllm: vLLM's figures and checks instead of the radix tree's
+        report_vllm(p, m, r);
+        notes(m, r);
+        return;
+    }
     scalars(p, m, r);
     interval_sweep(m, r);
     capacity_sweep(m, r);

@@ -33,7 +33,7 @@ ReplayConfig replay_config(const CheckpointsParams& p, const ModelConfig& model,
     c.policy.interval = p.interval;
     c.policy.chunk = p.chunk;
     c.policy.max_states_per_path = p.policy == PolicyKind::spread ? p.spread_states : p.max_states_per_path;
-    c.policy.retention_interval = p.retention_interval;
+    c.policy.retention_interval = segment_tokens(p);
     c.state_bytes = checkpoint_bytes(model, a, p.codec);
     c.kv_bytes_per_token = a.kv_bytes_per_token;
     return c;
@@ -61,6 +61,8 @@ class CheckpointsRun : public StagedRun {
 
   private:
     void load();
+    void load_vllm();
+    double replay_vllm(const Deadline& d);
     double replay_main(const Deadline& d);
     void start_sglang();
     double replay_sglang(const Deadline& d);
@@ -80,6 +82,8 @@ class CheckpointsRun : public StagedRun {
     std::unique_ptr<WorkloadReplay> main_;
     std::unique_ptr<SglangReplay> sglang_;  // engine=sglang replaces main_
     size_t sglang_next_ = 0;
+    std::unique_ptr<VllmKvCacheManager> vllm_;  // engine=vllm, instead of main_ and the sweeps
+    size_t vllm_next_ = 0;
     ReplayQueue intervals_, capacities_, policies_;
     std::shared_ptr<const Workload> capacity_workload_;  // what the capacity sweep replays
     CheckpointsResult result_;
@@ -92,7 +96,9 @@ CheckpointsRun::CheckpointsRun(const CheckpointsParams& p, const Params& raw)
     result_.config = replay_config(p, result_.model, account_);
 
     const auto sweep = [this](ReplayQueue& q, const std::shared_ptr<const Workload>& w) {
-        return [this, &q, &w](const Deadline& d) { return result_.refused() ? 1.0 : q.step(*w, d); };
+        return [this, &q, &w](const Deadline& d) {
+            return result_.refused() || q.empty() ? 1.0 : q.step(*w, d);
+        };
     };
     add_step("loading the workload", 1, [this] { load(); });
     add_stage("replaying the workload", 4, [this](const Deadline& d) { return replay_main(d); });
@@ -117,6 +123,7 @@ void CheckpointsRun::load() {
     result_.workload_requests = w.requests.size();
     result_.from_trace = loaded_.trace != nullptr;
     result_.bundled_trace = loaded_.bundled;
+    if (params_.engine == CacheEngine::vllm) return load_vllm();
     // Refuse what the page cannot hold: one node per distinct checkpoint or branch.
     NodeEstimate e;
     for (const Request& r : w.requests) e.tokens += r.cache_len();
@@ -147,9 +154,44 @@ void CheckpointsRun::load() {
     plan_sweeps();
 }
 
+void CheckpointsRun::load_vllm() {
+    CheckpointsVllm& v = result_.vllm.emplace(vllm_setup(params_));
+    // Refuse what the page cannot hold: a hashed block per block of every prompt.
+    NodeEstimate e;
+    for (const Request& r : loaded_.workload->requests) e.tokens += r.prompt_len;
+    e.finest = v.config.block_tokens;
+    if (falsified(CheckpointsFalsify::estimate_lie)) e.finest = 1;
+    e.nodes = e.tokens / e.finest + loaded_.workload->requests.size() * 2;
+    e.limit = kMaxNodesEstimate;
+    if (e.nodes > e.limit) {
+        result_.too_big = e;
+        return;
+    }
+    vllm_ = std::make_unique<VllmKvCacheManager>(v.config, vllm_fault(params_.falsify));
+    if (result_.bundled_trace) v.reference = vllm_reference_row(v.config);
+}
+
+double CheckpointsRun::replay_vllm(const Deadline& d) {
+    const Stopwatch sw;
+    const std::vector<Request>& requests = loaded_.workload->requests;
+    while (vllm_next_ < requests.size()) {
+        const Request& q = requests[vllm_next_++];
+        vllm_->serve(q.tokens, q.prompt_len);
+        if ((vllm_next_ & 255) == 0 && d.passed()) break;
+    }
+    result_.vllm->replay_ms += sw.ms();
+    if (vllm_next_ < requests.size()) return double(vllm_next_) / double(requests.size());
+    result_.vllm->totals = vllm_->totals();
+    result_.vllm->audit = vllm_->audit();
+    vllm_.reset();
+    return 1.0;
+}
+
 double CheckpointsRun::replay_main(const Deadline& d) {
     if (result_.refused()) return 1.0;
     if (sglang_) return replay_sglang(d);
+    if (vllm_) return replay_vllm(d);
+    if (!main_) return 1.0;
     const Stopwatch sw;
     const size_t n = loaded_.workload->requests.size();
     while (!main_->done()) {
@@ -183,7 +225,7 @@ void CheckpointsRun::damage_after_replay(RadixCache& c) {
 }
 
 void CheckpointsRun::finish_main() {
-    if (result_.refused()) return;
+    if (result_.refused() || (!main_ && !sglang_)) return;
     RadixCache& c = sglang_ ? sglang_->cache() : main_->cache();
     if (sglang_) {
         finish_sglang();
@@ -326,7 +368,7 @@ void CheckpointsRun::measure_codecs() {
 }
 
 void CheckpointsRun::finish() {
-    if (!result_.refused()) {
+    if (!result_.refused() && !result_.vllm) {
         result_.intervals = intervals_.results();
         result_.capacities = capacities_.results();
         result_.policies = policies_.results();
