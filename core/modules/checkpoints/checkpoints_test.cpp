@@ -199,53 +199,55 @@ TEST_CASE("checkpoints: engine=sglang refuses what SGLang cannot run") {
                                RangePolicy::strict);
         CHECK(e.check(pp.params).empty());
     }
-    TEST_CASE("checkpoints: engine=vllm reproduces vLLM's own figures on the Mooncake trace") {
-        const Report r = run({{"trace", "mooncake"},
-                              {"preset", "kimi-linear-48b"},
-                              {"engine", "vllm"},
-                              {"retention_interval", "0"},
-                              {"sweeps", "0"}});
-        for (const Check& c : r.checks) CHECK_MESSAGE(c.passed, c.name << ": " << c.detail);
-        CHECK(scalar(r, "vllm_block_derived") == 1920);  // module 3's derivation, MLA alignment 128
-        CHECK(std::round(scalar(r, "token_hit_state") * 10000) == 2966);
-        CHECK(std::round(scalar(r, "token_hit_kv") * 10000) == 3175);
-        CHECK(test::check_keyed(r, "vllm_reference_hits").passed);
-        CHECK(test::check_keyed(r, "vllm_blocks_consistent").passed);
-        CHECK(r.find_check("tree_invariants_hold") == nullptr);  // the radix-tree replay does not run
-        // vLLM before PR #50000 (kernel multiple 16): 1888, and its dense row.
-        const Report old = run({{"trace", "mooncake"},
-                                {"preset", "kimi-linear-48b"},
-                                {"engine", "vllm"},
-                                {"vllm_mla_align", "0"},
-                                {"retention_interval", "dense"},
-                                {"sweeps", "0"}});
-        CHECK(scalar(old, "vllm_block_size") == 1888);
-        CHECK(test::check_keyed(old, "vllm_reference_hits").passed);
-        // prefix_match_unit=128: fine-grained partial hits (engines.md's pmu128 row).
-        const Report fine = run({{"trace", "mooncake"},
-                                 {"preset", "kimi-linear-48b"},
-                                 {"engine", "vllm"},
-                                 {"prefix_match_unit", "128"},
-                                 {"retention_interval", "0"},
-                                 {"sweeps", "0"}});
-        CHECK(std::round(scalar(fine, "token_hit_state") * 10000) == 3062);
-        CHECK(std::round(scalar(fine, "token_hit_kv") * 10000) == 3270);
-        CHECK(test::check_keyed(fine, "vllm_reference_hits").passed);
-    }
+}
 
-    TEST_CASE("checkpoints: retention_interval and engine=vllm are validated") {
-        const Experiment& e = *find_experiment("checkpoints");
-        const auto issues_of = [&](std::vector<std::pair<std::string, std::string>> kv) {
-            const auto pp = parse_params(e.params, kv, RangePolicy::strict);
-            return e.check(pp.params);
-        };
-        CHECK(issues_of({{"retention_interval", "dense"}}).empty());  // unused by policy=interval
-        CHECK(!issues_of({{"policy", "segmented"}, {"retention_interval", "dense"}}).empty());
-        CHECK(!issues_of({{"retention_interval", "many"}}).empty());
-        CHECK(issues_of({{"engine", "vllm"}, {"retention_interval", "0"}}).empty());
-        const auto bounded = issues_of({{"engine", "vllm"}, {"state_capacity", "100"}});
-        REQUIRE(!bounded.empty());
-        CHECK(bounded[0].message.find("unbounded") != std::string::npos);
-        CHECK(!issues_of({{"engine", "vllm"}, {"preset", "kimi-linear-48b"}, {"prefix_match_unit", "100"}})
-                   .empty());
-    }
+TEST_CASE("checkpoints: engine=vllm reproduces vLLM's own figures on the Mooncake trace") {
+    const Report r = run({{"trace", "mooncake"},
+                          {"preset", "kimi-linear-48b"},
+                          {"engine", "vllm"},
+                          {"retention_interval", "0"},
+                          {"sweeps", "0"}});
+    for (const Check& c : r.checks) CHECK_MESSAGE(c.passed, c.name << ": " << c.detail);
+    CHECK(scalar(r, "vllm_block_derived") == 1920);  // module 3's derivation, MLA alignment 128
+    CHECK(std::round(scalar(r, "token_hit_state") * 10000) == 2966);
+    CHECK(std::round(scalar(r, "token_hit_kv") * 10000) == 3175);
+    CHECK(test::check_keyed(r, "vllm_reference_hits").passed);
+    CHECK(test::check_keyed(r, "vllm_blocks_consistent").passed);
+    CHECK(r.find_check("tree_invariants_hold") == nullptr);  // the radix-tree replay does not run
+    // vLLM before PR #50000 (kernel multiple 16): 1888, and its dense row.
+    const Report old = run({{"trace", "mooncake"},
+                            {"preset", "kimi-linear-48b"},
+                            {"engine", "vllm"},
+                            {"vllm_mla_align", "0"},
+                            {"retention_interval", "dense"},
+                            {"sweeps", "0"}});
+    CHECK(scalar(old, "vllm_block_size") == 1888);
+    CHECK(test::check_keyed(old, "vllm_reference_hits").passed);
+    // prefix_match_unit=128: fine-grained partial hits (engines.md's pmu128 row).
+    const Report fine = run({{"trace", "mooncake"},
+                             {"preset", "kimi-linear-48b"},
+                             {"engine", "vllm"},
+                             {"prefix_match_unit", "128"},
+                             {"retention_interval", "0"},
+                             {"sweeps", "0"}});
+    CHECK(std::round(scalar(fine, "token_hit_state") * 10000) == 3062);
+    CHECK(std::round(scalar(fine, "token_hit_kv") * 10000) == 3270);
+    CHECK(test::check_keyed(fine, "vllm_reference_hits").passed);
+}
+
+TEST_CASE("checkpoints: retention_interval and engine=vllm are validated") {
+    const Experiment& e = *find_experiment("checkpoints");
+    const auto issues_of = [&](std::vector<std::pair<std::string, std::string>> kv) {
+        const auto pp = parse_params(e.params, kv, RangePolicy::strict);
+        return e.check(pp.params);
+    };
+    CHECK(issues_of({{"retention_interval", "dense"}}).empty());  // unused by policy=interval
+    CHECK(!issues_of({{"policy", "segmented"}, {"retention_interval", "dense"}}).empty());
+    CHECK(!issues_of({{"retention_interval", "many"}}).empty());
+    CHECK(issues_of({{"engine", "vllm"}, {"retention_interval", "0"}}).empty());
+    const auto bounded = issues_of({{"engine", "vllm"}, {"state_capacity", "100"}});
+    REQUIRE(!bounded.empty());
+    CHECK(bounded[0].message.find("unbounded") != std::string::npos);
+    CHECK(!issues_of({{"engine", "vllm"}, {"preset", "kimi-linear-48b"}, {"prefix_match_unit", "100"}})
+               .empty());
+}
