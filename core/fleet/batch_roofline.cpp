@@ -3,18 +3,18 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/model/accounting.h"
+#include "core/fleet/tp_layout.h"
 
 namespace k3 {
 
 BatchRoofline::BatchRoofline(const ModelConfig& model, const Hardware& per_gpu, int gpus,
-                             const Efficiency& eff)
+                             const Efficiency& eff, bool attention_dp)
     : model_(model), hw_(per_gpu), eff_(eff) {
     hw_.peak_flops *= double(std::max(gpus, 1));
     hw_.mem_bytes_per_s *= double(std::max(gpus, 1));
-    const MemoryAccount a = account_memory(model);
-    state_bytes_ = double(a.state_bytes);
-    kv_bytes_per_token_ = double(a.kv_bytes_per_token);
+    const TpLayout l = tp_layout(model, gpus, attention_dp);
+    state_bytes_ = double(l.state_bytes());
+    kv_bytes_per_token_ = double(l.kv_bytes_per_token());
 }
 
 // decode_step_cost's terms for one sequence: its token at its context, its state, its KV read.

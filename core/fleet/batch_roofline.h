@@ -22,8 +22,10 @@ class BatchRoofline {
     };
 
     BatchRoofline() = default;
-    // An instance of `gpus` GPUs of `per_gpu` (ideal tensor parallelism: gpus x peak and bandwidth).
-    BatchRoofline(const ModelConfig& model, const Hardware& per_gpu, int gpus, const Efficiency& eff);
+    // An instance of `gpus` GPUs of `per_gpu` (gpus x peak and bandwidth, no communication), its KV and
+    // states laid out as core/fleet/tp_layout.h says (tensor parallel or DP attention).
+    BatchRoofline(const ModelConfig& model, const Hardware& per_gpu, int gpus, const Efficiency& eff,
+                  bool attention_dp = false);
 
     // A decode step of one sequence at `context`; with `next`, what one more token of context adds
     // to it (the next step of a run of decode steps: flops_per_token is affine in the context).

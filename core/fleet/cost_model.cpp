@@ -6,8 +6,9 @@
 
 namespace k3 {
 
-CostModel::CostModel(const ModelConfig& model, const Hardware& hw, int gpus, const Efficiency& eff)
-    : hw_(hw), eff_(eff), gpus_(std::max(gpus, 1)) {
+CostModel::CostModel(const ModelConfig& model, const Hardware& hw, int gpus, const Efficiency& eff,
+                     bool attention_dp)
+    : hw_(hw), eff_(eff), gpus_(std::max(gpus, 1)), layout_(tp_layout(model, gpus, attention_dp)) {
     hw_.peak_flops *= double(gpus_);
     hw_.mem_bytes_per_s *= double(gpus_);
     hw_.mem_bytes *= double(gpus_);
@@ -32,8 +33,8 @@ WorkCost CostModel::cost(const IterationWork& w) const {
     const double prefill_flops = a_ * w.prefill_tokens + c_ * w.prefill_attention;
     r.flops = decode_flops + prefill_flops;
     const double weights = 2.0 * std::min(total_params_, T * active_params_);
-    r.bytes = weights + 2.0 * double(state_bytes_) * seqs +
-              double(kv_bytes_) * (w.decode_context + w.prefill_tokens);
+    r.bytes = weights + 2.0 * double(layout_.state_bytes()) * seqs +
+              double(layout_.kv_bytes_per_token()) * (w.decode_context + w.prefill_tokens);
     const double tc = r.flops / (hw_.peak_flops * eff_.compute);
     const double tm = r.bytes / (hw_.mem_bytes_per_s * eff_.memory);
     r.compute_bound = tc >= tm;

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/fleet/tp_layout.h"
 #include "core/model/roofline.h"
 
 namespace k3 {
@@ -47,7 +48,8 @@ struct IterationWork {
 class CostModel {
   public:
     CostModel() = default;
-    CostModel(const ModelConfig& model, const Hardware& hw, int gpus, const Efficiency& eff = {});
+    CostModel(const ModelConfig& model, const Hardware& hw, int gpus, const Efficiency& eff = {},
+              bool attention_dp = false);
 
     // Seconds one iteration takes (an estimate).
     double seconds(const IterationWork& w) const;
@@ -56,8 +58,14 @@ class CostModel {
     const Hardware& instance_hardware() const { return hw_; }
     const Efficiency& efficiency() const { return eff_; }
     int gpus() const { return gpus_; }
+    // One copy of a request's state and of a token's KV (what a checkpoint, the host tier or a link
+    // holds and moves).
     uint64_t state_bytes() const { return state_bytes_; }
     uint64_t kv_bytes_per_token() const { return kv_bytes_; }
+    // The same summed over the ranks that hold them (TpLayout): what an iteration reads.
+    uint64_t held_state_bytes() const { return layout_.state_bytes(); }
+    uint64_t held_kv_bytes_per_token() const { return layout_.kv_bytes_per_token(); }
+    const TpLayout& layout() const { return layout_; }
     // Prefill tokens per second of one instance for chunks of `chunk` tokens after `context` cached
     // tokens (capacity figures for token budgets and for the text).
     double prefill_tokens_per_s(double chunk, double context) const;
@@ -69,6 +77,7 @@ class CostModel {
     double a_ = 0, c_ = 0;  // flops_per_token(x) = a + c x
     double total_params_ = 0, active_params_ = 0;
     uint64_t state_bytes_ = 0, kv_bytes_ = 0;
+    TpLayout layout_;
 };
 
 }  // namespace k3

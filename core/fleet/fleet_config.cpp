@@ -76,7 +76,8 @@ std::optional<SpecState> parse_spec_state(std::string_view s) {
 }
 
 RunningStateSlots running_state_slots(const FleetConfig& c, SpecState spec) {
-    const MemoryAccount a = account_memory(c.model);
+    // In instance bytes, summed over the ranks that hold them (tp_layout.h).
+    const PoolModel a = tp_layout(c.model, c.gpus, c.attention_dp).pool_model();
     RunningStateSlots s;
     s.linear_layers = uint64_t(a.linear_layers);
     s.page_bytes_per_layer = a.state_bytes_per_layer;
@@ -87,7 +88,7 @@ RunningStateSlots running_state_slots(const FleetConfig& c, SpecState spec) {
         s.page_bytes_per_layer = spec == SpecState::snapshots ? p.snapshot_page : p.recoverssm_page;
         s.pages = spec == SpecState::snapshots ? c.draft_len + (align ? 2 : 1) : (align ? 2 : 1);
     }
-    s.kv_reserve_bytes = uint64_t(kKvReservePages) * c.page_tokens * a.kv_bytes_per_token;
+    s.kv_reserve_bytes = uint64_t(kKvReservePages) * c.page_tokens * a.kv_bytes_per_token();
     const uint64_t per_request = s.bytes();
     s.fit = per_request && c.working_bytes > s.kv_reserve_bytes
                 ? (c.working_bytes - s.kv_reserve_bytes) / per_request
@@ -100,13 +101,13 @@ RunningStateSlots running_state_slots(const FleetConfig& c, SpecState spec) {
 RunningStateSlots running_state_slots(const FleetConfig& c) { return running_state_slots(c, c.spec_state); }
 
 MemoryPlan memory_plan(const FleetConfig& c) {
-    const MemoryAccount a = account_memory(c.model);
+    const TpLayout a = tp_layout(c.model, c.gpus, c.attention_dp);
     MemoryPlan m;
     m.device = c.hardware.mem_bytes * double(c.gpus);
     m.weights = 2.0 * c.model.total_params;
     m.working = double(c.working_bytes);
-    m.cache_kv = double(c.cache.kv_capacity_tokens) * double(a.kv_bytes_per_token);
-    m.cache_states = double(c.cache.state_capacity) * double(a.state_bytes);
+    m.cache_kv = double(c.cache.kv_capacity_tokens) * double(a.kv_bytes_per_token());
+    m.cache_states = double(c.cache.state_capacity) * double(a.state_bytes());
     m.cache_bounded = c.cache.kv_capacity_tokens > 0 && c.cache.state_capacity > 0;
     return m;
 }
@@ -115,6 +116,7 @@ std::string check_fleet_config(const FleetConfig& c) {
     if (c.instances == 0) return "at least one instance";
     if (!(c.model.active_params > 0) || !(c.model.total_params > 0))
         return "model " + c.model.id + " has no parameter counts: the roofline needs a published preset";
+    if (std::string e = tp_layout_error(c.model, c.gpus, c.attention_dp); !e.empty()) return e;
     if (c.max_running == 0 || c.max_batch_tokens == 0 || c.max_prefills == 0)
         return "batching limits must be positive";
     if (c.cache.page_size == 0 || c.page_tokens == 0) return "page sizes must be positive";

@@ -11,6 +11,7 @@
 
 #include "core/cache/checkpoint_policy.h"
 #include "core/cache/radix_cache.h"
+#include "core/fleet/tp_layout.h"
 #include "core/model/config.h"
 #include "core/model/roofline.h"
 
@@ -96,6 +97,9 @@ enum class FleetSimFalsify : uint8_t {
     migration_drops_state,    // one live migration arrives without the request's state
     migration_lost_counter,   // the drain's lost-work counter is one token high
     state_slot_one_page,  // the first instance's state slots hold one state page, whatever the request holds
+    // TP layout (core/fleet/tp_layout.h), under tensor parallel attention:
+    kv_capacity_sharded,  // the first instance's pool holds KV as if spread over the ranks
+    kv_read_sharded,      // the iterations cost the KV a decode reads as if spread over the ranks
 };
 
 struct FleetConfig {
@@ -103,6 +107,10 @@ struct FleetConfig {
     ModelConfig model;
     Hardware hardware;
     int gpus = 2;
+    // How the gpus ranks lay out attention (core/fleet/tp_layout.h): false, tensor parallel (the MLA
+    // latent replicated on every rank, the linear state sharded by heads); true, DP attention (each
+    // rank serves its own requests with all the heads: KV and states whole on one rank).
+    bool attention_dp = false;
     Efficiency efficiency;
 
     uint32_t instances = 4;

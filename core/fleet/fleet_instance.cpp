@@ -5,7 +5,6 @@
 
 #include "core/fleet/fleet_sim_internal.h"
 #include "core/model/accounting.h"
-#include "core/model/pool_model.h"
 
 namespace k3 {
 
@@ -44,7 +43,10 @@ void FleetSim::reset_instance(uint32_t k) {
     sc.page_tokens = c_.page_tokens;
     sc.state_slots = slots_.slots;
     // A slot holds what one running request holds: its state pages (SpecState).
-    PoolModel m = pool_model(c_.model);
+    // kv_capacity_sharded: the pool holds KV as if spread over the ranks (DP attention's merged view)
+    // while the instance runs tensor parallel attention.
+    const bool dp_view = c_.attention_dp || (k == 0 && c_.falsify == FleetSimFalsify::kv_capacity_sharded);
+    PoolModel m = tp_layout(c_.model, c_.gpus, dp_view).pool_model();
     m.state_bytes_per_layer = falsify_now(FleetSimFalsify::state_slot_one_page) ? slots_.page_bytes_per_layer
                                                                                 : slots_.bytes_per_layer();
     PoolResult pr = make_static_pool(m, sc);
@@ -54,6 +56,8 @@ void FleetSim::reset_instance(uint32_t k) {
     }
     I.pool = std::move(pr.pool);
     I.pool_tokens = I.pool->layout().max_kv_pages * I.pool->layout().page_tokens;
+    if (pool_sizes_.size() < inst_.size()) pool_sizes_.resize(inst_.size());
+    pool_sizes_[k] = {I.pool_tokens, I.pool->layout().max_states};
     I.queue.configure(c_.queue, weights, c_.drr_quantum_tokens, &buckets_);
     I.running.clear();
     I.batch.clear();

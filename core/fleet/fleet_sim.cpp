@@ -60,8 +60,11 @@ FleetSim::FleetSim(std::shared_ptr<const Workload> w, const FleetConfig& c)
         return;
     }
     slots_ = running_state_slots(c_);
-    cost_ = CostModel(c_.model, c_.hardware, c_.gpus, c_.efficiency);
-    roofline_ = BatchRoofline(c_.model, c_.hardware, c_.gpus, c_.efficiency);
+    // kv_read_sharded: the iterations cost the KV a decode reads as if spread over the ranks (the
+    // merged view of DP attention) while the instance runs tensor parallel attention.
+    const bool dp_view = c_.attention_dp || c_.falsify == FleetSimFalsify::kv_read_sharded;
+    cost_ = CostModel(c_.model, c_.hardware, c_.gpus, c_.efficiency, dp_view);
+    roofline_ = BatchRoofline(c_.model, c_.hardware, c_.gpus, c_.efficiency, dp_view);
     const size_t n = w_->requests.size();
     live_.resize(n);
     out_.resize(n);

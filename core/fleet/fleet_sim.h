@@ -199,6 +199,11 @@ class FleetSim {
     const RunningStateSlots& running_slots() const { return slots_; }
     const Workload& workload() const { return *w_; }
     const CostModel& cost_model() const { return cost_; }
+    // What each instance's working pool held at its (last) start: KV tokens and state slots.
+    struct PoolSize {
+        uint64_t kv_tokens = 0, state_slots = 0;
+    };
+    const std::vector<PoolSize>& pool_sizes() const { return pool_sizes_; }
     const std::vector<RequestOutcome>& outcomes() const { return out_; }
     const std::vector<InstanceStats>& instance_stats() const { return stats_; }
     const std::vector<FaultOutcome>& faults() const { return fault_out_; }
@@ -290,6 +295,7 @@ class FleetSim {
     std::shared_ptr<const Workload> w_;
     FleetConfig c_;
     RunningStateSlots slots_;
+    std::vector<PoolSize> pool_sizes_;
     std::string error_;
     CostModel cost_;
     BatchRoofline roofline_;

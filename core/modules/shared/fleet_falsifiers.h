@@ -38,6 +38,13 @@ inline const std::vector<FleetCheckFalsifier>& fleet_check_falsifiers() {
         {"state_slot_one_page",
          "with speculative snapshots, the first instance's state slots hold one state page instead of 2 + N",
          "state_bytes_match_accounting*", FleetSimFalsify::state_slot_one_page, true},
+        {"kv_capacity_sharded",
+         "under tensor parallel attention, the first instance's pool holds KV as if spread over the ranks",
+         "kv_capacity_matches_rank_bytes*", FleetSimFalsify::kv_capacity_sharded},
+        {"kv_read_sharded",
+         "under tensor parallel attention, the iterations cost the KV a decode reads as if spread over the "
+         "ranks",
+         "decode_kv_read_matches_rank_bytes*", FleetSimFalsify::kv_read_sharded},
     };
     return v;
 }

@@ -62,6 +62,7 @@ void fleet_instance_params(ParamList<FleetInstanceParams>& l) {
     inst(l.choice(&P::hardware, "hardware", "GPU", hardware_choices()))
         .describe("Datasheet peak dense BF16 FLOP/s and HBM bandwidth: times are roofline estimates.");
     documented(inst(l.integer(&P::gpus, "gpus", "GPUs per instance", "GPUs", 1, 16)));
+    documented(inst(l.flag(&P::attention_dp, "attention_dp", "DP attention")));
     documented(
         inst(l.real(&P::working_gib, "working_gib", "Working memory per instance", "GiB", 1, 1024).log()));
     inst(l.integer(&P::max_running, "max_running", "Max running requests", "requests", 1, 1024).log())
@@ -106,6 +107,7 @@ FleetConfig fleet_config(const FleetRouterParams& router, const FleetCacheParams
     c.model = *model_preset(instances.preset);
     c.hardware = instances.hardware;
     c.gpus = instances.gpus;
+    c.attention_dp = instances.attention_dp;
     c.efficiency = {instances.compute_efficiency, instances.memory_efficiency};
     c.instances = instances.instances;
     c.working_bytes = uint64_t(instances.working_gib * kGiB);
@@ -175,6 +177,8 @@ void validate_fleet_groups(const FleetRouterParams& router, const FleetCachePara
         issues.error(cache.interval, "interval " + std::to_string(c.policy.interval) +
                                          " is not a multiple of the page size " +
                                          std::to_string(c.cache.page_size));
+    if (std::string e = tp_layout_error(c.model, c.gpus, c.attention_dp); !e.empty())
+        issues.error(instances.gpus, e + " (or turn attention_dp on: each rank then holds all the heads)");
     validate_running_state(c, instances, issues);
     const MemoryPlan m = memory_plan(c);
     if (m.total() > m.device)

@@ -33,6 +33,7 @@ struct FleetInstanceParams {
     ModelPreset preset = ModelPreset::kimi_linear_48b;
     Hardware hardware = *hardware_preset("h100");
     int gpus = 2;
+    bool attention_dp = false;  // DP attention instead of tensor parallel attention (tp_layout.h)
     double working_gib = 32;
     uint32_t max_running = 64, max_batch_tokens = 8192, max_prefills = 2;
     SpecState spec_state = SpecState::off;  // speculative decoding's state scratch
@@ -49,7 +50,7 @@ struct FleetCostParams {
 void fleet_router_params(ParamList<FleetRouterParams>& l);
 // policy, interval, state_capacity, kv_capacity_tokens, page_size, lru_refresh ("Prefix cache").
 void fleet_cache_params(ParamList<FleetCacheParams>& l);
-// instances, preset, hardware, gpus, working_gib, max_running, max_batch_tokens, max_prefills,
+// instances, preset, hardware, gpus, attention_dp, working_gib, max_running, max_batch_tokens, max_prefills,
 // spec_state, draft_len, compute_efficiency, memory_efficiency ("Instances").
 void fleet_instance_params(ParamList<FleetInstanceParams>& l);
 // price_per_gpu_hour, link ("Cost").

@@ -256,6 +256,7 @@ void report_running_state(Report& r, const FleetSim& s) {
     r.scalar("state_bytes_per_request", "State bytes a running request holds", "B", double(x.bytes()));
     r.scalar("running_slots", "Running requests the working memory holds (state slots)", "requests",
              double(x.slots), true);
+    report_tp_layout(r, s);
     Table& t = r.add_table(make_table(
         "Running requests per instance by speculative decoding's state (N = " + std::to_string(c.draft_len) +
             (c.caching ? ", prefix caching: align mode" : ", no prefix caching") + "; working memory " +
@@ -298,6 +299,7 @@ void report_fleet_checks(Report& r, const FleetSim& s, const RunTag& tag) {
                           : audit);
     clock_check(r, s, key("iteration_times_match_roofline"), name);
     state_bytes_check(r, s, key("state_bytes_match_accounting"), name);
+    report_tp_checks(r, s, tag.key.empty() ? "" : "_" + tag.key, name);
 }
 
 void report_model_notes(Report& r, const FleetSim& s) {
@@ -308,17 +310,21 @@ void report_model_notes(Report& r, const FleetSim& s) {
     for (int i = 0; i < 32; ++i) d.add_decode(4096);
     pf.add_chunk(0, 8192);
     const Hardware& hw = m.instance_hardware();
-    r.notes.push_back(
-        "Times are roofline ESTIMATES, not measurements: " + c.model.name + " on " + hw.name + " (" +
-        format_si(hw.peak_flops, 3) + "FLOP/s dense BF16, " + format_bytes(hw.mem_bytes_per_s) + "/s), at " +
-        format_sig(c.efficiency.compute * 100, 3) + " % of peak compute and " +
-        format_sig(c.efficiency.memory * 100, 3) +
-        " % of peak bandwidth; ideal tensor parallelism, no kernel-launch, scheduling or network overhead. A "
-        "decode step of 32 requests at 4,096 tokens: " +
-        format_sig(m.seconds(d) * 1000, 3) +
-        " ms; a prefill of 8,192 tokens: " + format_sig(m.seconds(pf) * 1000, 3) + " ms.");
+    r.notes.push_back("Times are roofline ESTIMATES, not measurements: " + c.model.name + " on " + hw.name +
+                      " (" + format_si(hw.peak_flops, 3) + "FLOP/s dense BF16, " +
+                      format_bytes(hw.mem_bytes_per_s) + "/s), at " +
+                      format_sig(c.efficiency.compute * 100, 3) + " % of peak compute and " +
+                      format_sig(c.efficiency.memory * 100, 3) + " % of peak bandwidth; " +
+                      std::to_string(std::max(c.gpus, 1)) +
+                      " ranks, no communication cost (the KV layout: Attention layout below), no "
+                      "kernel-launch, scheduling or network overhead. A "
+                      "decode step of 32 requests at 4,096 tokens: " +
+                      format_sig(m.seconds(d) * 1000, 3) +
+                      " ms; a prefill of 8,192 tokens: " + format_sig(m.seconds(pf) * 1000, 3) + " ms.");
     r.notes.push_back("One state checkpoint: " + format_bytes(double(m.state_bytes())) +
-                      "; KV per token: " + format_bytes(double(m.kv_bytes_per_token())) +
+                      "; KV per token: " + format_bytes(double(m.kv_bytes_per_token())) + " (" +
+                      format_bytes(double(m.held_kv_bytes_per_token())) +
+                      " summed over the ranks holding it)" +
                       ". The prefix cache's capacity and the working memory are separate budgets; a running "
                       "request's working KV covers only what it computed.");
 }

@@ -40,6 +40,13 @@ void report_fleet_checks(Report& r, const FleetSim& s, const RunTag& tag = {});
 // What a running request holds for its state (FleetConfig::spec_state) and the running requests that
 // fit, for each choice of the state scratch (scalars and a table).
 void report_running_state(Report& r, const FleetSim& s);
+// The TP layout (core/fleet/tp_layout.h): one rank's KV bytes per token and state bytes, the KV
+// tokens and state slots of an instance's working memory, a decode step's KV read time (scalars, a
+// note). report_running_state reports it.
+void report_tp_layout(Report& r, const FleetSim& s);
+// Its checks, recounted from one rank's share (shard_for_tp): the pools' KV capacity and the cost
+// model's decode KV read time. report_fleet_checks reports them (key suffix "_tag" or "").
+void report_tp_checks(Report& r, const FleetSim& s, const std::string& suffix, const std::string& name);
 // The hardware, the cost model's scale and its simplifications (notes).
 void report_model_notes(Report& r, const FleetSim& s);
 
