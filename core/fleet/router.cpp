@@ -31,8 +31,10 @@ Router::Router(const RouterConfig& c, uint32_t instances, uint64_t seed)
     }
     if (c_.kind == RouterKind::cache_aware)
         approx_ = std::make_unique<ApproxTrees>(n_, c_.max_tree_tokens, c_.eviction_interval_s * 1000.0);
-    if (c_.kind == RouterKind::kv_events || c_.kind == RouterKind::kv_cost)
-        events_.assign(n_, KvEventView(c_.event_block_tokens, c_.kv_event_delay_s * 1000.0));
+    if (c_.kind == RouterKind::kv_events || c_.kind == RouterKind::kv_cost) {
+        hashes_ = std::make_unique<BlockHashMemo>(c_.event_block_tokens);
+        events_.assign(n_, KvEventView(*hashes_, c_.kv_event_delay_s * 1000.0));
+    }
 }
 
 int Router::least_loaded(const RouterView& v) const {
@@ -137,7 +139,7 @@ RouteDecision Router::approximate(const Request& r, uint64_t len, const RouterVi
 
 // With no delay the event view must equal the true tree floored to whole blocks.
 void Router::compare_zero_delay(const Request& r, uint64_t len, const RouterView& v,
-                                const std::vector<uint64_t>& hashes) {
+                                std::span<const uint64_t> hashes) {
     if (c_.kv_event_delay_s > 0) return;
     const uint64_t b = c_.event_block_tokens ? c_.event_block_tokens : 1;
     for (uint32_t i = 0; i < n_; ++i) {
@@ -148,7 +150,7 @@ void Router::compare_zero_delay(const Request& r, uint64_t len, const RouterView
 }
 
 RouteDecision Router::event_fed(const Request& r, uint64_t len, const RouterView& v) {
-    const std::vector<uint64_t> hashes = chained_block_hashes(*r.tokens, len, events_[0].block());
+    const std::span<const uint64_t> hashes = hashes_->of(*r.tokens, len);
     compare_zero_delay(r, len, v, hashes);
     if (imbalanced(v)) return {least_loaded(v), RouteReason::balance};
     return best_match(len, v, [&](uint32_t i) { return events_[i].match(hashes); });
@@ -190,7 +192,7 @@ double dynamo_cost(double weight, uint64_t len, uint64_t overlap, double active,
 // (softmax_sample returns every tied key); else probabilities softmax(-(logit - min) / (max - min) / T).
 RouteDecision Router::cost(const Request& r, uint64_t len, const RouterView& v) {
     const uint32_t b = events_[0].block();
-    const std::vector<uint64_t> hashes = chained_block_hashes(*r.tokens, len, b);
+    const std::span<const uint64_t> hashes = hashes_->of(*r.tokens, len);
     compare_zero_delay(r, len, v, hashes);
     CostDecision d;
     d.len = len;

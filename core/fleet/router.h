@@ -113,7 +113,7 @@ class Router {
     RouteDecision event_fed(const Request& r, uint64_t len, const RouterView& v);
     RouteDecision cost(const Request& r, uint64_t len, const RouterView& v);
     void compare_zero_delay(const Request& r, uint64_t len, const RouterView& v,
-                            const std::vector<uint64_t>& hashes);
+                            std::span<const uint64_t> hashes);
     RouteDecision hashed(const Request& r, const RouterView& v) const;
 
     RouterConfig c_;
@@ -122,8 +122,9 @@ class Router {
     Rng rng_;
     std::vector<std::pair<uint64_t, uint32_t>> ring_;  // (point, instance), sorted
     std::unique_ptr<ApproxTrees> approx_;              // cache_aware
-    std::vector<KvEventView> events_;                  // kv_events, kv_cost
-    std::vector<CostDecision> decisions_;              // kv_cost
+    std::unique_ptr<BlockHashMemo> hashes_;            // kv_events, kv_cost
+    std::vector<KvEventView> events_;
+    std::vector<CostDecision> decisions_;  // kv_cost
     uint64_t zero_compared_ = 0, zero_mismatches_ = 0;
     bool cost_not_minimum_ = false;
 };

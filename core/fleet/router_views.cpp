@@ -6,17 +6,38 @@
 
 namespace k3 {
 
+namespace {
+
+constexpr uint64_t kChainSeed = 0x6b765f6576656e74ull;
+
+uint64_t chain(uint64_t prev, const TokenSeq& q, uint64_t b, uint32_t block) {
+    return mix64(prev * 0x9e3779b97f4a7c15ull ^ page_fingerprint(q, b * block, block));
+}
+
+}  // namespace
+
 std::vector<uint64_t> chained_block_hashes(const TokenSeq& q, uint64_t len, uint32_t block) {
     const uint64_t n = std::min<uint64_t>(len, q.size()) / block;
-    std::vector<uint64_t> h(static_cast<size_t>(n));
-    uint64_t prev = 0x6b765f6576656e74ull;
-    for (uint64_t b = 0; b < n; ++b)
-        prev = h[size_t(b)] = mix64(prev * 0x9e3779b97f4a7c15ull ^ page_fingerprint(q, b * block, block));
+    std::vector<uint64_t> h;
+    h.reserve(size_t(n));
+    uint64_t prev = kChainSeed;
+    for (uint64_t b = 0; b < n; ++b) h.push_back(prev = chain(prev, q, b, block));
     return h;
 }
 
+std::span<const uint64_t> BlockHashMemo::of(const TokenSeq& q, uint64_t len) {
+    const uint64_t n = std::min<uint64_t>(len, q.size()) / block_;
+    std::vector<uint64_t>& h = memo_[&q];
+    if (h.size() < n) {
+        uint64_t prev = h.empty() ? kChainSeed : h.back();
+        for (uint64_t b = h.size(); b < n; ++b) h.push_back(prev = chain(prev, q, b, block_));
+    }
+    return {h.data(), size_t(n)};
+}
+
 void KvEventView::stored(const TokenSeq& q, uint64_t upto, double now) {
-    Event e{now, true, chained_block_hashes(q, upto, block_)};
+    const std::span<const uint64_t> h = memo_->of(q, upto);
+    Event e{now, true, {h.begin(), h.end()}};
     if (lose_first_ && !e.hashes.empty()) e.hashes.erase(e.hashes.begin());
     if (!e.hashes.empty()) pending_.push_back(std::move(e));
     if (ignore_delay_) advance(now);
@@ -26,8 +47,8 @@ void KvEventView::removed(const TokenSeq& q, uint64_t start, uint64_t end, doubl
     if (end <= start) return;
     // Blocks [start / block, ceil(end / block)): a block missing one token is gone.
     const uint64_t last = std::min<uint64_t>((end + block_ - 1) / block_, q.size() / block_);
-    Event e{now, false, chained_block_hashes(q, last * block_, block_)};
-    e.hashes.erase(e.hashes.begin(), e.hashes.begin() + ptrdiff_t(std::min<uint64_t>(start / block_, last)));
+    const std::span<const uint64_t> h = memo_->of(q, last * block_);
+    Event e{now, false, {h.begin() + ptrdiff_t(std::min<uint64_t>(start / block_, h.size())), h.end()}};
     if (!e.hashes.empty()) pending_.push_back(std::move(e));
     if (ignore_delay_) advance(now);
 }
@@ -46,7 +67,7 @@ void KvEventView::advance(double now) {
     }
 }
 
-uint64_t KvEventView::match(const std::vector<uint64_t>& hashes) const {
+uint64_t KvEventView::match(std::span<const uint64_t> hashes) const {
     uint64_t b = 0;
     while (b < hashes.size() && held_.count(hashes[size_t(b)])) ++b;
     return b * block_;

@@ -16,7 +16,9 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <span>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -30,9 +32,25 @@ namespace k3 {
 // compute_seq_hash_for_block over compute_block_hash_for_seq).
 std::vector<uint64_t> chained_block_hashes(const TokenSeq& q, uint64_t len, uint32_t block);
 
+// The same hashes, computed once per sequence and extended on demand (the sequences outlive the run's
+// routers: they are the workload's).
+class BlockHashMemo {
+  public:
+    explicit BlockHashMemo(uint32_t block) : block_(block ? block : 1) {}
+    uint32_t block() const { return block_; }
+    // Hashes of the whole blocks of q[0, len).
+    std::span<const uint64_t> of(const TokenSeq& q, uint64_t len);
+
+  private:
+    uint32_t block_;
+    std::unordered_map<const TokenSeq*, std::vector<uint64_t>> memo_;
+};
+
 class KvEventView {
   public:
-    KvEventView(uint32_t block, double delay_ms) : block_(block ? block : 1), delay_ms_(delay_ms) {}
+    // `memo` (shared by the instances' views) outlives the view.
+    KvEventView(BlockHashMemo& memo, double delay_ms)
+        : memo_(&memo), block_(memo.block()), delay_ms_(delay_ms) {}
     uint32_t block() const { return block_; }
     // The engine cached q[0, upto): every whole block of it is stored.
     void stored(const TokenSeq& q, uint64_t upto, double now);
@@ -41,7 +59,7 @@ class KvEventView {
     // Applies the events emitted at or before now - delay, in emission order.
     void advance(double now);
     // Tokens of the longest run of leading blocks the view holds (hashes from chained_block_hashes).
-    uint64_t match(const std::vector<uint64_t>& hashes) const;
+    uint64_t match(std::span<const uint64_t> hashes) const;
 
     // ---- audit ----
     size_t blocks() const { return held_.size(); }
@@ -61,6 +79,7 @@ class KvEventView {
         bool store = true;
         std::vector<uint64_t> hashes;
     };
+    BlockHashMemo* memo_;
     uint32_t block_;
     double delay_ms_;
     std::deque<Event> pending_;

@@ -82,10 +82,13 @@ TEST_CASE("cache_aware: LRU pruning to max_tree_tokens every interval, and its a
 }
 
 TEST_CASE("KV-event view: applied exactly the delay late, blocks removed when one token goes") {
-    KvEventView e(16, 1000);
+    BlockHashMemo memo(16);
+    KvEventView e(memo, 1000);
     const TokenSeqPtr q = seq(0, 70);
     const std::vector<uint64_t> h = chained_block_hashes(*q, 70, 16);
     CHECK(h.size() == 4);
+    const auto m = memo.of(*q, 70);
+    CHECK(std::vector<uint64_t>(m.begin(), m.end()) == h);  // the memo gives the same chain
     e.stored(*q, 64, 0);
     e.advance(999);
     CHECK(e.match(h) == 0);  // not yet: younger than the delay
@@ -100,7 +103,7 @@ TEST_CASE("KV-event view: applied exactly the delay late, blocks removed when on
     // A different prefix shares no chained hash even where its own tokens agree.
     const TokenSeqPtr other = seq(0, 70, 99, 16);
     CHECK(e.match(chained_block_hashes(*other, 70, 16)) == 0);
-    KvEventView early(16, 1000);
+    KvEventView early(memo, 1000);
     early.ignore_delay();
     early.stored(*q, 64, 0);
     CHECK(early.match(h) == 64);
