@@ -46,6 +46,7 @@ class FleetRouterView final : public RouterView {
         return memo_[i];
     }
     double now_ms() const override { return s_.now_; }
+    bool one_namespace() const override { return !s_.c_.quotas; }
     // Dynamo's active blocks: those of every request routed here and not finished (queued ones
     // count their whole context, running ones what they hold).
     double active_blocks(uint32_t i, uint32_t block) const override {

@@ -140,7 +140,7 @@ RouteDecision Router::approximate(const Request& r, uint64_t len, const RouterVi
 // With no delay the event view must equal the true tree floored to whole blocks.
 void Router::compare_zero_delay(const Request& r, uint64_t len, const RouterView& v,
                                 std::span<const uint64_t> hashes) {
-    if (c_.kv_event_delay_s > 0) return;
+    if (c_.kv_event_delay_s > 0 || !v.one_namespace()) return;
     const uint64_t b = c_.event_block_tokens ? c_.event_block_tokens : 1;
     for (uint32_t i = 0; i < n_; ++i) {
         if (!v.eligible(i)) continue;

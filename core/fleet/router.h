@@ -44,6 +44,8 @@ class RouterView {
     // The instance's cache match for the request's context (no side effects).
     virtual Match match(uint32_t i, const Request& r, uint64_t len) const = 0;
     virtual double now_ms() const { return 0; }
+    // One cache per instance (no tenant namespaces): what the zero-delay event view is compared with.
+    virtual bool one_namespace() const { return true; }
     // KV blocks of `block` tokens the instance's requests in flight hold (kv_cost's decode blocks).
     virtual double active_blocks(uint32_t i, uint32_t block) const { return 0; }
 };
