@@ -53,7 +53,7 @@ struct RouterConfig {
     double eviction_interval_s = 120;
     // kv_events, kv_cost: KV events per block of event_block_tokens, applied kv_event_delay_s late.
     double kv_event_delay_s = 0;
-    uint32_t event_block_tokens = 16;
+    uint32_t event_block_tokens = 16;  // vLLM's default block; Dynamo takes the engine's
     // kv_cost (Dynamo KvRouter): cost = overlap_weight x prefill blocks + decode blocks; softmax
     // over the costs at `temperature` (0 = argmin). Dynamo defaults 1.0 and 0.0.
     double overlap_weight = 1.0;

@@ -10,10 +10,11 @@
 //                 instance can resume from, which routers fed by KV events cannot see (SGLang #23678)
 //   cache_aware   the same rule on the gateway's own approximate trees (router_views.h ApproxTrees)
 //   kv_events     the same rule on a view fed by KV events kv_event_delay_s late (KvEventView)
-//   kv_cost       Dynamo's KvRouter (ai-dynamo/dynamo lib/llm/src/kv_router/scheduler.rs, the
-//                 worker-selection logit, and config.rs KvRouterConfig::default): per instance
-//                 cost = overlap_weight x prefill blocks not cached (in the event view) + decode blocks
-//                 (blocks of the requests in flight + the request's own); the minimum, or a softmax
+//   kv_cost       Dynamo's KvRouter (ai-dynamo/dynamo: the worker-selection logit and softmax_sample of
+//                 lib/llm/src/kv_router/scheduler.rs, later lib/kv-router/src/scheduling/selector.rs;
+//                 defaults of lib/llm/src/kv_router/config.rs KvRouterConfig::default at 0435b58a): per
+//                 instance cost = overlap_weight x prefill blocks not cached (in the event view) + decode
+//                 blocks (blocks of the requests in flight + the request's own); the minimum, or a softmax
 //                 sample at `temperature` over the costs normalised by their range
 //   session       consistent hashing of the session id with bounded load: the session's home
 //                 instance unless its load exceeds load_factor x the mean

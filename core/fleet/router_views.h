@@ -2,11 +2,12 @@
 // instance's true tree (RouterKind::prefix, state_aware):
 //   ApproxTrees   SGLang Model Gateway's cache_aware policy (sgl-project/sglang,
 //                 sgl-model-gateway/src/policies/cache_aware.rs, CacheAwarePolicy::select_worker and
-//                 select_worker_min_load, commit 053b63ff, gateway of SGLang v0.5.x): one approximate tree
-//                 per worker holding the prompts the gateway sent there, inserted at selection time (on the
-//                 imbalanced path too), never told of the engine's evictions, pruned to max_tree_size by
-//                 LRU leaf eviction every eviction_interval_secs (the background thread of with_config,
-//                 Tree::evict_tenant_by_size). The gateway counts text characters; here tokens.
+//                 select_worker_min_load, at sglang commit 053b63ff; defaults from the gateway's
+//                 PolicyConfig): one approximate tree per worker holding the prompts the gateway sent there,
+//                 inserted at selection time (on the imbalanced path too), never told of the engine's
+//                 evictions, pruned to max_tree_size by LRU leaf eviction every eviction_interval_secs (the
+//                 background thread of with_config, Tree::evict_tenant_by_size). The gateway counts text
+//                 characters; here tokens.
 //   KvEventView   a router fed by the engines' KV events (Dynamo's KvIndexer, llm-d): stored / removed
 //                 events per block of `block` tokens, identified by the chained hash of the block and
 //                 all before it, applied `delay` after the engine emitted them. delay 0 sees what the
