@@ -19,16 +19,20 @@ std::optional<E> parse_in(const std::vector<std::string>& ids, std::string_view 
 
 const std::vector<std::string>& router_ids() {
     static const std::vector<std::string> v = {"round_robin", "least_loaded", "p2c",
-                                               "prefix",      "state_aware",  "session"};
+                                               "prefix",      "state_aware",  "session",
+                                               "cache_aware", "kv_events",    "kv_cost"};
     return v;
 }
 const std::vector<std::string>& router_labels() {
     static const std::vector<std::string> v = {"round robin",
                                                "least loaded",
                                                "power of two choices",
-                                               "prefix affinity (KV-visible, SGLang cache_aware)",
-                                               "state-aware affinity (checkpoint depth)",
-                                               "session hashing, bounded load"};
+                                               "prefix affinity, oracle (true tree: precise, zero-lag)",
+                                               "state-aware affinity, oracle (checkpoint depth)",
+                                               "session hashing, bounded load",
+                                               "SGLang cache_aware (approximate trees)",
+                                               "prefix affinity fed by KV events (delayed)",
+                                               "Dynamo KV cost (overlap vs decode blocks)"};
     return v;
 }
 const char* router_id(RouterKind k) { return router_ids()[size_t(k)].c_str(); }

@@ -18,7 +18,19 @@
 namespace k3 {
 
 // ---- routers (reference/serving.md §5) ----
-enum class RouterKind : uint8_t { round_robin, least_loaded, power_of_two, prefix, state_aware, session };
+// prefix and state_aware read each instance's true tree (oracles); cache_aware, kv_events and kv_cost
+// keep their own view of it (core/fleet/router_views.h).
+enum class RouterKind : uint8_t {
+    round_robin,
+    least_loaded,
+    power_of_two,
+    prefix,
+    state_aware,
+    session,
+    cache_aware,
+    kv_events,
+    kv_cost
+};
 const std::vector<std::string>& router_ids();  // "round_robin", "least_loaded", "p2c", "prefix", ...
 const std::vector<std::string>& router_labels();
 const char* router_id(RouterKind k);
@@ -36,6 +48,17 @@ struct RouterConfig {
     // a session only while its load stays within load_factor x the mean load.
     double load_factor = 1.25;
     uint32_t virtual_nodes = 64;
+    // Deployed routers' own views (router_views.h). cache_aware: SGLang Model Gateway's approximate
+    // trees, pruned to max_tree_tokens every eviction_interval_s (gateway defaults 2^26 and 120 s).
+    uint64_t max_tree_tokens = uint64_t(1) << 26;
+    double eviction_interval_s = 120;
+    // kv_events, kv_cost: KV events per block of event_block_tokens, applied kv_event_delay_s late.
+    double kv_event_delay_s = 0;
+    uint32_t event_block_tokens = 16;  // vLLM's default block; Dynamo takes the engine's
+    // kv_cost (Dynamo KvRouter): cost = overlap_weight x prefill blocks + decode blocks; softmax
+    // over the costs at `temperature` (0 = argmin). Dynamo defaults 1.0 and 0.0.
+    double overlap_weight = 1.0;
+    double temperature = 0;
 };
 
 // ---- tenants (module 12) ----
@@ -100,6 +123,11 @@ enum class FleetSimFalsify : uint8_t {
     // TP layout (core/fleet/tp_layout.h), under tensor parallel attention:
     kv_capacity_sharded,  // the first instance's pool holds KV as if spread over the ranks
     kv_read_sharded,      // the iterations cost the KV a decode reads as if spread over the ranks
+    // The deployed routers' checks (core/modules/shared/fleet_router_checks.h).
+    approx_misinsert,  // cache_aware: one request's prompt goes into another worker's approximate tree
+    events_early,      // kv_events, kv_cost: KV events reach the router's view as soon as they are emitted
+    cost_not_minimum,  // kv_cost: one decision picks a worker above the minimum of its costs
+    events_lose_first_block,  // kv_events, kv_cost: every stored event loses its first block
 };
 
 struct FleetConfig {

@@ -15,6 +15,20 @@ uint64_t cache_len_of(const Request& q, uint64_t page) {
         std::min<uint64_t>(std::max<uint64_t>(q.cache_len(), q.prompt_len), q.tokens->size());
     return len / page * page;
 }
+// The engine's KV events of one instance, as the router receives them (kv_events, kv_cost).
+class RouterEventFeed final : public CacheObserver {
+  public:
+    RouterEventFeed(Router& r, uint32_t k, const double& now) : r_(r), k_(k), now_(now) {}
+    void kv_removed(const TokenSeq& seq, uint64_t start, uint64_t end, std::span<const uint32_t>) override {
+        r_.kv_removed(k_, seq, start, end, now_);
+    }
+
+  private:
+    Router& r_;
+    uint32_t k_;
+    const double& now_;
+};
+
 }  // namespace
 
 void FleetSim::reset_instance(uint32_t k) {
@@ -25,6 +39,8 @@ void FleetSim::reset_instance(uint32_t k) {
     for (uint32_t t = 0; t < tenants_; ++t) sum += t < c_.tenants.size() ? c_.tenants[t].weight : 1.0;
     std::vector<double> weights(tenants_);
     for (uint32_t t = 0; t < tenants_; ++t) weights[t] = t < c_.tenants.size() ? c_.tenants[t].weight : 1.0;
+    if (router_.wants_kv_events() && !I.events)
+        I.events = std::make_unique<RouterEventFeed>(router_, k, now_);
     for (uint32_t t = 0; t < n; ++t) {
         CacheConfig cc = c_.cache;
         if (c_.quotas) {
@@ -36,7 +52,7 @@ void FleetSim::reset_instance(uint32_t k) {
                 cc.kv_capacity_tokens =
                     std::max<uint64_t>(1, uint64_t(double(cc.kv_capacity_tokens) * share));
         }
-        I.caches.push_back(std::make_unique<RadixCache>(cc));
+        I.caches.push_back(std::make_unique<RadixCache>(cc, I.events.get()));
     }
     StaticSplitConfig sc;
     sc.budget_bytes = c_.working_bytes;
@@ -507,6 +523,7 @@ void FleetSim::cache_progress(uint32_t k, uint32_t r, double now, bool final) {
                 {p.pos, {checkpoint_handle(L.tainted, written), cost_.state_bytes()}, p.kind});
         }
         c.insert(q.tokens, upto, cp_scratch_);
+        if (router_.wants_kv_events()) router_.kv_stored(k, *q.tokens, upto, now);
         L.inserted = upto;
         const bool boundary = final || L.pos >= L.target;
         if (boundary) {

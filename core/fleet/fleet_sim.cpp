@@ -45,6 +45,17 @@ class FleetRouterView final : public RouterView {
         }
         return memo_[i];
     }
+    double now_ms() const override { return s_.now_; }
+    bool one_namespace() const override { return !s_.c_.quotas; }
+    // Dynamo's active blocks: those of every request routed here and not finished (queued ones
+    // count their whole context, running ones what they hold).
+    double active_blocks(uint32_t i, uint32_t block) const override {
+        const auto& I = s_.inst_[i];
+        uint64_t n = 0;
+        for (uint32_t r : I.running) n += (s_.live_[r].pos + block - 1) / block;
+        I.queue.for_each([&](uint32_t r) { n += (s_.live_[r].target + block - 1) / block; });
+        return double(n);
+    }
 
   private:
     const FleetSim& s_;
@@ -55,6 +66,11 @@ class FleetRouterView final : public RouterView {
 FleetSim::FleetSim(std::shared_ptr<const Workload> w, const FleetConfig& c)
     : w_(std::move(w)), c_(c), router_(c.router, c.instances, c.seed) {
     error_ = w_ ? check_fleet_config(c_) : "no workload";
+    if (c_.falsify == FleetSimFalsify::approx_misinsert) router_.corrupt(Router::Corrupt::approx_misinsert);
+    if (c_.falsify == FleetSimFalsify::events_early) router_.corrupt(Router::Corrupt::events_early);
+    if (c_.falsify == FleetSimFalsify::cost_not_minimum) router_.corrupt(Router::Corrupt::cost_not_minimum);
+    if (c_.falsify == FleetSimFalsify::events_lose_first_block)
+        router_.corrupt(Router::Corrupt::events_lose_first_block);
     if (!error_.empty()) {
         done_ = true;
         return;
@@ -135,6 +151,7 @@ FleetSim::~FleetSim() {
     // Leases first, then the trees (RadixCache's destructor lets go of everything anyway).
     for (uint32_t k = 0; k < inst_.size(); ++k)
         for (uint32_t r : inst_[k].running) release_request(k, r);
+    for (Inst& I : inst_) I.caches.clear();  // while the router their KV events go to is alive
 }
 
 double FleetSim::progress() const {

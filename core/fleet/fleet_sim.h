@@ -195,6 +195,7 @@ class FleetSim {
     double progress() const;
 
     const FleetConfig& config() const { return c_; }
+    const Router& router() const { return router_; }
     // What a running request holds for its state and how many state slots each instance has.
     const RunningStateSlots& running_slots() const { return slots_; }
     const Workload& workload() const { return *w_; }

@@ -68,6 +68,7 @@ struct FleetSim::Inst {
     Status status = up;
     uint64_t epoch = 0;  // bumped by a crash: events of the old life are ignored
     std::vector<std::unique_ptr<RadixCache>> caches;
+    std::unique_ptr<CacheObserver> events;  // the router's KV-event feed (kv_events, kv_cost)
     std::unique_ptr<PagePool> pool;
     uint64_t pool_tokens = 0;  // KV tokens the pool can hold
     WaitQueue queue;

@@ -57,6 +57,12 @@ class WaitQueue {
     void unpick(const Entry& e, double now);
     // Removes and returns every waiting request, in FCFS order.
     std::vector<Entry> take_all();
+    // f(request) for every waiting request (no order promised).
+    template <class F>
+    void for_each(F f) const {
+        for (const auto& q : q_)
+            for (const Entry& e : q) f(e.req);
+    }
 
   private:
     std::deque<Entry>& tenant_queue(uint32_t t);

@@ -15,12 +15,31 @@ const std::vector<std::pair<std::string, std::string>> kOneInstanceMooncake = {{
                                                                                {"compare_routers", "0"},
                                                                                {"compare_no_reuse", "0"}};
 
+// The deployed routers' checks (fleet_router_checks.h), on the routers compared (a smaller workload).
+Falsifier<FleetParams> router_falsifier(const char* id, const char* does, const char* keys, FleetSimFalsify f,
+                                        const char* delay = "0") {
+    return {id,
+            does,
+            {keys},
+            [f](FleetParams& p) { p.sim_falsify = f; },
+            {{"kv_event_delay_s", delay}, {"sessions", "24"}, {"compare_no_reuse", "0"}}};
+}
+
 std::vector<Falsifier<FleetParams>> fleet_falsifiers() {
     return {{"wrong_interval",
              "the simulation checkpoints at twice the interval the block-id count assumes",
              {"one_instance_hits_match_block_ids", "mooncake_one_instance_hits"},
              [](FleetParams& p) { p.falsify = FleetFalsify::wrong_interval; },
-             kOneInstanceMooncake}};
+             kOneInstanceMooncake},
+            router_falsifier("approx_misinsert",
+                             "one request's prompt goes into another worker's approximate tree",
+                             "approx_tree_holds_routed*", FleetSimFalsify::approx_misinsert),
+            router_falsifier("events_early", "KV events reach the router's view as soon as they are emitted",
+                             "kv_events_respect_delay*", FleetSimFalsify::events_early, "0.5"),
+            router_falsifier("events_lose_first_block", "every stored KV event loses its first block",
+                             "kv_events_match_tree_at_zero_delay*", FleetSimFalsify::events_lose_first_block),
+            router_falsifier("cost_not_minimum", "one cost decision picks a worker above the minimum cost",
+                             "kv_cost_picks_minimum*", FleetSimFalsify::cost_not_minimum)};
 }
 
 }  // namespace

@@ -84,7 +84,11 @@ void routers(const FleetResult& result, double price, Report& r) {
     for (const auto& [k, sim] : all) {
         const FleetSummary fx = summarize_fleet(*sim);
         const RequestSummary& x = fx.all;
-        t.add({router_labels()[size_t(k)] + (sim == result.main.get() ? " (this run)" : ""), x.hit_kv(),
+        // Session hashing needs sessions: on a trace that carries none (Mooncake: one per request) it
+        // is random bounded-load hashing, labelled so.
+        const bool no_sessions = sim->workload().sessions() == sim->workload().requests.size();
+        const std::string na = k == RouterKind::session && no_sessions ? " (no sessions in the trace)" : "";
+        t.add({router_labels()[size_t(k)] + na + (sim == result.main.get() ? " (this run)" : ""), x.hit_kv(),
                x.hit_state(), x.hit_kv() - x.hit_state(), x.hit_best() - x.hit_state(), x.ttft_ms.p50,
                x.ttft_ms.p99, x.e2e_ms.p99, fx.load_imbalance, fx.jain_busy, double(x.preemptions),
                cost_per_million_tokens(fx.gpu_hours_busy, price, tokens_served(x))});
@@ -93,6 +97,11 @@ void routers(const FleetResult& result, double price, Report& r) {
         if (k == RouterKind::round_robin)
             r.scalar("round_robin_token_hit_kv", "KV-visible token hit under round robin", "fraction",
                      x.hit_kv());
+        if (k == RouterKind::cache_aware || k == RouterKind::kv_events || k == RouterKind::kv_cost) {
+            const std::string id = router_ids()[size_t(k)];
+            r.scalar(id + "_token_hit_kv", "KV-visible token hit under " + id, "fraction", x.hit_kv());
+            r.scalar(id + "_ttft_p99_ms", "TTFT p99 under " + id, "ms", x.ttft_ms.p99);
+        }
         state.add(double(k), x.hit_state());
         p99.add(double(k), x.ttft_ms.p99);
     }
@@ -144,8 +153,9 @@ void notes(const FleetResult& result, Report& r) {
             "Trace output tokens are not in the trace: prompts are cached, outputs only generated.");
     r.notes.push_back(
         "Routing: " + std::string(router_labels()[size_t(result.config.router.kind)]) +
-        ". Prefix and state-aware affinity read each instance's own radix tree (as a router fed by "
-        "engine KV events would), not an approximate tree of their own.");
+        ". Prefix and state-aware affinity are oracles: they read each instance's true radix tree (a router "
+        "fed by KV events with zero lag); SGLang's cache_aware keeps approximate trees of its own, "
+        "kv_events and kv_cost a view fed by KV events kv_event_delay_s late.");
 }
 
 }  // namespace
@@ -159,6 +169,15 @@ void report_fleet(const FleetParams& p, const FleetResult& result, Report& r) {
              f.all.hit_best() - f.all.hit_state());
     if (!result.no_reuse.empty()) no_reuse(f, result.no_reuse[0], price, r);
     latency(s, f, r);
+    {
+        const Workload& w = result.main->workload();
+        if ((result.config.router.kind == RouterKind::session || !result.routers.empty()) &&
+            w.sessions() == w.requests.size())
+            r.notes.push_back(
+                "Session hashing: this workload carries no sessions (each request is its own, as "
+                "the Mooncake trace's requests are), so the session router is random "
+                "bounded-load hashing here, not session affinity.");
+    }
     if (!result.routers.empty()) routers(result, price, r);
     report_load_series(r, s);
     report_instances(r, s);

@@ -27,6 +27,20 @@ void fleet_router_params(ParamList<FleetRouterParams>& l) {
     documented(router(l.real(&P::balance_rel, "balance_rel", "Balance threshold (relative)", "x", 1, 100)));
     documented(router(l.real(&P::load_factor, "load_factor", "Bounded-load factor", "x", 1, 4))
                    .active_when("router", "session"));
+    documented(
+        router(l.integer(&P::max_tree_tokens, "max_tree_tokens", "Approximate tree size", "tokens", 1, 1e10)
+                   .log()
+                   .active_when("router", "cache_aware")));
+    documented(
+        router(l.real(&P::eviction_interval_s, "eviction_interval_s", "Tree eviction interval", "s", 0, 3600)
+                   .active_when("router", "cache_aware")));
+    documented(router(l.real(&P::kv_event_delay_s, "kv_event_delay_s", "KV event delay", "s", 0, 600)));
+    documented(router(
+        l.integer(&P::event_block_tokens, "event_block_tokens", "KV event block", "tokens", 1, 4096).log()));
+    documented(router(l.real(&P::overlap_weight, "overlap_weight", "Overlap weight", "x", 0, 100)
+                          .active_when("router", "kv_cost")));
+    documented(router(l.real(&P::temperature, "temperature", "Router temperature", "", 0, 100)
+                          .active_when("router", "kv_cost")));
 }
 
 void fleet_cache_params(ParamList<FleetCacheParams>& l) {
@@ -121,6 +135,12 @@ FleetConfig fleet_config(const FleetRouterParams& router, const FleetCacheParams
     c.router.balance_abs = router.balance_abs;
     c.router.balance_rel = router.balance_rel;
     c.router.load_factor = router.load_factor;
+    c.router.max_tree_tokens = router.max_tree_tokens;
+    c.router.eviction_interval_s = router.eviction_interval_s;
+    c.router.kv_event_delay_s = router.kv_event_delay_s;
+    c.router.event_block_tokens = router.event_block_tokens;
+    c.router.overlap_weight = router.overlap_weight;
+    c.router.temperature = router.temperature;
     c.policy.kind = cache.policy;
     c.policy.interval = cache.interval;
     c.policy.chunk = 64;

@@ -18,6 +18,13 @@ struct FleetRouterParams {
     double balance_abs = 64;       // requests
     double balance_rel = 1.5;
     double load_factor = 1.25;
+    // The deployed routers' own views (RouterConfig, core/fleet/router_views.h).
+    uint64_t max_tree_tokens = uint64_t(1) << 26;  // cache_aware (gateway max_tree_size)
+    double eviction_interval_s = 120;              // cache_aware (gateway eviction_interval_secs)
+    double kv_event_delay_s = 0;                   // kv_events, kv_cost
+    uint32_t event_block_tokens = 16;              // kv_events, kv_cost
+    double overlap_weight = 1.0;                   // kv_cost (Dynamo overlap_score_weight)
+    double temperature = 0;                        // kv_cost (Dynamo router_temperature)
 };
 
 struct FleetCacheParams {
@@ -46,7 +53,8 @@ struct FleetCostParams {
     Link link = *link_preset("ib-ndr");
 };
 
-// router, cache_threshold, balance_abs, balance_rel, load_factor (UI group "Router").
+// router, cache_threshold, balance_abs, balance_rel, load_factor, max_tree_tokens, eviction_interval_s,
+// kv_event_delay_s, event_block_tokens, overlap_weight, temperature (UI group "Router").
 void fleet_router_params(ParamList<FleetRouterParams>& l);
 // policy, interval, state_capacity, kv_capacity_tokens, page_size, lru_refresh ("Prefix cache").
 void fleet_cache_params(ParamList<FleetCacheParams>& l);
