@@ -40,7 +40,7 @@ void fleet_map_params(ParamList<BoundariesParams>& l) {
         .describe("Reuse shares and loads of the fleet map: cells^2 x 2 simulations.");
     fleet_map(
         l.choice(&P::affinity, "affinity", "Affinity router",
-                 Choices<RouterKind>{{RouterKind::prefix, "prefix", "prefix affinity (SGLang cache_aware)"},
+                 Choices<RouterKind>{{RouterKind::prefix, "prefix", "prefix affinity (oracle: true trees, zero lag)"},
                                      {RouterKind::state_aware, "state_aware", "state-aware affinity"}}));
     fleet_map(l.integer(&P::seed, "seed", "Seed", "", 0, 1e9))
         .describe("Seeds the synthetic workloads of maps 2 and 6.");
