@@ -1,6 +1,7 @@
 // FleetSim: the event loop, routing, faults and recovery. Instance scheduling (batching,
 // admission, completion) is in fleet_instance.cpp.
 #include <algorithm>
+#include <optional>
 
 #include "core/fleet/fleet_sim_internal.h"
 #include "core/lifecycle/migration_cost.h"
@@ -63,14 +64,25 @@ class FleetRouterView final : public RouterView {
     mutable std::vector<uint8_t> have_;
 };
 
+namespace {
+
+// The routers' falsifiers (module 11's router checks) as the router's own corruption hook.
+std::optional<Router::Corrupt> router_corruption(FleetSimFalsify f) {
+    switch (f) {
+        case FleetSimFalsify::approx_misinsert: return Router::Corrupt::approx_misinsert;
+        case FleetSimFalsify::events_early: return Router::Corrupt::events_early;
+        case FleetSimFalsify::cost_not_minimum: return Router::Corrupt::cost_not_minimum;
+        case FleetSimFalsify::events_lose_first_block: return Router::Corrupt::events_lose_first_block;
+        default: return std::nullopt;
+    }
+}
+
+}  // namespace
+
 FleetSim::FleetSim(std::shared_ptr<const Workload> w, const FleetConfig& c)
     : w_(std::move(w)), c_(c), router_(c.router, c.instances, c.seed) {
     error_ = w_ ? check_fleet_config(c_) : "no workload";
-    if (c_.falsify == FleetSimFalsify::approx_misinsert) router_.corrupt(Router::Corrupt::approx_misinsert);
-    if (c_.falsify == FleetSimFalsify::events_early) router_.corrupt(Router::Corrupt::events_early);
-    if (c_.falsify == FleetSimFalsify::cost_not_minimum) router_.corrupt(Router::Corrupt::cost_not_minimum);
-    if (c_.falsify == FleetSimFalsify::events_lose_first_block)
-        router_.corrupt(Router::Corrupt::events_lose_first_block);
+    if (std::optional<Router::Corrupt> rc = router_corruption(c_.falsify)) router_.corrupt(*rc);
     if (!error_.empty()) {
         done_ = true;
         return;

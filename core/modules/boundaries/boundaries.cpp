@@ -38,10 +38,10 @@ void fleet_map_params(ParamList<BoundariesParams>& l) {
         .describe("Requests of each fleet run; every cell is two runs (least loaded, affinity).");
     fleet_map(l.integer(&P::fleet_grid, "fleet_grid", "Fleet map cells per axis", "cells", 2, 8))
         .describe("Reuse shares and loads of the fleet map: cells^2 x 2 simulations.");
-    fleet_map(
-        l.choice(&P::affinity, "affinity", "Affinity router",
-                 Choices<RouterKind>{{RouterKind::prefix, "prefix", "prefix affinity (oracle: true trees, zero lag)"},
-                                     {RouterKind::state_aware, "state_aware", "state-aware affinity"}}));
+    fleet_map(l.choice(
+        &P::affinity, "affinity", "Affinity router",
+        Choices<RouterKind>{{RouterKind::prefix, "prefix", "prefix affinity (oracle: true trees, zero lag)"},
+                            {RouterKind::state_aware, "state_aware", "state-aware affinity"}}));
     fleet_map(l.integer(&P::seed, "seed", "Seed", "", 0, 1e9))
         .describe("Seeds the synthetic workloads of maps 2 and 6.");
 }
