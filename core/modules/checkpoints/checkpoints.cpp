@@ -175,8 +175,8 @@ ParamList<CheckpointsParams> checkpoints_params() {
     l.group(&CheckpointsParams::workload, [](ParamList<WorkloadSpec>& w) {
         workload_params(w, {.help = "Seed of the synthetic workload.", .synthetic_only = true});
     });
+    engine_params(l);  // first: which engine's rules the replay follows decides what the rest means
     checkpoint_params(l);
-    engine_params(l);
     capacity_params(l);
     l.choice(&CheckpointsParams::preset, "preset", "Model",
              preset_choices({ModelPreset::kimi_k3, ModelPreset::kimi_linear_48b, ModelPreset::qwen3_next_80b,
