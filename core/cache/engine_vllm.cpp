@@ -96,65 +96,6 @@ std::string VllmBlockGroup::audit(const char* name) const {
     return {};
 }
 
-// ---- hashing ----
-
-namespace {
-
-constexpr uint64_t kNoneHash = 0x76c6c6d5f6e6f6eull;  // init_none_hash: the root's parent
-
-struct RunHash {
-    uint64_t h = 0x243f6a8885a308d3ull;
-    bool open = false;
-    uint64_t key = 0, offset = 0, len = 0;
-    void flush() {
-        if (open) h = mix64(h ^ mix64(key + 0x9e37) ^ mix64(offset * 0x51ed27 + len));
-        open = false;
-    }
-    void stream(uint64_t k, uint64_t off, uint64_t n) {
-        if (open && k == key && offset + len == off) {
-            len += n;
-            return;
-        }
-        flush();
-        open = true, key = k, offset = off, len = n;
-    }
-    void token(Token t) {
-        flush();
-        h = mix64(h ^ (uint64_t(t) | (uint64_t(1) << 40)));
-    }
-};
-
-}  // namespace
-
-// A block's content is hashed as maximal runs of one pseudo-token stream (so a run split across two
-// pieces hashes as one) and literal tokens one by one; chained as vLLM chains sha256(parent, tokens).
-std::vector<uint64_t> vllm_block_hashes(const TokenSeq& q, uint64_t prompt, uint64_t block) {
-    std::vector<uint64_t> out;
-    if (block == 0) return out;
-    const uint64_t nfull = std::min<uint64_t>(prompt, q.size()) / block;
-    out.reserve(nfull);
-    const auto& pieces = q.pieces();
-    size_t pi = 0;
-    uint64_t parent = kNoneHash;
-    for (uint64_t b = 0; b < nfull; ++b) {
-        const uint64_t lo = b * block, hi = lo + block;
-        while (pi < pieces.size() && pieces[pi].start + pieces[pi].len <= lo) ++pi;
-        RunHash rh;
-        for (size_t k = pi; k < pieces.size() && pieces[k].start < hi; ++k) {
-            const TokenSeq::Piece& p = pieces[k];
-            const uint64_t a = std::max(lo, p.start), z = std::min(hi, p.start + p.len);
-            if (p.literal)
-                for (uint64_t pos = a; pos < z; ++pos) rh.token(q.piece_token(p, pos));
-            else
-                rh.stream(p.key, p.offset + (a - p.start), z - a);
-        }
-        rh.flush();
-        parent = mix64(parent * 0x100000001b3ull ^ rh.h);
-        out.push_back(parent);
-    }
-    return out;
-}
-
 // ---- the manager ----
 
 VllmKvCacheManager::VllmKvCacheManager(const VllmEngineConfig& c, VllmFault fault) : c_(c), fault_(fault) {}
@@ -309,7 +250,7 @@ VllmRequestResult VllmKvCacheManager::serve(const TokenSeqPtr& q, uint64_t promp
     r.prompt = prompt_len = std::min<uint64_t>(prompt_len, q->size());
     const uint32_t owner = uint32_t(owners_.size());
     owners_.push_back(q);
-    hashes_ = vllm_block_hashes(*q, prompt_len, c_.hash_tokens());
+    hashes_ = block_hash_chain(*q, prompt_len, c_.hash_tokens());
     lookup(*q, prompt_len, r);
     hold_hit(r);
     ++t_.requests;

@@ -158,9 +158,6 @@ class VllmKvCacheManager {
     uint32_t hit_state_ = UINT32_MAX, running_state_ = UINT32_MAX;
 };
 
-// Chain hashes of the full hash units of q[0, prompt): the hash of unit i covers tokens [0, (i+1)B).
-std::vector<uint64_t> vllm_block_hashes(const TokenSeq& q, uint64_t prompt, uint64_t block);
-
 // engines.md "vLLM: results on the conversation trace": the unbounded rows (vLLM's own manager at
 // d56bbf39 on tests/data/traces/mooncake_conversation_trace.jsonl).
 struct VllmReferenceRow {

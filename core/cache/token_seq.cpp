@@ -135,4 +135,65 @@ uint64_t page_fingerprint(const TokenSeq& s, uint64_t from, uint64_t n) {
     return mix64(h);
 }
 
+namespace {
+
+// One block's content: stream runs by (key, offset, length), literal tokens by value.
+struct RunHash {
+    uint64_t h = 0x243f6a8885a308d3ull;
+    bool open = false;
+    uint64_t key = 0, offset = 0, len = 0;
+    void flush() {
+        if (open) h = mix64(h ^ mix64(key + 0x9e37) ^ mix64(offset * 0x51ed27 + len));
+        open = false;
+    }
+    void stream(uint64_t k, uint64_t off, uint64_t n) {
+        if (open && k == key && offset + len == off) {
+            len += n;
+            return;
+        }
+        flush();
+        open = true, key = k, offset = off, len = n;
+    }
+    void token(Token t) {
+        flush();
+        h = mix64(h ^ (uint64_t(t) | (uint64_t(1) << 40)));
+    }
+};
+
+constexpr uint64_t kChainRoot = 0x76c6c6d5f6e6f6eull;  // the root's parent (vLLM's init_none_hash)
+
+uint64_t block_content_hash(const TokenSeq& q, uint64_t lo, uint64_t hi) {
+    const auto& pieces = q.pieces();
+    RunHash rh;
+    for (size_t k = q.piece_at(lo); k < pieces.size() && pieces[k].start < hi; ++k) {
+        const TokenSeq::Piece& p = pieces[k];
+        const uint64_t a = std::max(lo, p.start), z = std::min(hi, p.start + p.len);
+        if (p.literal)
+            for (uint64_t pos = a; pos < z; ++pos) rh.token(q.piece_token(p, pos));
+        else
+            rh.stream(p.key, p.offset + (a - p.start), z - a);
+    }
+    rh.flush();
+    return rh.h;
+}
+
+}  // namespace
+
+void extend_block_hash_chain(const TokenSeq& s, uint64_t len, uint64_t block, std::vector<uint64_t>& chain) {
+    if (block == 0) return;
+    const uint64_t n = std::min<uint64_t>(len, s.size()) / block;
+    uint64_t parent = chain.empty() ? kChainRoot : chain.back();
+    chain.reserve(size_t(n));
+    for (uint64_t b = chain.size(); b < n; ++b) {
+        parent = mix64(parent * 0x100000001b3ull ^ block_content_hash(s, b * block, b * block + block));
+        chain.push_back(parent);
+    }
+}
+
+std::vector<uint64_t> block_hash_chain(const TokenSeq& s, uint64_t len, uint64_t block) {
+    std::vector<uint64_t> chain;
+    extend_block_hash_chain(s, len, block, chain);
+    return chain;
+}
+
 }  // namespace k3

@@ -95,4 +95,15 @@ uint64_t common_prefix(const TokenSeq& a, const TokenSeq& b, uint64_t from, uint
 // have equal fingerprints; the tree confirms a fingerprint match with common_prefix.
 uint64_t page_fingerprint(const TokenSeq& s, uint64_t from, uint64_t n);
 
+// Chained hashes of the whole blocks of s[0, len): entry b names blocks 0..b, as vLLM's block hasher
+// (kv_cache_utils.get_request_block_hasher) and Dynamo's compute_seq_hash_for_block chain a block with
+// its parent. Cheap on long prompts: a stream run is hashed by (key, offset, length) without reading its
+// tokens (maximal runs, so a run split across pieces hashes as one), literal tokens one by one. So a block
+// of literal tokens equal to a stream run hashes differently (a miss, never a false hit); callers that
+// need certainty confirm a match with common_prefix.
+std::vector<uint64_t> block_hash_chain(const TokenSeq& s, uint64_t len, uint64_t block);
+// Appends the hashes of the blocks after the `chain.size()` ones `chain` already holds (a chain grown as
+// its sequence's cached length grows).
+void extend_block_hash_chain(const TokenSeq& s, uint64_t len, uint64_t block, std::vector<uint64_t>& chain);
+
 }  // namespace k3

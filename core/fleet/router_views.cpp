@@ -6,32 +6,10 @@
 
 namespace k3 {
 
-namespace {
-
-constexpr uint64_t kChainSeed = 0x6b765f6576656e74ull;
-
-uint64_t chain(uint64_t prev, const TokenSeq& q, uint64_t b, uint32_t block) {
-    return mix64(prev * 0x9e3779b97f4a7c15ull ^ page_fingerprint(q, b * block, block));
-}
-
-}  // namespace
-
-std::vector<uint64_t> chained_block_hashes(const TokenSeq& q, uint64_t len, uint32_t block) {
-    const uint64_t n = std::min<uint64_t>(len, q.size()) / block;
-    std::vector<uint64_t> h;
-    h.reserve(size_t(n));
-    uint64_t prev = kChainSeed;
-    for (uint64_t b = 0; b < n; ++b) h.push_back(prev = chain(prev, q, b, block));
-    return h;
-}
-
 std::span<const uint64_t> BlockHashMemo::of(const TokenSeq& q, uint64_t len) {
     const uint64_t n = std::min<uint64_t>(len, q.size()) / block_;
     std::vector<uint64_t>& h = memo_[&q];
-    if (h.size() < n) {
-        uint64_t prev = h.empty() ? kChainSeed : h.back();
-        for (uint64_t b = h.size(); b < n; ++b) h.push_back(prev = chain(prev, q, b, block_));
-    }
+    if (h.size() < n) extend_block_hash_chain(q, len, block_, h);
     return {h.data(), size_t(n)};
 }
 

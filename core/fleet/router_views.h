@@ -29,12 +29,8 @@
 
 namespace k3 {
 
-// Chained block hashes of q[0, floor(len / block) x block): entry b names blocks 0..b (Dynamo's
-// compute_seq_hash_for_block over compute_block_hash_for_seq).
-std::vector<uint64_t> chained_block_hashes(const TokenSeq& q, uint64_t len, uint32_t block);
-
-// The same hashes, computed once per sequence and extended on demand (the sequences outlive the run's
-// routers: they are the workload's).
+// block_hash_chain (core/cache/token_seq.h) of each sequence, computed once and extended on demand (the
+// sequences outlive the run's routers: they are the workload's).
 class BlockHashMemo {
   public:
     explicit BlockHashMemo(uint32_t block) : block_(block ? block : 1) {}
@@ -59,7 +55,7 @@ class KvEventView {
     void removed(const TokenSeq& q, uint64_t start, uint64_t end, double now);
     // Applies the events emitted at or before now - delay, in emission order.
     void advance(double now);
-    // Tokens of the longest run of leading blocks the view holds (hashes from chained_block_hashes).
+    // Tokens of the longest run of leading blocks the view holds (hashes from block_hash_chain).
     uint64_t match(std::span<const uint64_t> hashes) const;
 
     // ---- audit ----

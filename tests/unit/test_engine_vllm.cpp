@@ -34,12 +34,12 @@ TEST_CASE("vllm engine: block hashes depend on content, not on how the pieces ar
     TokenSeq::Builder a, b;
     a.stream(7, 0, 300);
     b.stream(7, 0, 120).stream(7, 120, 180);
-    CHECK(vllm_block_hashes(*a.build(), 300, 100) == vllm_block_hashes(*b.build(), 300, 100));
-    CHECK(vllm_block_hashes(*prompt_of({1, 2}), 200, 100)[0] ==
-          vllm_block_hashes(*prompt_of({1, 3}), 200, 100)[0]);
-    CHECK(vllm_block_hashes(*prompt_of({1, 2}), 200, 100)[1] !=
-          vllm_block_hashes(*prompt_of({1, 3}), 200, 100)[1]);
-    CHECK(vllm_block_hashes(*prompt_of({1, 2}), 199, 100).size() == 1);  // full blocks only
+    CHECK(block_hash_chain(*a.build(), 300, 100) == block_hash_chain(*b.build(), 300, 100));
+    CHECK(block_hash_chain(*prompt_of({1, 2}), 200, 100)[0] ==
+          block_hash_chain(*prompt_of({1, 3}), 200, 100)[0]);
+    CHECK(block_hash_chain(*prompt_of({1, 2}), 200, 100)[1] !=
+          block_hash_chain(*prompt_of({1, 3}), 200, 100)[1]);
+    CHECK(block_hash_chain(*prompt_of({1, 2}), 199, 100).size() == 1);  // full blocks only
 }
 
 TEST_CASE("vllm engine: retention parses dense, 0 and a token count") {

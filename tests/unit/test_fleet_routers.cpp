@@ -85,7 +85,7 @@ TEST_CASE("KV-event view: applied exactly the delay late, blocks removed when on
     BlockHashMemo memo(16);
     KvEventView e(memo, 1000);
     const TokenSeqPtr q = seq(0, 70);
-    const std::vector<uint64_t> h = chained_block_hashes(*q, 70, 16);
+    const std::vector<uint64_t> h = block_hash_chain(*q, 70, 16);
     CHECK(h.size() == 4);
     const auto m = memo.of(*q, 70);
     CHECK(std::vector<uint64_t>(m.begin(), m.end()) == h);  // the memo gives the same chain
@@ -102,7 +102,7 @@ TEST_CASE("KV-event view: applied exactly the delay late, blocks removed when on
     CHECK(e.min_slack_ms() >= 0);
     // A different prefix shares no chained hash even where its own tokens agree.
     const TokenSeqPtr other = seq(0, 70, 99, 16);
-    CHECK(e.match(chained_block_hashes(*other, 70, 16)) == 0);
+    CHECK(e.match(block_hash_chain(*other, 70, 16)) == 0);
     KvEventView early(memo, 1000);
     early.ignore_delay();
     early.stored(*q, 64, 0);
