@@ -25,6 +25,24 @@ std::string sglang_config_error(const SglangConfig& c) {
     return {};
 }
 
+uint64_t sglang_first_extend_end(const SglangConfig& c, uint64_t prefix, uint64_t len) {
+    const uint64_t P = c.page_size, C = c.chunked_prefill_tokens;
+    if ((len - prefix + P - 1) / P * P <= C) return len;
+    return (prefix + C / P * P) / P * P;
+}
+
+uint64_t sglang_track_pos(const SglangConfig& c, uint64_t prefix, uint64_t extend, uint64_t branching,
+                          bool* at_branch) {
+    const uint64_t G = c.mamba_chunk(), b = branching;
+    *at_branch = false;
+    if (extend < G) return 0;
+    if (b != 0 && b > prefix && b < prefix + extend && (b - prefix) % G == 0) {
+        *at_branch = true;
+        return b;
+    }
+    return prefix + extend / G * G;
+}
+
 struct SglangReplay::Running {
     TokenSeqPtr q;
     uint64_t len = 0;            // the prompt (origin_input_ids)
@@ -48,7 +66,6 @@ SglangRequest SglangReplay::serve(const TokenSeqPtr& q, uint64_t prompt_len) {
     t_.prompt_tokens += r.len;
     if (r.len == 0) return r.out;
     const bool extra = c_.mode == SglangMode::extra_buffer;
-    const uint64_t P = c_.page_size, C = c_.chunked_prefill_tokens, G = c_.mamba_chunk();
     ++t_.req_allocated;
     // Req.init_next_round_input: match fill_ids[:input_len - 1] (one token is left to give a logit).
     r.lease = cache_.acquire(*q, r.len - 1);
@@ -56,28 +73,20 @@ SglangRequest SglangReplay::serve(const TokenSeqPtr& q, uint64_t prompt_len) {
     const uint64_t kv = r.lease.match.kv_len, state = r.lease.match.state_len;
     r.out.kv_hit = kv;
     r.out.state_hit = state;
-    // _match_post_processor: the branching point when the KV match runs past the deepest state.
-    if (c_.track_branching && kv > state) r.branching = kv / G * G;
+    r.branching = sglang_branching(c_, kv, state);
     r.out.branching = r.branching;
     r.prefix = r.protected_len = state;
     // HybridReqToTokenPool.alloc: the request's mamba slot (the COW target), plus two ping-pong track
     // slots with the extra buffer (overlap scheduling stays on).
     t_.mamba_allocated += extra ? 3 : 1;
-    // PrefillAdder.add_one_req: one extend if it fits the chunk budget, else a page-aligned chunk.
-    const uint64_t extend = r.len - r.prefix;
-    if ((extend + P - 1) / P * P <= C) {
-        r.fill_end = r.len;
-    } else {
-        const uint64_t trunc = C / P * P;
-        r.fill_end = (r.prefix + trunc) / P * P;
-    }
+    r.fill_end = sglang_first_extend_end(c_, r.prefix, r.len);
     for (;;) {
         prefill_chunk(r);
         if (r.fill_end >= r.len) break;
         cache_unfinished(r);
         // _get_new_batch_prefill_raw: init_next_round_input without re-matching, add_chunked_req.
         r.prefix = r.fill_end;
-        r.fill_end = r.prefix + std::min(r.len - r.prefix, C);
+        r.fill_end = sglang_next_extend_end(c_, r.prefix, r.len);
     }
     cache_finished(r);
     t_.kv_hit_tokens += kv;
@@ -100,12 +109,10 @@ void SglangReplay::prefill_chunk(Running& r) {
 
 // _mamba_radix_cache_v2_req_prepare_for_extend: at most one state per extend.
 void SglangReplay::track(Running& r, uint64_t extend) {
-    const uint64_t G = c_.mamba_chunk();
-    if (extend < G) return;
-    uint64_t at = r.prefix + extend / G * G;
-    const uint64_t b = r.branching;
-    if (b != 0 && b > r.prefix && b < r.prefix + extend && (b - r.prefix) % G == 0) {
-        at = b;
+    bool at_branch = false;
+    const uint64_t at = sglang_track_pos(c_, r.prefix, extend, r.branching, &at_branch);
+    if (at == 0) return;
+    if (at_branch) {
         r.out.branch_tracked = true;
         ++t_.branch_tracks;
     }

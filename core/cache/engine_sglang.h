@@ -30,6 +30,7 @@
 // engines' run checks after every configuration.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -63,6 +64,24 @@ struct SglangConfig {
 // "" when SGLang runs this configuration, else why it refuses (MambaRadixCache.__init__ asserts page
 // size 1 without the extra buffer).
 std::string sglang_config_error(const SglangConfig& c);
+
+// The rules the replay and the fleet share (SGLang's scheduler, named in the comment above).
+// PrefillAdder.add_one_req: where a new request's first extend from `prefix` ends, for a prompt of
+// `len` tokens (the whole rest if its page-rounded length fits, else a page-aligned chunk).
+uint64_t sglang_first_extend_end(const SglangConfig& c, uint64_t prefix, uint64_t len);
+// add_chunked_req: where a later extend of a chunked request ends.
+inline uint64_t sglang_next_extend_end(const SglangConfig& c, uint64_t prefix, uint64_t len) {
+    return prefix + std::min<uint64_t>(len - prefix, c.chunked_prefill_tokens);
+}
+// _match_post_processor: the branching point (0 = None) of a match whose KV runs past its state.
+inline uint64_t sglang_branching(const SglangConfig& c, uint64_t kv_match, uint64_t state_match) {
+    return c.track_branching && kv_match > state_match ? kv_match / c.mamba_chunk() * c.mamba_chunk() : 0;
+}
+// _mamba_radix_cache_v2_req_prepare_for_extend (extra_buffer): the position an extend of `extend`
+// tokens from `prefix` tracks (0: none, the extend is shorter than the grid); *at_branch tells whether
+// it is the branching point.
+uint64_t sglang_track_pos(const SglangConfig& c, uint64_t prefix, uint64_t extend, uint64_t branching,
+                          bool* at_branch);
 
 // What one request did.
 struct SglangRequest {

@@ -100,15 +100,15 @@ std::string VllmBlockGroup::audit(const char* name) const {
 
 VllmKvCacheManager::VllmKvCacheManager(const VllmEngineConfig& c, VllmFault fault) : c_(c), fault_(fault) {}
 
-uint64_t VllmKvCacheManager::aligned_split(uint64_t start, uint64_t n, uint64_t prompt,
-                                           uint64_t junction) const {
-    const uint64_t B = c_.block_tokens, H = c_.hash_tokens(), prefill_end = prompt;
+uint64_t vllm_aligned_split(const VllmEngineConfig& c, uint64_t start, uint64_t n, uint64_t prompt,
+                            uint64_t junction) {
+    const uint64_t B = c.block_tokens, H = c.hash_tokens(), prefill_end = prompt;
     if (start >= prefill_end) return n;
     const uint64_t last_cache_position = prompt - prompt % B;
     uint64_t end = start + n;
     if (end < prefill_end) {  // a non-final chunk ends on a block boundary
         const uint64_t aligned_end = end / B * B;
-        if (aligned_end > start || B <= c_.token_budget) end = aligned_end;
+        if (aligned_end > start || B <= c.token_budget) end = aligned_end;
     }
     // mamba_partial_cache_hit: the prompt's tail unit is registered by a chunk ending exactly there.
     const uint64_t tail = H < B ? prompt / H * H : 0;
@@ -124,11 +124,11 @@ uint64_t VllmKvCacheManager::aligned_split(uint64_t start, uint64_t n, uint64_t 
     return stop > start ? stop - start : 0;
 }
 
-bool VllmKvCacheManager::retained(uint64_t i, uint64_t prompt, uint64_t junction) const {
-    const uint64_t B = c_.block_tokens;
-    if (c_.retention.kind == VllmRetention::dense) return true;
-    if (c_.retention.kind == VllmRetention::interval) {
-        const uint64_t per_segment = c_.retention.tokens / B;
+bool vllm_retained(const VllmEngineConfig& c, uint64_t i, uint64_t prompt, uint64_t junction) {
+    const uint64_t B = c.block_tokens;
+    if (c.retention.kind == VllmRetention::dense) return true;
+    if (c.retention.kind == VllmRetention::interval) {
+        const uint64_t per_segment = c.retention.tokens / B;
         if (per_segment <= 1 || (i + 1) % per_segment == 0) return true;
     }
     // The reachable boundaries: the replay boundary prompt - 1 and the junction, floored to blocks.

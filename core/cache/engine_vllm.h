@@ -56,6 +56,13 @@ struct VllmEngineConfig {
     uint64_t max_model_len = uint64_t(1) << 20;
 };
 
+// Scheduler._mamba_block_aligned_split for a chunk of n tokens from `start` (the hit included): what
+// the step may schedule so that a state exists where it ends (shared by the replay and the fleet).
+uint64_t vllm_aligned_split(const VllmEngineConfig& c, uint64_t start, uint64_t n, uint64_t prompt,
+                            uint64_t junction);
+// MambaManager.reachable_block_mask for the Mamba state block `i` (it ends at token (i + 1) * block).
+bool vllm_retained(const VllmEngineConfig& c, uint64_t i, uint64_t prompt, uint64_t junction);
+
 // Deliberate corruptions that the module's checks must catch.
 enum class VllmFault : uint8_t {
     none,
@@ -130,10 +137,12 @@ class VllmKvCacheManager {
     const VllmBlockGroup& attention() const { return attn_; }
     const VllmBlockGroup& mamba() const { return mamba_; }
     std::string audit() const;  // "" when both groups are consistent
-    // _mamba_block_aligned_split for a chunk of n tokens from `start` (the hit included).
-    uint64_t aligned_split(uint64_t start, uint64_t n, uint64_t prompt, uint64_t junction) const;
-    // reachable_block_mask for the Mamba state block `i` (it ends at token (i + 1) * block).
-    bool retained(uint64_t i, uint64_t prompt, uint64_t junction) const;
+    uint64_t aligned_split(uint64_t start, uint64_t n, uint64_t prompt, uint64_t junction) const {
+        return vllm_aligned_split(c_, start, n, prompt, junction);
+    }
+    bool retained(uint64_t i, uint64_t prompt, uint64_t junction) const {
+        return vllm_retained(c_, i, prompt, junction);
+    }
 
   private:
     void lookup(const TokenSeq& q, uint64_t prompt, VllmRequestResult& r);

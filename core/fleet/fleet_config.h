@@ -9,7 +9,10 @@
 #include <string_view>
 #include <vector>
 
+#include "core/cache/cache_engine.h"
 #include "core/cache/checkpoint_policy.h"
+#include "core/cache/engine_sglang.h"
+#include "core/cache/engine_vllm.h"
 #include "core/cache/radix_cache.h"
 #include "core/fleet/tp_layout.h"
 #include "core/model/config.h"
@@ -144,6 +147,13 @@ struct FleetConfig {
     uint32_t instances = 4;
     // Prefix cache of each instance (radix tree with checkpoints, metadata mode).
     CacheConfig cache;
+    // Whose rules the instances cache and schedule by. ideal: `policy` places the checkpoints
+    // whatever the scheduler does, and the cache has its own capacities beside the working memory
+    // (the upper bound). sglang, vllm: the engine's own rules (reference/engines.md), `sglang` and
+    // `vllm` configure them.
+    CacheEngine engine = CacheEngine::ideal;
+    SglangConfig sglang;
+    VllmEngineConfig vllm;
     CheckpointPolicy policy;
     bool caching = true;  // false: every request recomputes its whole prompt (the no-reuse baseline)
 

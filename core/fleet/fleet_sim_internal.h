@@ -43,6 +43,9 @@ struct FleetSim::Live {
     StateRef state_ref = kNoRef;
     bool leased = false;
     Admission adm;  // lease and checkpoint plan (caching)
+    // The engine's view of this attempt (engine sglang or vllm): SGLang's mamba_branching_seqlen and
+    // mamba_last_track_seqlen, vLLM's shared-prefix junction (0 = none).
+    uint64_t branching = 0, last_track = 0, junction = 0;
     uint32_t plan_next = 0;
     uint64_t inserted = 0;    // cached prefix inserted into the instance's tree
     uint64_t replicated = 0;  // prefix sent to the host tier

@@ -11,6 +11,7 @@
 
 #include "core/cache/checkpoint_policy.h"
 #include "core/cache/codec_effect.h"
+#include "core/cache/cache_engine.h"
 #include "core/cache/engine_sglang.h"
 #include "core/cache/engine_vllm.h"
 #include "core/cache/radix_cache.h"
@@ -49,10 +50,6 @@ enum class CheckpointsFalsify : uint8_t {
     vllm_stray_block,      // engine=vllm: a hashed block drops out of the hash map midway
     vllm_no_junction,      // engine=vllm: the shared-prefix junction is never reported
 };
-
-// Whose prefix caching the replay follows: the idealised placement policies (the upper bound), or an
-// engine's own rules (core/cache/engine_<name>.h).
-enum class CacheEngine : uint8_t { ideal, sglang, vllm };
 
 struct CheckpointsParams {
     WorkloadSpec workload;
