@@ -104,6 +104,27 @@ RunningStateSlots running_state_slots(const FleetConfig& c, SpecState spec) {
 }
 RunningStateSlots running_state_slots(const FleetConfig& c) { return running_state_slots(c, c.spec_state); }
 
+double activation_bytes(const FleetConfig& c) {
+    const ModelConfig& m = c.model;
+    const double tp = c.attention_dp ? 1.0 : double(c.gpus), ranks = double(c.gpus);
+    const double widest_linear = double(m.conv_channels()) / tp;
+    const double experts = double(m.moe.top_k) * double(m.moe.intermediate) * 2.0 / double(c.gpus);
+    const double dense = m.moe.top_k ? 0.0 : double(m.mlp_hidden) * 2.0 / double(c.gpus);
+    const double per_token_rank = 2.0 * (2.0 * double(m.d_model) + std::max(widest_linear, experts + dense));
+    const double logits = 4.0 * double(c.max_running) * double(m.vocab);
+    return ranks * per_token_rank * double(c.max_batch_tokens) + logits;
+}
+
+SharedPoolPlan shared_pool_plan(const FleetConfig& c) {
+    SharedPoolPlan p;
+    p.device = c.hardware.mem_bytes * double(c.gpus);
+    p.reserved = p.device * c.memory_fraction;
+    p.weights = 2.0 * c.model.total_params;
+    p.activations = activation_bytes(c);
+    p.budget = p.reserved - p.weights - p.activations;
+    return p;
+}
+
 MemoryPlan memory_plan(const FleetConfig& c) {
     const TpLayout a = tp_layout(c.model, c.gpus, c.attention_dp);
     MemoryPlan m;
@@ -113,8 +134,37 @@ MemoryPlan memory_plan(const FleetConfig& c) {
     m.cache_kv = double(c.cache.kv_capacity_tokens) * double(a.kv_bytes_per_token());
     m.cache_states = double(c.cache.state_capacity) * double(a.state_bytes());
     m.cache_bounded = c.cache.kv_capacity_tokens > 0 && c.cache.state_capacity > 0;
+    if (c.engine != CacheEngine::ideal) {  // one pool: the device less the weights, cache inside
+        const SharedPoolPlan p = shared_pool_plan(c);
+        m.working = std::max(0.0, p.budget) + p.activations;
+        m.cache_kv = m.cache_states = 0;
+        m.cache_bounded = true;
+    }
     return m;
 }
+
+namespace {
+// engine sglang / vllm: what the shared pool cannot hold or does not model.
+std::string shared_pool_error(const FleetConfig& c) {
+    if (c.engine == CacheEngine::ideal) return {};
+    const char* engine = cache_engine_id(c.engine);
+    if (c.cache.state_capacity || c.cache.kv_capacity_tokens)
+        return std::string("engine=") + engine +
+               " caches in the instance's one pool (what the running requests leave): state_capacity and "
+               "kv_capacity_tokens are engine=ideal's";
+    if (c.spec_state != SpecState::off)
+        return std::string("engine=") + engine +
+               ": speculative decoding's state scratch in the shared pool is not modelled yet "
+               "(spec_state=off)";
+    if (!(c.memory_fraction > 0 && c.memory_fraction <= 1)) return "memory_fraction must lie in (0, 1]";
+    const SharedPoolPlan p = shared_pool_plan(c);
+    if (p.budget <= 0)
+        return "the weights (" + format_bytes(p.weights) + ") and the activations (" +
+               format_bytes(p.activations) + ") leave no pool in " + format_bytes(p.reserved) +
+               " (memory_fraction of " + format_bytes(p.device) + ")";
+    return {};
+}
+}  // namespace
 
 std::string check_fleet_config(const FleetConfig& c) {
     if (c.instances == 0) return "at least one instance";
@@ -139,6 +189,7 @@ std::string check_fleet_config(const FleetConfig& c) {
         if (f.instance >= c.instances)
             return "fault on instance " + std::to_string(f.instance) + " of " + std::to_string(c.instances);
     if (!(c.load > 0)) return "load multiplier must be positive";
+    if (std::string e = shared_pool_error(c); !e.empty()) return e;
     if ((c.recovery != Recovery::recompute || c.migration_move != MigrationMove::everything) &&
         !(c.link.bytes_per_s > 0))
         return "the recovery needs a link with a positive bandwidth";

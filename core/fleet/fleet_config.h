@@ -131,6 +131,8 @@ enum class FleetSimFalsify : uint8_t {
     events_early,      // kv_events, kv_cost: KV events reach the router's view as soon as they are emitted
     cost_not_minimum,  // kv_cost: one decision picks a worker above the minimum of its costs
     events_lose_first_block,  // kv_events, kv_cost: every stored event loses its first block
+    // Shared pool (engine sglang / vllm, core/fleet/fleet_shared_pool.cpp).
+    cache_undercharged,  // the first instance's pool charges its prefix cache one KV page too few
 };
 
 struct FleetConfig {
@@ -203,7 +205,31 @@ struct FleetConfig {
     uint32_t series_points = 240;  // samples of the load-over-time series
 
     FleetSimFalsify falsify = FleetSimFalsify::none;  // falsifier hook (above): never set otherwise
+
+    // engine sglang / vllm: each instance has ONE pool for its running requests and its prefix cache
+    // (SGLang's token and mamba pools, vLLM's block pool), sized from the device as the engines size
+    // it (SharedPoolPlan below); the cache holds what the running requests leave and is evicted
+    // when they cannot allocate. working_bytes and the cache capacities do not apply.
+    double memory_fraction = 0.9;  // vLLM gpu_memory_utilization; SGLang mem_fraction_static
 };
+
+// engine != ideal: what one instance's shared pool gets. The engines reserve memory_fraction of the
+// GPUs' memory, load the weights and profile a forward pass of the largest batch; the pool is what
+// is left (vLLM determine_available_memory; SGLang profile_max_num_token).
+struct SharedPoolPlan {
+    double device = 0;       // the instance's GPU memory
+    double reserved = 0;     // device x memory_fraction
+    double weights = 0;      // bf16 weights (2 B per parameter), whole on the instance
+    double activations = 0;  // activation_bytes(c)
+    double budget = 0;       // reserved - weights - activations (<= 0: nothing fits)
+};
+SharedPoolPlan shared_pool_plan(const FleetConfig& c);
+// The activations live at the peak of a forward pass of max_batch_tokens tokens, summed over the
+// instance's ranks: per token and rank, the residual stream and its normed copy (replicated), the
+// widest linear-layer projection (the conv channels, sharded), the routed experts' gate and up rows
+// (top-k x intermediate x 2, sharded), in bf16; and the fp32 logits of max_running sequences.
+// An estimate of what profiling finds, named so in the report; the engines add their own slack.
+double activation_bytes(const FleetConfig& c);
 
 // Bytes of one instance's fixed allocations (weights, working memory, prefix cache at capacity)
 // against its device memory: what validate() warns about.

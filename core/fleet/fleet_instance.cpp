@@ -54,18 +54,7 @@ void FleetSim::reset_instance(uint32_t k) {
         }
         I.caches.push_back(std::make_unique<RadixCache>(cc, I.events.get()));
     }
-    StaticSplitConfig sc;
-    sc.budget_bytes = c_.working_bytes;
-    sc.page_tokens = c_.page_tokens;
-    sc.state_slots = slots_.slots;
-    // A slot holds what one running request holds: its state pages (SpecState).
-    // kv_capacity_sharded: the pool holds KV as if spread over the ranks (DP attention's merged view)
-    // while the instance runs tensor parallel attention.
-    const bool dp_view = c_.attention_dp || (k == 0 && c_.falsify == FleetSimFalsify::kv_capacity_sharded);
-    PoolModel m = tp_layout(c_.model, c_.gpus, dp_view).pool_model();
-    m.state_bytes_per_layer = falsify_now(FleetSimFalsify::state_slot_one_page) ? slots_.page_bytes_per_layer
-                                                                                : slots_.bytes_per_layer();
-    PoolResult pr = make_static_pool(m, sc);
+    PoolResult pr = make_instance_pool(k);
     if (!pr.pool) {
         error_ = "working memory: " + pr.error;
         return;
@@ -79,6 +68,7 @@ void FleetSim::reset_instance(uint32_t k) {
     I.batch.clear();
     I.busy = false;
     I.migrate_pending = false;
+    charge_cache(k);
 }
 
 RadixCache& FleetSim::cache_of(uint32_t k, uint32_t r) {
@@ -113,18 +103,6 @@ void FleetSim::kick(uint32_t k, double now) {
     Inst& I = inst_[k];
     if (I.busy || I.status == Inst::down) return;
     start_iteration(k, now);
-}
-
-// Pages for the request's context up to `context` (its own part, from base).
-bool FleetSim::grow(uint32_t k, uint32_t r, uint64_t context) {
-    Live& L = live_[r];
-    const uint64_t own = context - L.base;
-    if (own <= L.kv_alloc) return true;
-    const uint64_t pt = c_.page_tokens;
-    const uint64_t want = (own + pt - 1) / pt * pt;
-    if (inst_[k].pool->grow_kv(OwnerId(r) + 1, want) != AllocStatus::ok) return false;
-    L.kv_alloc = want;
-    return true;
 }
 
 // Like grow, but a decoding request that finds no free page preempts the most recently admitted
@@ -265,8 +243,8 @@ double FleetSim::plan_decode_run(uint32_t k, const IterationWork& w, double now)
     if (!all) {
         for (const BatchItem& b : I.batch) {
             Live& L = live_[b.req];
-            const uint64_t pt = c_.page_tokens;
-            const uint64_t need = (L.pos + 1 - L.base + pt - 1) / pt * pt;
+            const uint64_t pt = I.pool->layout().page_tokens;
+            const uint64_t need = (L.pos + 1 - L.own_start() + pt - 1) / pt * pt;
             if (L.kv_alloc > need && I.pool->truncate_kv(OwnerId(b.req) + 1, need) == AllocStatus::ok)
                 L.kv_alloc = need;
             m = std::min(m, L.base + L.kv_alloc - L.pos);
@@ -451,19 +429,18 @@ FleetSim::AdmitResult FleetSim::admit(uint32_t k, uint32_t r, double now) {
         release_request(k, r);
         return too_large;
     }
-    StateRef s = kNoRef;
-    if (I.pool->alloc_state(OwnerId(r) + 1, &s) != AllocStatus::ok) {
+    if (alloc_running_state(k, r) != AllocStatus::ok) {
         release_request(k, r);
         return no_memory;
     }
     L.slot = true;
-    L.state_ref = s;
     const PoolStats held = I.pool->stats();
     ++t_.state_admissions;
     t_.states_held += held.states;
     t_.state_bytes_held += held.state_bytes;
     t_.peak_running = std::max(t_.peak_running, uint32_t(I.running.size() + 1));
     L.base = base;
+    L.tree_owned = 0;
     L.kv_alloc = 0;
     account_resume(r, h, resume);
     audit_resume(r, h, resume);
@@ -525,6 +502,7 @@ void FleetSim::cache_progress(uint32_t k, uint32_t r, double now, bool final) {
         c.insert(q.tokens, upto, cp_scratch_);
         if (router_.wants_kv_events()) router_.kv_stored(k, *q.tokens, upto, now);
         L.inserted = upto;
+        if (!final) lock_inserted(k, r, upto);
         const bool boundary = final || L.pos >= L.target;
         if (boundary) {
             apply_retention(c_.policy, c, *q.tokens, upto);
@@ -537,6 +515,7 @@ void FleetSim::cache_progress(uint32_t k, uint32_t r, double now, bool final) {
         L.leased = false;
         c.enforce_capacity();
     }
+    if (!final) charge_cache(k);  // at the end, once the request has let go of its pages (complete)
 }
 
 void FleetSim::end_iteration(uint32_t k, double now) {
@@ -577,8 +556,8 @@ void FleetSim::end_iteration(uint32_t k, double now) {
             finished = L.generated >= o.output;
             if (!finished && I.steps > 1) {
                 // Give back pages taken ahead for a run that was cut short.
-                const uint64_t pt = c_.page_tokens;
-                const uint64_t need = (L.pos - L.base + pt - 1) / pt * pt;
+                const uint64_t pt = I.pool->layout().page_tokens;
+                const uint64_t need = (L.pos - L.own_start() + pt - 1) / pt * pt;
                 if (L.kv_alloc > need && I.pool->truncate_kv(OwnerId(r) + 1, need) == AllocStatus::ok)
                     L.kv_alloc = need;
             }
@@ -610,6 +589,7 @@ void FleetSim::complete(uint32_t k, uint32_t r, double now) {
         L.kv_alloc = 0;
     }
     release_request(k, r);
+    charge_cache(k);
     I.running.erase(std::find(I.running.begin(), I.running.end(), r));
     ++stats_[k].completed;
     ++finished_;

@@ -629,7 +629,7 @@ std::string FleetSim::audit() const {
     }
     if (host_)
         if (std::string a = host_->audit(); !a.empty()) return "host tier: " + a;
-    return {};
+    return audit_cache_charge();
 }
 
 uint64_t FleetSim::leases_held() const {
@@ -644,7 +644,7 @@ uint64_t FleetSim::pool_owners() const {
     if (freed_) return final_owners_;
     uint64_t n = 0;
     for (const Inst& I : inst_)
-        if (I.pool) n += I.pool->owners().size();
+        if (I.pool) n += request_owners(*I.pool);
     return n;
 }
 

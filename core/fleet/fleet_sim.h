@@ -170,6 +170,9 @@ struct FleetTotals {
     // requests an instance held.
     uint64_t state_admissions = 0, states_held = 0, state_bytes_held = 0;
     uint32_t peak_running = 0;
+    // Shared pool (engine sglang / vllm): what allocations evicted from the prefix cache, and the
+    // times the cache held more than the pool could charge it even after evicting (0 when sound).
+    uint64_t pool_evicted_kv = 0, pool_evicted_states = 0, pool_overcommits = 0;
 };
 
 // Requests in flight per instance at regular times.
@@ -283,6 +286,18 @@ class FleetSim {
     uint64_t resume_lookup_len(const RadixCache& c, uint32_t r) const;  // what r may resume from in c
     uint64_t uncached_cost(uint32_t k, uint32_t r) const;
     void reset_instance(uint32_t k);
+
+    // ---- the instance's memory (fleet_shared_pool.cpp) ----
+    bool shared_pool() const;
+    uint32_t running_states() const;
+    PoolResult make_instance_pool(uint32_t k);
+    void charge_cache(uint32_t k);
+    bool evict_for(uint32_t k, bool state);
+    AllocStatus alloc_running_state(uint32_t k, uint32_t r);
+    void hand_to_tree(uint32_t k, uint32_t r, uint64_t upto);
+    void lock_inserted(uint32_t k, uint32_t r, uint64_t upto);
+    std::string audit_cache_charge() const;
+    static uint64_t request_owners(const PagePool& p);
     void time_iteration(uint32_t k, double now);
     // Whether falsifier f (FleetConfig::falsify) fires now: the first time it is asked, if set.
     bool falsify_now(FleetSimFalsify f);

@@ -46,6 +46,10 @@ struct FleetSim::Live {
     // The engine's view of this attempt (engine sglang or vllm): SGLang's mamba_branching_seqlen and
     // mamba_last_track_seqlen, vLLM's shared-prefix junction (0 = none).
     uint64_t branching = 0, last_track = 0, junction = 0;
+    // Shared pool (engine sglang / vllm): the tree owns this attempt's tokens below tree_owned (its
+    // lease holds them); its own pages cover [own_start, pos).
+    uint64_t tree_owned = 0;
+    uint64_t own_start() const { return base > tree_owned ? base : tree_owned; }
     uint32_t plan_next = 0;
     uint64_t inserted = 0;    // cached prefix inserted into the instance's tree
     uint64_t replicated = 0;  // prefix sent to the host tier

@@ -87,6 +87,7 @@ ModelConfig kimi_linear_48b_preset() {
     ModelConfig c = kimi_family(27, 2304, 32);
     c.id = "kimi-linear-48b";
     c.name = "Kimi-Linear-48B-A3B";
+    c.vocab = 163840;       // "vocab_size" (the fleet's logits; not runnable)
     c.total_params = 48e9;  // "48B total, 3B activated" (model card)
     c.active_params = 3e9;
     return c;
@@ -112,6 +113,7 @@ ModelConfig qwen3_next_80b_preset() {
     // Qwen3-Next-80B-A3B: 48 layers, 36 Gated DeltaNet + 12 gated attention (reference/serving.md §7).
     c.id = "qwen3-next-80b";
     c.name = "Qwen3-Next-80B-A3B";
+    c.vocab = 151936;  // "vocab_size" (the fleet's logits; not runnable)
     c.linear_name = "GDN";
     c.layers = hybrid_pattern(48, 4, false);
     c.d_model = 2048;

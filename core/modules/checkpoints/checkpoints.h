@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "core/cache/cache_engine.h"
 #include "core/cache/checkpoint_policy.h"
 #include "core/cache/codec_effect.h"
-#include "core/cache/cache_engine.h"
 #include "core/cache/engine_sglang.h"
 #include "core/cache/engine_vllm.h"
 #include "core/cache/radix_cache.h"
