@@ -132,7 +132,8 @@ enum class FleetSimFalsify : uint8_t {
     cost_not_minimum,  // kv_cost: one decision picks a worker above the minimum of its costs
     events_lose_first_block,  // kv_events, kv_cost: every stored event loses its first block
     // Shared pool (engine sglang / vllm, core/fleet/fleet_shared_pool.cpp).
-    cache_undercharged,  // the first instance's pool charges its prefix cache one KV page too few
+    cache_undercharged,     // the first instance's pool charges its prefix cache one KV page too few
+    charge_skips_eviction,  // the first time the cache cannot be charged, it keeps what it holds
 };
 
 struct FleetConfig {

@@ -81,7 +81,8 @@ void FleetSim::charge_cache(uint32_t k) {
             if (held > pages * pt ? I.pool->truncate_kv(owner, pages * pt) == AllocStatus::ok
                                   : I.pool->grow_kv(owner, pages * pt) == AllocStatus::ok)
                 break;
-            if (c.evict_kv(pages * pt - held) == 0 && !(blocks && c.evict_states(1) > 0)) {
+            if (falsify_now(FleetSimFalsify::charge_skips_eviction) ||
+                (c.evict_kv(pages * pt - held) == 0 && !(blocks && c.evict_states(1) > 0))) {
                 ++t_.pool_overcommits;
                 break;
             }

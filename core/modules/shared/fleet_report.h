@@ -47,6 +47,10 @@ void report_tp_layout(Report& r, const FleetSim& s);
 // Its checks, recounted from one rank's share (shard_for_tp): the pools' KV capacity and the cost
 // model's decode KV read time. report_fleet_checks reports them (key suffix "_tag" or "").
 void report_tp_checks(Report& r, const FleetSim& s, const std::string& suffix, const std::string& name);
+// engine sglang / vllm: the instance's one pool (core/fleet/fleet_shared_pool.cpp), its budget from
+// the device and what allocations evicted from the cache (scalars, a note), and its check that the
+// cache never held more than the pool left it (nothing for engine=ideal).
+void report_shared_pool(Report& r, const FleetSim& s, const RunTag& tag = {});
 // The hardware, the cost model's scale and its simplifications (notes).
 void report_model_notes(Report& r, const FleetSim& s);
 
