@@ -46,19 +46,81 @@ void fleet_map_params(ParamList<BoundariesParams>& l) {
         .describe("Seeds the synthetic workloads of maps 2 and 6.");
 }
 
+// Module 5's engine parameters (core/modules/checkpoints/checkpoints.cpp engine_params): the same
+// names, choice ids and labels.
+void engine_params(ParamList<BoundariesParams>& l) {
+    using P = BoundariesParams;
+    const std::string group = "Engine";
+    l.choice(&P::engine, "engine", "Prefix cache",
+             Choices<CacheEngine>{{CacheEngine::ideal, "ideal", "idealised (upper bound)"},
+                                  {CacheEngine::sglang, "sglang", "SGLang MambaRadixCache"},
+                                  {CacheEngine::vllm, "vllm", "vLLM V1, align mode"}})
+        .in_group(group);
+    l.choice(&P::sglang_mode, "sglang_mode", "SGLang mamba scheduler strategy",
+             Choices<SglangMode>{{SglangMode::extra_buffer, "extra_buffer", "extra_buffer"},
+                                 {SglangMode::no_buffer, "no_buffer", "no_buffer"}})
+        .in_group(group)
+        .active_when("engine", "sglang");
+    l.integer(&P::chunked_prefill_tokens, "chunked_prefill_tokens", "Chunked prefill size", "tokens", 64,
+              1048576)
+        .log()
+        .in_group(group)
+        .active_when("engine", "sglang");
+    l.integer(&P::vllm_block_tokens, "vllm_block_tokens", "vLLM block (0 = derived)", "tokens", 0, 1048576)
+        .in_group(group)
+        .active_when("engine", "vllm");
+    l.text(&P::retention_interval, "retention_interval", "Retention segment (tokens)", {"dense", "0", "4096"})
+        .in_group(group)
+        .active_when("engine", "vllm");
+}
+
+using Kv = std::vector<std::pair<std::string, std::string>>;
+
+// Map 2's falsifiers under each engine (on the small maps of the others).
+std::vector<Falsifier<BoundariesParams>> engine_falsifiers(Kv small) {
+    using F = BoundariesFalsify;
+    auto set = [](F f) { return [f](BoundariesParams& p) { p.falsify = f; }; };
+    auto with = [&small](const char* engine) {
+        Kv kv = small;
+        kv.push_back({"engine", engine});
+        return kv;
+    };
+    return {
+        {"engine_run_slips_sglang",
+         "engine=sglang: one run of map 2 never frees a request's mamba slot",
+         {"map2_engine_invariants"},
+         set(F::engine_run_slips),
+         with("sglang")},
+        {"engine_run_slips_vllm",
+         "engine=vllm: one run of map 2 never releases its first request's blocks",
+         {"map2_engine_invariants"},
+         set(F::engine_run_slips),
+         with("vllm")},
+        {"engine_run_halved_sglang",
+         "engine=sglang: one run of map 2 is replayed at half the chunked prefill it is plotted at",
+         {"map2_engine_follows_setting"},
+         set(F::engine_run_halved),
+         with("sglang")},
+        {"engine_run_halved_vllm",
+         "engine=vllm: one run of map 2 is replayed at half the block it is plotted at",
+         {"map2_engine_follows_setting"},
+         set(F::engine_run_halved),
+         with("vllm")},
+    };
+}
+
 // Every falsifier runs on small maps and fleet runs (the audit stays cheap), with a destination
 // checkpoint so that map 5's cells and their recount compare moving only the KV too.
 std::vector<Falsifier<BoundariesParams>> boundaries_falsifiers() {
     using F = BoundariesFalsify;
     auto set = [](F f) { return [f](BoundariesParams& p) { p.falsify = f; }; };
-    using Kv = std::vector<std::pair<std::string, std::string>>;
     const Kv small = {
         {"resolution", "6"}, {"fleet_grid", "2"}, {"fleet_requests", "40"}, {"dest_checkpoint", "1"}};
     auto with = [](Kv kv, std::pair<std::string, std::string> more) {
         kv.push_back(std::move(more));
         return kv;
     };
-    return {
+    std::vector<Falsifier<BoundariesParams>> all = {
         {"prefix_cell",
          "one cell of map 1 is priced without its checkpoint",
          {"map1_cells_match_entry_ledger"},
@@ -116,6 +178,26 @@ std::vector<Falsifier<BoundariesParams>> boundaries_falsifiers() {
          set(F::affinity_misroute),
          small},
     };
+    for (Falsifier<BoundariesParams>& f : engine_falsifiers(small)) all.push_back(std::move(f));
+    return all;
+}
+
+void validate_engine(const BoundariesParams& p, Issues& issues) {
+    const std::optional<VllmRetention> r = parse_vllm_retention(p.retention_interval);
+    if (!r)
+        issues.error(p.retention_interval,
+                     "retention_interval '" + p.retention_interval + "' is not a token count, 0 or dense");
+    if (p.engine == CacheEngine::sglang) {
+        const std::string refused = sglang_config_error(boundaries_sglang(p));
+        if (!refused.empty()) issues.error(p.sglang_mode, refused);
+    }
+    if (p.engine != CacheEngine::vllm) return;
+    if (p.vllm_block_tokens && p.vllm_block_tokens < 16)
+        issues.error(p.vllm_block_tokens, "vllm_block_tokens: vLLM's smallest block is 16 tokens");
+    std::string error;
+    boundaries_vllm(p, &error);
+    if (!error.empty())
+        issues.error(p.vllm_block_tokens, "vLLM's block cannot be derived for this model: " + error);
 }
 
 }  // namespace
@@ -145,6 +227,7 @@ ParamList<BoundariesParams> boundaries_params() {
         .describe(
             "RecoverSSM's pages: align mode holds 2 + N snapshot pages against 2, none 1 + N against 1.");
     fleet_map_params(l);
+    engine_params(l);
     return l;
 }
 
@@ -163,6 +246,7 @@ void validate_boundaries(const BoundariesParams& p, Issues& issues) {
                        "the fleet map's instances of " + std::to_string(f.gpus) + " x " + f.hardware.name +
                            " cannot hold the weights (" + format_bytes(m.weights) + ") and working memory (" +
                            format_bytes(m.working) + "); its times are roofline estimates regardless");
+    validate_engine(p, issues);
     const double runs = 2.0 * p.fleet_grid * p.fleet_grid * p.fleet_requests;
     if (runs > 2.0 * 5 * 5 * 2000)
         issues.error(p.fleet_requests,

@@ -34,6 +34,13 @@ struct BoundariesParams {
     int fleet_grid = 5;
     RouterKind affinity = RouterKind::prefix;
     uint64_t seed = 1;
+    // Whose rules place the states of map 2 and run the fleet of map 6 (module 5's engine parameters,
+    // same names and choices): the idealised placement (the upper bound), SGLang's or vLLM's.
+    CacheEngine engine = CacheEngine::ideal;
+    SglangMode sglang_mode = SglangMode::extra_buffer;
+    uint32_t chunked_prefill_tokens = 8192;    // tokens
+    uint32_t vllm_block_tokens = 0;            // 0 = derived as vLLM derives it (module 3's derivation)
+    std::string retention_interval = "dense";  // vLLM's prefix_cache_retention_interval
     BoundariesFalsify falsify = BoundariesFalsify::none;  // not a declared parameter
 };
 
@@ -41,8 +48,10 @@ struct BoundariesResult {
     BoundaryInputs in;
     std::shared_ptr<const Workload> interval_workload;  // map 2's
     ReplayQueue interval_replays;
-    std::unique_ptr<boundaries::AffinitySweep> sweep;  // map 6's fleet runs
-    FleetRecords fleet_records;                        // their request records, as map 6 reads them
+    std::unique_ptr<boundaries::EngineSpacingSweep> engine_sweep;  // map 2 under an engine, instead
+    size_t engine_axis_runs = 0;                                   // its first runs are the axis
+    std::unique_ptr<boundaries::AffinitySweep> sweep;              // map 6's fleet runs
+    FleetRecords fleet_records;  // their request records, as map 6 reads them
     PrefixMap prefix;
     IntervalMap interval;
     ReplayMap replay;
@@ -54,6 +63,10 @@ struct BoundariesResult {
 ParamList<BoundariesParams> boundaries_params();
 void validate_boundaries(const BoundariesParams& p, Issues& issues);
 BoundaryInputs boundary_inputs(const BoundariesParams& p);
+// The engines' configurations of the parameters (map 2's base, map 6's fleet); the vLLM block derived
+// by module 3's derivation when vllm_block_tokens is 0, `error` saying why it cannot be.
+SglangConfig boundaries_sglang(const BoundariesParams& p);
+VllmEngineConfig boundaries_vllm(const BoundariesParams& p, std::string* error = nullptr);
 std::unique_ptr<Run> start_boundaries(const BoundariesParams& p, const Params& raw);
 void report_boundaries(const BoundariesResult& b, Report& r);
 

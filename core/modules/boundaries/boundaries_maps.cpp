@@ -83,6 +83,28 @@ PrefixMap prefix_map(const BoundaryInputs& in) {
 
 // ---- 2. checkpoint interval ----
 
+namespace {
+
+// Map 2's title and x axis: a free interval (the idealised placement) or the engine's setting.
+std::pair<std::string, std::string> interval_axis(CacheEngine e) {
+    if (e == CacheEngine::sglang)
+        return {"2. SGLang's chunked prefill: does halving it (from 2 C to C) pay?",
+                "chunked_prefill_tokens C (tokens; SGLang tracks one state per extend)"};
+    if (e == CacheEngine::vllm)
+        return {"2. vLLM's block: does halving it (from 2 B to B) pay?",
+                "block B (tokens; vLLM keeps states where chunks end on a block boundary)"};
+    return {"2. Checkpoint interval: does halving it (from 2 I to I) pay?", "checkpoint interval I (tokens)"};
+}
+
+// Per request: the recompute of the replay's tokens and its states written and held for the residence.
+double spacing_cost(const BoundaryInputs& in, const ReplayTotals& t, double requests, double context) {
+    const double ck = checkpoint_cost(in.model, in.hardware, in.residence_s, in.eff);
+    const double tok = recompute_seconds_per_token(in.model, in.hardware, context, in.eff);
+    return (double(t.recomputed_tokens) * tok + double(t.states_added) * ck) / requests;
+}
+
+}  // namespace
+
 IntervalMap interval_map(const BoundaryInputs& in, const Workload& w, const std::vector<ReplayResult>& runs) {
     const ModelConfig& c = in.model;
     const Hardware& hw = in.hardware;
@@ -91,17 +113,14 @@ IntervalMap interval_map(const BoundaryInputs& in, const Workload& w, const std:
     m.workload = w.name;
     m.requests = n;
     m.state_bytes = double(account_memory(c).state_bytes);
+    m.engine = in.engine;
     std::vector<double> xs;
     for (size_t i = 0; i + 1 < runs.size(); ++i) xs.push_back(runs[i].x);
-    HeatMap& h = m.heat = heat("2. Checkpoint interval: does halving it (from 2 I to I) pay?",
-                               "checkpoint interval I (tokens)", "residence of a checkpoint (s)",
+    const auto [title, x_label] = interval_axis(in.engine);
+    HeatMap& h = m.heat = heat(title, x_label, "residence of a checkpoint (s)",
                                "log10(recompute avoided / cost of the extra checkpoints) (estimate)", xs,
                                log_axis(0.1, 1000, in.resolution), true, true, 0);
-    const double ck = checkpoint_cost(c, hw, in.residence_s, in.eff);
-    const double tok = recompute_seconds_per_token(c, hw, ctx, in.eff);
-    auto total = [&](size_t i) {
-        return (double(runs[i].t.recomputed_tokens) * tok + double(runs[i].t.states_added) * ck) / n;
-    };
+    auto total = [&](size_t i) { return spacing_cost(in, runs[i].t, n, ctx); };
     m.nested = !runs.empty();
     size_t best = 0;
     for (size_t i = 0; i < runs.size(); ++i) {
@@ -116,15 +135,46 @@ IntervalMap interval_map(const BoundaryInputs& in, const Workload& w, const std:
     for (size_t ix = 0; ix < xs.size(); ++ix) {
         const ReplayTotals &fine = runs[ix].t, &coarse = runs[ix + 1].t;
         for (size_t iy = 0; iy < h.y.size(); ++iy) {
+            // Signed: under an engine the finer setting may hold fewer states or recompute more.
             const Densify x =
-                densify(c, hw, double(coarse.recomputed_tokens - fine.recomputed_tokens) / n,
-                        double(fine.states_added - coarse.states_added) / n, ctx, h.y[iy], in.eff);
+                densify(c, hw, (double(coarse.recomputed_tokens) - double(fine.recomputed_tokens)) / n,
+                        (double(fine.states_added) - double(coarse.states_added)) / n, ctx, h.y[iy], in.eff);
             // No difference at all between the two intervals: no cell.
             at(h, ix, iy) = x.saved > 0 || x.cost > 0 ? log10_of(x.saved / x.cost) : NAN;
         }
     }
     m.best_interval = runs.empty() ? NAN : runs[best].x;
     m.best_cost_s = runs.empty() ? NAN : total(best);
+    return m;
+}
+
+IntervalMap engine_spacing_map(const BoundaryInputs& in, const Workload& w,
+                               const std::vector<EngineSpacingRun>& runs, size_t axis_runs,
+                               uint32_t setting) {
+    std::vector<ReplayResult> axis;
+    std::optional<ReplayTotals> at_setting;
+    for (size_t i = 0; i < runs.size(); ++i) {
+        const EngineSpacingRun& r = runs[i];
+        ReplayResult x;
+        x.x = r.spacing;
+        x.t.requests = r.requests;
+        x.t.prompt_tokens = r.prompt_tokens;
+        x.t.state_hit_tokens = r.state_hit_tokens;
+        x.t.recomputed_tokens = r.recomputed_tokens;
+        x.t.states_added = r.states_held;
+        if (r.spacing == setting && !at_setting) at_setting = x.t;
+        if (i < axis_runs) axis.push_back(x);
+    }
+    IntervalMap m = interval_map(in, w, axis);
+    m.engine_runs = runs.size();
+    for (const EngineSpacingRun& r : runs) {
+        m.off_setting += r.off_setting;
+        if (m.first_broken.empty() && !r.invariants.empty())
+            m.first_broken = std::to_string(r.spacing) + " tokens: " + r.invariants;
+    }
+    m.setting = setting;
+    const double n = double(std::max<size_t>(w.requests.size(), 1)), ctx = double(w.prompt_tokens()) / n;
+    m.setting_cost_s = at_setting ? spacing_cost(in, *at_setting, n, ctx) : NAN;
     return m;
 }
 

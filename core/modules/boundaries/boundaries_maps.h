@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/boundaries/affinity_sweep.h"
+#include "core/boundaries/engine_spacing.h"
 #include "core/experiments/report.h"
 #include "core/fleet/workload_replay.h"
 #include "core/model/roofline.h"
@@ -34,6 +35,8 @@ enum class BoundariesFalsify : uint8_t {
     affinity_misroute,         // map 6: one request of a reuse-0 affinity run is recorded on another instance
     recoverssm_row_window,     // map 3 (RecoverSSM): one row sizes pages and records for one draft more
     recoverssm_k3_window,      // map 3: Kimi-K3's RecoverSSM storage is sized for N = 8, not 7
+    engine_run_slips,          // map 2 (engine): one run's engine leaks (a mamba slot, a block's refs)
+    engine_run_halved,         // map 2 (engine): one run is replayed at half the value it is plotted at
 };
 
 struct BoundaryInputs {
@@ -52,6 +55,7 @@ struct BoundaryInputs {
     // runs it) and, for RecoverSSM, vLLM's align mode (prefix caching).
     spec::RecordVariant variant = spec::RecordVariant::minimal_exact;
     bool align = true;
+    CacheEngine engine = CacheEngine::ideal;  // map 2: whose rules space the states (ideal: a free interval)
     BoundariesFalsify falsify = BoundariesFalsify::none;  // read by the map code only, never by the checks
 };
 
@@ -85,9 +89,21 @@ struct IntervalMap {
     bool nested = false;    // a finer interval never recomputes more nor writes fewer checkpoints
     double best_interval = 0, best_cost_s = 0;  // NaN without replays
     double state_bytes = 0;
+    // Under an engine (in.engine): the axis is the engine's setting, rows count the states the cache
+    // holds instead of the checkpoints written; the runs' invariants and whether they followed it.
+    CacheEngine engine = CacheEngine::ideal;
+    size_t engine_runs = 0;
+    uint64_t off_setting = 0;                // requests of all runs that did not follow their axis value
+    std::string first_broken;                // the first run whose engine invariants failed ("" = none)
+    double setting = 0, setting_cost_s = 0;  // the configured value's run and its cost per request
 };
 // From replays of `w` at intervals 64, 128, ..., each twice the previous (ReplayResult::x).
 IntervalMap interval_map(const BoundaryInputs& in, const Workload& w, const std::vector<ReplayResult>& runs);
+// Under an engine: the first `axis_runs` runs are the axis of its setting (each twice the previous),
+// then the configured value's run if it is not on the axis; `setting` the configured value.
+IntervalMap engine_spacing_map(const BoundaryInputs& in, const Workload& w,
+                               const std::vector<boundaries::EngineSpacingRun>& runs, size_t axis_runs,
+                               uint32_t setting);
 
 // 3. Projection replay against per-token snapshots: saving per kept token over N and acceptance.
 struct ReplayMap {

@@ -1,15 +1,37 @@
 // Module 14 `boundaries`: the six maps in turn, the simulations of maps 2 and 6 stepped across slices,
 // the verdict last.
+#include <algorithm>
+
 #include "core/boundaries/grid.h"
 #include "core/fleet/workload_source.h"
 #include "core/model/accounting.h"
 #include "core/modules/boundaries/boundaries.h"
+#include "core/modules/checkpoints/checkpoints.h"
 
 namespace k3 {
 
 namespace {
 
 constexpr int kIntervalSessions = 24;  // synthetic mix of module 5 for the interval replays
+constexpr uint32_t kFinestSpacing = 64, kCoarsestSpacing = 16384;
+
+// Map 2 under an engine: its own replay at each value of the setting that spaces its states, from 64
+// to 16,384 tokens, then at the configured value if that is not one of them.
+void plan_engine_spacings(const BoundariesParams& p, BoundariesResult& b) {
+    boundaries::EngineSpacingConfig c;
+    c.engine = p.engine;
+    c.sglang = boundaries_sglang(p);
+    c.vllm = boundaries_vllm(p);
+    for (uint32_t S = kFinestSpacing; S <= kCoarsestSpacing; S *= 2) c.spacings.push_back(S);
+    b.engine_axis_runs = c.spacings.size();
+    const uint32_t setting =
+        p.engine == CacheEngine::sglang ? c.sglang.chunked_prefill_tokens : c.vllm.block_tokens;
+    if (std::find(c.spacings.begin(), c.spacings.end(), setting) == c.spacings.end())
+        c.spacings.push_back(setting);
+    if (p.falsify == BoundariesFalsify::engine_run_slips) c.slip_run = 1;
+    if (p.falsify == BoundariesFalsify::engine_run_halved) c.halved_run = 1;
+    b.engine_sweep = std::make_unique<boundaries::EngineSpacingSweep>(std::move(c));
+}
 
 // Map 2's workload: module 5's synthetic mix (chats, agent trees, shared system prompts), replayed at
 // every interval from 64 to 16,384 tokens (hardly any of its requests is longer).
@@ -18,12 +40,13 @@ void plan_intervals(const BoundariesParams& p, BoundariesResult& b) {
     ws.sessions = kIntervalSessions;
     ws.seed = p.seed;
     b.interval_workload = std::make_shared<const Workload>(synthetic_workload(ws));
+    if (p.engine != CacheEngine::ideal) return plan_engine_spacings(p, b);
     const MemoryAccount a = account_memory(b.in.model);
     ReplayConfig rc;
     rc.policy.kind = PolicyKind::interval;
     rc.state_bytes = a.state_bytes;
     rc.kv_bytes_per_token = a.kv_bytes_per_token;
-    for (uint32_t I = 64; I <= 16384; I *= 2) {
+    for (uint32_t I = kFinestSpacing; I <= kCoarsestSpacing; I *= 2) {
         rc.policy.interval = I;
         b.interval_replays.add(std::to_string(I), double(I), rc);
     }
@@ -37,6 +60,10 @@ std::unique_ptr<boundaries::AffinitySweep> plan_fleet(const BoundariesParams& p,
     c.fleet.instances = p.instances;
     c.fleet.cache.state_capacity = p.state_capacity;
     c.fleet.seed = p.seed;
+    // Read by the fleet once it follows the engines' rules (issue 15); until then without effect.
+    c.fleet.engine = p.engine;
+    c.fleet.sglang = boundaries_sglang(p);
+    c.fleet.vllm = boundaries_vllm(p);
     c.affinity = p.affinity;
     c.reuse = boundaries::linear_axis(0, 1, p.fleet_grid);
     c.load = boundaries::linear_axis(0.25, 1.25, p.fleet_grid);
@@ -78,12 +105,10 @@ class BoundariesRun final : public StagedRun {
         add_step("map 1: prefix caching", 0.5, [this] { result_.prefix = prefix_map(result_.in); });
         add_step("map 2: making the workload", 0.2, [this, p] { plan_intervals(p, result_); });
         add_stage("map 2: replaying it at each checkpoint interval", 3, [this](const Deadline& d) {
+            if (result_.engine_sweep) return result_.engine_sweep->step(*result_.interval_workload, d);
             return result_.interval_replays.step(*result_.interval_workload, d);
         });
-        add_step("map 2: checkpoint interval", 0.2, [this, p] {
-            result_.interval = interval_map(result_.in, *result_.interval_workload,
-                                            interval_runs(p, result_.interval_replays));
-        });
+        add_step("map 2: checkpoint interval", 0.2, [this, p] { map_intervals(p); });
         add_step("map 3: projection replay", 0.5, [this] { result_.replay = replay_map(result_.in); });
         add_step("map 4: context parallelism", 0.5, [this] { result_.cp = cp_map(result_.in); });
         add_step("map 5: migration", 0.5, [this] { result_.migration = migration_map(result_.in); });
@@ -99,6 +124,19 @@ class BoundariesRun final : public StagedRun {
     }
 
   private:
+    void map_intervals(const BoundariesParams& p) {
+        const Workload& w = *result_.interval_workload;
+        if (!result_.engine_sweep) {
+            result_.interval = interval_map(result_.in, w, interval_runs(p, result_.interval_replays));
+            return;
+        }
+        const boundaries::EngineSpacingConfig& c = result_.engine_sweep->config();
+        const uint32_t setting =
+            c.engine == CacheEngine::sglang ? c.sglang.chunked_prefill_tokens : c.vllm.block_tokens;
+        result_.interval = engine_spacing_map(result_.in, w, result_.engine_sweep->runs(),
+                                              result_.engine_axis_runs, setting);
+    }
+
     BoundariesResult result_;
 };
 
@@ -118,8 +156,30 @@ BoundaryInputs boundary_inputs(const BoundariesParams& p) {
     in.resolution = p.resolution;
     in.variant = p.variant;
     in.align = p.prefix_caching;
+    in.engine = p.engine;
     in.falsify = p.falsify;
     return in;
+}
+
+SglangConfig boundaries_sglang(const BoundariesParams& p) {
+    SglangConfig c;
+    c.mode = p.sglang_mode;
+    c.chunked_prefill_tokens = p.chunked_prefill_tokens;
+    c.state_bytes = account_memory(*model_preset(p.preset)).state_bytes;
+    return c;
+}
+
+// Module 5's configuration of vLLM (vllm_setup: the block derived at TP 1 by module 3's derivation, or
+// the given one), from the parameters the two modules share.
+VllmEngineConfig boundaries_vllm(const BoundariesParams& p, std::string* error) {
+    CheckpointsParams c;
+    c.preset = p.preset;
+    c.engine = CacheEngine::vllm;
+    c.vllm_block_tokens = p.vllm_block_tokens;
+    c.retention_interval = p.retention_interval;
+    const CheckpointsVllm v = vllm_setup(c);
+    if (error) *error = v.derivation_error;
+    return v.config;
 }
 
 std::unique_ptr<Run> start_boundaries(const BoundariesParams& p, const Params& raw) {

@@ -184,7 +184,7 @@ TEST_CASE("boundaries: every falsifier fails exactly the checks it names") {
 TEST_CASE("boundaries: every check holds intact and fails when falsified") {
     const CheckAudit a = audit_checks(*find_experiment("boundaries"));
     CHECK(a.problems.empty());
-    CHECK(a.checks.size() == 10);
+    CHECK(a.checks.size() == 12);
     for (const CheckProof& c : a.checks) {
         CAPTURE(c.key);
         CHECK(c.proven());
@@ -225,4 +225,51 @@ TEST_CASE("boundaries: map 3 with RecoverSSM as vLLM runs it, and a GDN model re
     for (const ParamIssue& i : e.check(pp.params))
         refused |= i.level == ParamIssue::error && i.key == "variant";
     CHECK(refused);
+}
+
+// Map 2 under an engine: module 5's engine replay of the same workload at each setting (its recompute is
+// module 5's at that chunked prefill / block), the axis named, the fleet's engine fields set.
+TEST_CASE("boundaries: map 2 under SGLang's and vLLM's rules, module 5's engine replays at each setting") {
+    using Kv = std::vector<std::pair<std::string, std::string>>;
+    struct Case {
+        const char *engine, *axis;
+        Kv module5;
+        double at;
+    };
+    const Case cases[] = {
+        {"sglang",
+         "chunked_prefill_tokens",
+         {{"engine", "sglang"}, {"chunked_prefill_tokens", "8192"}},
+         8192},
+        {"vllm",
+         "block B",
+         {{"engine", "vllm"}, {"vllm_block_tokens", "1024"}, {"retention_interval", "dense"}},
+         1024},
+    };
+    for (const Case& c : cases) {
+        CAPTURE(c.engine);
+        const Report r =
+            run({{"resolution", "6"}, {"fleet_grid", "2"}, {"fleet_requests", "40"}, {"engine", c.engine}});
+        test::all_checks_pass(r);
+        CHECK(test::check_keyed(r, "map2_engine_follows_setting").passed);
+        CHECK(r.find_check("map2_finer_interval_nested") == nullptr);
+        const HeatMap& h = map_named(r, "2.");
+        CHECK(h.x_label.find(c.axis) != std::string::npos);
+        CHECK(h.x.size() == 8);
+        const Table* t = test::table_named(r, "Map 2:");
+        REQUIRE(t != nullptr);
+        Kv m5 = c.module5;
+        for (Kv::value_type kv :
+             Kv{{"sessions", "24"}, {"seed", "1"}, {"preset", "kimi-linear-48b"}, {"sweeps", "0"}})
+            m5.push_back(kv);
+        const Report five = test::run_module("checkpoints", m5);
+        bool found = false;
+        for (const std::vector<Cell>& row : t->rows) {
+            if (std::get<double>(row[0]) != c.at) continue;
+            found = true;
+            CHECK(std::get<double>(row[1]) * scalar(five, "requests") ==
+                  doctest::Approx(scalar(five, "recomputed_tokens")).epsilon(1e-12));
+        }
+        CHECK(found);
+    }
 }
