@@ -33,7 +33,8 @@ void fleet_map_params(ParamList<BoundariesParams>& l) {
     fleet_map(l.integer(&P::instances, "instances", "Instances", "", 2, 16))
         .describe("Serving instances of the fleet runs (2 GPUs each, as in module 11).");
     fleet_map(
-        l.integer(&P::state_capacity, "state_capacity", "State capacity per instance", "states", 0, 1e6));
+        l.integer(&P::state_capacity, "state_capacity", "State capacity per instance", "states", 0, 1e6))
+        .active_when("engine", "ideal");
     fleet_map(l.integer(&P::fleet_requests, "fleet_requests", "Requests per run", "requests", 40, 2000).log())
         .describe("Requests of each fleet run; every cell is two runs (least loaded, affinity).");
     fleet_map(l.integer(&P::fleet_grid, "fleet_grid", "Fleet map cells per axis", "cells", 2, 8))

@@ -58,9 +58,10 @@ std::unique_ptr<boundaries::AffinitySweep> plan_fleet(const BoundariesParams& p,
     c.fleet.model = in.model;
     c.fleet.hardware = in.hardware;
     c.fleet.instances = p.instances;
-    c.fleet.cache.state_capacity = p.state_capacity;
+    // Under an engine the cache lives in each instance's one pool (what the running requests leave):
+    // the state capacity is engine=ideal's.
+    c.fleet.cache.state_capacity = p.engine == CacheEngine::ideal ? p.state_capacity : 0;
     c.fleet.seed = p.seed;
-    // Read by the fleet once it follows the engines' rules (issue 15); until then without effect.
     c.fleet.engine = p.engine;
     c.fleet.sglang = boundaries_sglang(p);
     c.fleet.vllm = boundaries_vllm(p);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/base/numfmt.h"
+#include "core/memory/hybrid_blocks.h"
 #include "core/model/accounting.h"
 #include "core/model/tp_shard.h"
 #include "core/modules/shared/fleet_report.h"
@@ -23,8 +24,32 @@ MemoryAccount rank_account(const FleetConfig& c) {
 // The KV tokens an instance's working pool holds, from one rank's bytes: under TP every rank holds
 // every token, so one rank's share of the working memory, less its share of the state slots, over a
 // rank's KV page; under DP the ranks' pools taken together (requests split across them).
+// Under an engine, the instance's one pool (shared_pool_plan's budget): SGLang's static split gives
+// the KV pool budget / (1 + 0.9) of it; vLLM's blocks of group_size layer pages, one per attention
+// group for a KV page, derived from one rank's page sizes.
+uint64_t recount_shared_kv_tokens(const FleetConfig& c) {
+    const uint64_t ranks = uint64_t(std::max(c.gpus, 1));
+    const MemoryAccount a = rank_account(c);
+    const uint64_t pool = uint64_t(std::max(0.0, shared_pool_plan(c).budget));
+    const uint64_t budget = c.attention_dp ? pool : pool / ranks;
+    if (c.engine == CacheEngine::vllm) {
+        PoolModel m;
+        m.linear_layers = a.linear_layers;
+        m.attention_layers = a.attention_layers;
+        m.state_bytes_per_layer = a.state_bytes_per_layer;
+        m.kv_bytes_per_token_per_layer = a.kv_bytes_per_token_per_layer;
+        HybridBlockPlan plan;
+        if (!plan_hybrid_blocks(m, 1, c.vllm.block_tokens, &plan).empty() || plan.block_bytes == 0) return 0;
+        return budget / plan.block_bytes / uint64_t(plan.attention_groups) * plan.block_tokens;
+    }
+    const uint64_t kv_budget = budget - uint64_t(double(budget) * 0.9 / 1.9);
+    const uint64_t page = uint64_t(c.page_tokens) * a.kv_bytes_per_token;
+    return page ? kv_budget / page * c.page_tokens : 0;
+}
+
 uint64_t recount_kv_tokens(const FleetSim& s) {
     const FleetConfig& c = s.config();
+    if (c.engine != CacheEngine::ideal) return recount_shared_kv_tokens(c);
     const uint64_t ranks = uint64_t(std::max(c.gpus, 1));
     const MemoryAccount a = rank_account(c);
     const RunningStateSlots& slots = s.running_slots();
