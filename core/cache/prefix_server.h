@@ -65,8 +65,8 @@ struct ServerConfig {
     CheckpointPolicy policy;
     StateCodec codec = StateCodec::fp32;
     ResumeFalsify falsify = ResumeFalsify::none;  // falsifier hook, off outside k3cli audit-checks
-    // Reuse::state only: ideal follows `policy` (the upper bound); sglang and vllm follow the engine's own
-    // placement and hit rules (engine_plan below). sglang.page_size must equal cache.page_size.
+    // Reuse::state only: ideal follows `policy` (idealised placement); sglang and vllm follow the engine's
+    // own placement and hit rules (engine_plan below). sglang.page_size must equal cache.page_size.
     CacheEngine engine = CacheEngine::ideal;
     SglangConfig sglang;
     VllmEngineConfig vllm;

@@ -55,7 +55,7 @@ struct PrefixParams {
     uint64_t state_capacity = 0;  // checkpoints the tree may hold, 0 = unbounded
     serve::KvOnlyStart kv_only_start = serve::KvOnlyStart::zero;
     StateCodec codec = StateCodec::fp32;
-    // Whose rules a sixth method follows (ideal: none, the five methods above are the upper bound).
+    // Whose rules a sixth method follows (ideal: none; the five methods above are idealised placements).
     // Names, choice ids and labels as module 5's (core/modules/checkpoints/checkpoints.cpp).
     CacheEngine engine = CacheEngine::ideal;
     SglangMode sglang_mode = SglangMode::extra_buffer;

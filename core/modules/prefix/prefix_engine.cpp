@@ -85,12 +85,32 @@ void engine_scalars(const PrefixResult& res, Report& r) {
              double(steps));
 }
 
+// Where the engine's rules put each request: its hits, steps, states and cached length.
+void engine_table(const PrefixResult& res, Report& r) {
+    const PrefixMethodResult& m = res.method(PrefixMethod::engine);
+    Table& t =
+        r.add_table(make_table("Per request under " + m.label, {{"request", ""},
+                                                                {"prompt", "tokens"},
+                                                                {"KV-visible hit", "tokens"},
+                                                                {"resumed at", "tokens"},
+                                                                {"branching point / junction", "tokens"},
+                                                                {"prefill steps", "steps"},
+                                                                {"states saved at", ""},
+                                                                {"cached", "tokens"}}));
+    for (size_t i = 0; i < m.rows.size(); ++i) {
+        const PrefixRow& row = m.rows[i];
+        t.add({double(i + 1), double(res.requests[i].prompt.size()), double(row.kv_hit), double(row.resumed),
+               double(row.branching), double(row.steps), positions_text(row.saved_at), double(row.cached)});
+    }
+}
+
 }  // namespace
 
 void report_prefix_engine(const PrefixParams& p, const PrefixResult& res, Report& r) {
     const PrefixMethodResult& m = res.method(PrefixMethod::engine);
     if (!m.active || m.rows.size() != res.requests.size()) return;
     engine_scalars(res, r);
+    engine_table(res, r);
     serve::ServerConfig c;
     c.cache.page_size = p.page_size;
     prefix_engine_config(p, c);
@@ -116,7 +136,7 @@ void report_prefix_engine(const PrefixParams& p, const PrefixResult& res, Report
     r.notes.push_back(
         "The engine method (" + m.label +
         ") follows the engine's own placement and hit rules (reference/engines.md) on the same real states "
-        "and KV; the five methods above it are idealised, the upper bound.");
+        "and KV; the five methods above it are idealised placements that no engine's rules constrain.");
 }
 
 }  // namespace k3
