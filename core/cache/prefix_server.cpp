@@ -53,7 +53,84 @@ void restore_plan_order(std::vector<PlannedCheckpoint>& plan, uint64_t resumed_a
         plan.end());
 }
 
+// SGLang's chunks, tracks and cached length (engine_plan).
+void plan_sglang(const SglangConfig& c, uint64_t len, uint64_t kv_match, EnginePlan& e) {
+    const bool extra = c.mode == SglangMode::extra_buffer;
+    e.branching = sglang_branching(c, kv_match, e.resume);
+    uint64_t prefix = e.resume, end = sglang_first_extend_end(c, prefix, len);
+    for (;;) {
+        e.steps.push_back(end);
+        if (extra) {  // cache_unfinished_req / cache_finished_req insert up to the last track
+            bool at_branch = false;
+            const uint64_t at = sglang_track_pos(c, prefix, end - prefix, e.branching, &at_branch);
+            if (at != 0) {
+                e.states.push_back({at, at_branch ? CheckpointKind::junction : CheckpointKind::interval});
+                e.cache_len = at;
+            }
+        } else {  // a copy of the running state at every chunk end, the final state at the prompt end
+            e.states.push_back({end, end == len ? CheckpointKind::end : CheckpointKind::interval});
+        }
+        if (end >= len) break;
+        prefix = end;
+        end = sglang_next_extend_end(c, prefix, len);
+    }
+    if (!extra) e.cache_len = len;
+}
+
+// vLLM's hit on the block grid, its aligned steps, retained states and whole cached blocks (engine_plan).
+void plan_vllm(const VllmEngineConfig& c, uint64_t len, uint64_t kv_match, EnginePlan& e) {
+    const uint64_t B = c.block_tokens;
+    e.kv_hit = std::min(kv_match, len - 1) / B * B;    // the attention group's chain of full blocks
+    e.branching = e.kv_hit > e.resume ? e.kv_hit : 0;  // shared_prefix_boundary
+    uint64_t computed = e.resume, cached = e.resume / B;
+    while (computed < len) {
+        const uint64_t n = vllm_aligned_split(c, computed, std::min<uint64_t>(len - computed, c.token_budget),
+                                              len, e.branching);
+        if (n == 0) break;  // a stalled step: the rest is prefilled in one piece
+        const uint64_t end = computed + n;
+        e.steps.push_back(end);
+        if (end % B == 0 && end / B > cached && vllm_retained(c, end / B - 1, len, e.branching))
+            e.states.push_back(
+                {end, end == e.branching ? CheckpointKind::junction : CheckpointKind::interval});
+        cached = std::max(cached, end / B);
+        computed = end;
+    }
+    e.cache_len = len / B * B;
+}
+
+// ResumeFalsify::engine_misplaced: every state one page below its place (dropped at or below the resume).
+void misplace_states(EnginePlan& e, uint64_t page) {
+    for (PlannedCheckpoint& pc : e.states) pc.pos -= page;
+    std::erase_if(e.states, [&](const PlannedCheckpoint& pc) { return pc.pos <= e.resume; });
+}
+
+// Why an engine cannot run this configuration ("" when it can).
+std::string engine_config_error(const ServerConfig& c) {
+    const uint64_t P = c.cache.page_size;
+    if (c.engine == CacheEngine::sglang) {
+        if (std::string e = sglang_config_error(c.sglang); !e.empty()) return e;
+        if (c.sglang.page_size != P) return "the SGLang page size differs from the cache's";
+        if (c.sglang.mamba_chunk() % P != 0)
+            return "SGLang's state grid of " + std::to_string(c.sglang.mamba_chunk()) +
+                   " tokens is not a multiple of the page size " + std::to_string(P);
+    }
+    if (c.engine == CacheEngine::vllm && (c.vllm.block_tokens == 0 || c.vllm.block_tokens % P != 0))
+        return "vLLM block of " + std::to_string(c.vllm.block_tokens) +
+               " tokens is not a multiple of the page size " + std::to_string(P);
+    return {};
+}
+
 }  // namespace
+
+EnginePlan engine_plan(const ServerConfig& c, uint64_t prompt_len, uint64_t kv_match, uint64_t state_match) {
+    EnginePlan e;
+    e.kv_hit = kv_match;
+    e.resume = state_match;
+    if (prompt_len == 0) return e;
+    if (c.engine == CacheEngine::sglang) plan_sglang(c.sglang, prompt_len, kv_match, e);
+    if (c.engine == CacheEngine::vllm) plan_vllm(c.vllm, prompt_len, kv_match, e);
+    return e;
+}
 
 PrefixServer::PrefixServer(model::Model& m, PagePool& pool, const ServerConfig& c)
     : model_(m), pool_(pool), cfg_(c), pages_(pool), states_(m, pool, c.codec) {
@@ -82,7 +159,7 @@ std::string PrefixServer::check_config(const model::Model& m, const PagePool& po
     if (c.policy.chunk != uint32_t(m.options().chunk))
         return "policy chunk " + std::to_string(c.policy.chunk) + " differs from the model's kernel chunk " +
                std::to_string(m.options().chunk);
-    return {};
+    return engine_config_error(c);
 }
 
 uint64_t PrefixServer::held_kv_bytes() const {
@@ -164,6 +241,8 @@ struct PrefixServer::InFlight {
     std::vector<PlannedCheckpoint> kept;   // the planned checkpoints those states are
     bool mounted = false;                  // table is mounted for the model's calls
     size_t next = 0;                       // first planned checkpoint the request has not reached
+    std::vector<uint64_t> steps;           // an engine's prefill step ends (empty: one piece per plan)
+    size_t next_step = 0;                  // first step end the request has not reached
     std::vector<float> row;                // the latest logits row
 };
 
@@ -213,7 +292,9 @@ void PrefixServer::match_prompt(InFlight& w) {
         w.a.cache_len = o.cache_len;  // admit_request caps it by q, which lacks generated outputs
         o.kv_hit = w.a.kv_hit;
         o.state_hit = w.a.state_hit;
-        if (cfg_.reuse == Reuse::state) {
+        if (cfg_.reuse == Reuse::state && cfg_.engine != CacheEngine::ideal) {
+            plan_engine_resume(w);
+        } else if (cfg_.reuse == Reuse::state) {
             plan_state_resume(w);
         } else {
             // The bug under study: the KV-visible prefix is skipped, the state is not where it should be.
@@ -236,6 +317,21 @@ void PrefixServer::plan_state_resume(InFlight& w) {
     const uint64_t grid = std::lcm<uint64_t>(uint64_t(model_.options().chunk), P);
     o.ends_aligned += align_prompt_ends(a.plan, o.prompt_len, grid);
     restore_plan_order(a.plan, a.state_hit);
+}
+
+void PrefixServer::plan_engine_resume(InFlight& w) {
+    ServeOutcome& o = w.o;
+    Admission& a = w.a;
+    EnginePlan e = engine_plan(cfg_, o.prompt_len, a.kv_hit, a.state_hit);
+    if (cfg_.falsify == ResumeFalsify::engine_misplaced) misplace_states(e, cfg_.cache.page_size);
+    o.kv_hit = e.kv_hit;
+    o.resumed_at = e.resume;
+    if (e.resume > 0) w.handle = a.lease.state.handle;
+    o.branching = e.branching;
+    o.steps = uint32_t(e.steps.size());
+    o.cache_len = a.cache_len = e.cache_len;
+    a.plan = std::move(e.states);
+    w.steps = std::move(e.steps);
 }
 
 std::string PrefixServer::resume(InFlight& w) {
@@ -302,6 +398,8 @@ std::string PrefixServer::prefill_rest(InFlight& w) {
         uint64_t stop = o.prompt_len;
         while (w.next < plan.size() && plan[w.next].pos <= cur) ++w.next;
         if (w.next < plan.size() && plan[w.next].pos < o.prompt_len) stop = plan[w.next].pos;
+        while (w.next_step < w.steps.size() && w.steps[w.next_step] <= cur) ++w.next_step;
+        if (w.next_step < w.steps.size()) stop = std::min(stop, w.steps[w.next_step]);
         const bool last = stop == o.prompt_len;
         // Only the last piece's logits are wanted: they predict the first output.
         if (std::string e = model_.prefill(*w.seq, prompt.subspan(size_t(cur), size_t(stop - cur)),

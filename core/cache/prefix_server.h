@@ -34,8 +34,11 @@
 #include <string>
 #include <vector>
 
+#include "core/cache/cache_engine.h"
 #include "core/cache/checkpoint_policy.h"
 #include "core/cache/checkpoint_store.h"
+#include "core/cache/engine_sglang.h"
+#include "core/cache/engine_vllm.h"
 #include "core/cache/kv_pages.h"
 #include "core/cache/radix_cache.h"
 #include "core/cache/state_codec.h"
@@ -49,9 +52,10 @@ enum class KvOnlyStart : uint8_t { zero, stale };
 // Falsifier hooks (k3cli audit-checks): a resume damaged on purpose, which module 4's checks must catch.
 enum class ResumeFalsify : uint8_t {
     none,
-    flip_state_bit,  // the sign bit of the largest |value| of the state loaded from a checkpoint is flipped
-    zero_state,      // a resume from a checkpoint starts from a zero state instead (KV-only, called exact)
-    exact_kv_only,   // KV-only reuse starts from the state a prefill of the skipped tokens has (made right)
+    flip_state_bit,    // the sign bit of the largest |value| of the state loaded from a checkpoint is flipped
+    zero_state,        // a resume from a checkpoint starts from a zero state instead (KV-only, called exact)
+    exact_kv_only,     // KV-only reuse starts from the state a prefill of the skipped tokens has (made right)
+    engine_misplaced,  // an engine's states are saved one page below where its rule puts them
 };
 
 struct ServerConfig {
@@ -61,7 +65,36 @@ struct ServerConfig {
     CheckpointPolicy policy;
     StateCodec codec = StateCodec::fp32;
     ResumeFalsify falsify = ResumeFalsify::none;  // falsifier hook, off outside k3cli audit-checks
+    // Reuse::state only: ideal follows `policy` (idealised placement); sglang and vllm follow the engine's
+    // own placement and hit rules (engine_plan below). sglang.page_size must equal cache.page_size.
+    CacheEngine engine = CacheEngine::ideal;
+    SglangConfig sglang;
+    VllmEngineConfig vllm;
 };
+
+// One request under an engine's rules (reference/engines.md, the shared rule functions of
+// core/cache/engine_sglang.h and engine_vllm.h), from the tree's match of its first prompt - 1 tokens
+// (kv_match, page-floored) and the deepest state at or above it (state_match):
+// - sglang: the request resumes at the deepest state; its prefill runs in SGLang's chunks
+//   (sglang_first_extend_end, sglang_next_extend_end). extra_buffer tracks at most one state per chunk
+//   (sglang_track_pos: the chunk end floored to the grid, or the branching point inside the chunk) and
+//   caches up to its last track, the KV past it is not cached; no_buffer saves a state at every chunk
+//   end and caches the whole prompt.
+// - vllm: the KV hit is the attention group's, on the block grid; the request resumes at the deepest
+//   state at or below it (a state exists only on the block grid); its prefill steps are cut by
+//   vllm_aligned_split (with the shared-prefix junction), a state is taken where a step ends on a block
+//   boundary and kept as vllm_retained says; whole blocks of the prompt are cached.
+// Outputs are decoded but not cached: the engines.md rules are those of the prefill (its runs carry no
+// output tokens).
+struct EnginePlan {
+    uint64_t kv_hit = 0;                    // the engine's KV-visible hit
+    uint64_t resume = 0;                    // the state-usable hit: where the request resumes
+    uint64_t branching = 0;                 // SGLang's branching seqlen, vLLM's junction (0: none)
+    uint64_t cache_len = 0;                 // prompt tokens cached when the request finishes
+    std::vector<uint64_t> steps;            // where prefill steps (chunks) end, ascending
+    std::vector<PlannedCheckpoint> states;  // where the engine saves states, ascending
+};
+EnginePlan engine_plan(const ServerConfig& c, uint64_t prompt_len, uint64_t kv_match, uint64_t state_match);
 
 struct ServeRequest {
     std::vector<int32_t> prompt;   // at least one token
@@ -100,6 +133,8 @@ struct ServeOutcome {
     bool split_off_grid = false;               // its own prefill was split off the chunk grid...
     uint64_t first_off_grid_split = 0;         // ...first at this position
     uint32_t ends_aligned = 0;                 // end checkpoints moved down to the chunk grid (see below)
+    uint64_t branching = 0;                    // an engine's branching seqlen or junction (0: none)
+    uint32_t steps = 0;                        // an engine's prefill steps (chunks)
     std::vector<uint64_t> checkpoints;         // positions of the states it saved
     std::vector<uint64_t> checkpoint_handles;  // their handles (the tree may free redundant ones at once)
     std::vector<PageRef> pages;                // its KV pages in position order when it finished
@@ -155,6 +190,8 @@ class PrefixServer final : public CacheObserver {
     void match_prompt(InFlight& w);
     // 1, Reuse::state: resume at the state-usable match; the plan follows the policy and the chunk grid.
     void plan_state_resume(InFlight& w);
+    // 1, Reuse::state under an engine: resume, steps, states and cached length as engine_plan says.
+    void plan_engine_resume(InFlight& w);
     // 2. The working sequence with the tree's pages lent and the checkpoint's state copied in.
     std::string resume(InFlight& w);
     std::string borrow_tree_pages(InFlight& w);

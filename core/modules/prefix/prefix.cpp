@@ -50,14 +50,43 @@ void cache_params(ParamList<PrefixParams>& l) {
                    choices_from<StateCodec>(state_codec_ids(), {}, parse_state_codec)));
 }
 
+// Module 5's engine parameters (same keys, choice ids and labels), group "Engine".
+void engine_params(ParamList<PrefixParams>& l) {
+    const std::string group = "Engine";
+    l.choice(&PrefixParams::engine, "engine", "Prefix cache",
+             Choices<CacheEngine>{{CacheEngine::ideal, "ideal", "idealised (upper bound)"},
+                                  {CacheEngine::sglang, "sglang", "SGLang MambaRadixCache"},
+                                  {CacheEngine::vllm, "vllm", "vLLM V1, align mode"}})
+        .in_group(group);
+    l.choice(&PrefixParams::sglang_mode, "sglang_mode", "SGLang mamba scheduler strategy",
+             Choices<SglangMode>{{SglangMode::extra_buffer, "extra_buffer", "extra_buffer"},
+                                 {SglangMode::no_buffer, "no_buffer", "no_buffer"}})
+        .in_group(group)
+        .active_when("engine", "sglang");
+    l.integer(&PrefixParams::chunked_prefill_tokens, "chunked_prefill_tokens", "Chunked prefill size",
+              "tokens", 16, 1048576)
+        .log()
+        .in_group(group)
+        .active_when("engine", "sglang");
+    l.integer(&PrefixParams::vllm_block_tokens, "vllm_block_tokens", "vLLM block", "tokens", 16, 1048576)
+        .log()
+        .in_group(group)
+        .active_when("engine", "vllm");
+    l.text(&PrefixParams::retention_interval, "retention_interval", "Retention segment (tokens)",
+           {"dense", "0", "4096"})
+        .in_group(group)
+        .active_when("engine", "vllm");
+}
+
+using Kv = std::vector<std::pair<std::string, std::string>>;
+
 Falsifier<PrefixParams> falsifier(std::string id, std::string does, std::vector<std::string> keys,
-                                  PrefixFalsify f) {
+                                  PrefixFalsify f, Kv extra = {}) {
     // Two requests sharing a system prompt reach every check at a fraction of the defaults' cost.
-    return {std::move(id),
-            std::move(does),
-            std::move(keys),
-            [f](PrefixParams& p) { p.falsify = f; },
-            {{"workload", "system"}, {"requests", "2"}, {"user_tokens", "4"}, {"gen", "2"}}};
+    Kv kv = {{"workload", "system"}, {"requests", "2"}, {"user_tokens", "4"}, {"gen", "2"}};
+    kv.insert(kv.end(), extra.begin(), extra.end());
+    return {std::move(id), std::move(does), std::move(keys), [f](PrefixParams& p) { p.falsify = f; },
+            std::move(kv)};
 }
 
 std::vector<Falsifier<PrefixParams>> prefix_falsifiers() {
@@ -89,6 +118,13 @@ std::vector<Falsifier<PrefixParams>> prefix_falsifiers() {
                   {"run_completed"}, F::bad_prompt_token),
         falsifier("bad_output_token", "kv-only reuse is fed an output token outside the vocabulary",
                   {"served_every_request_*"}, F::bad_output_token),
+        falsifier("sglang_state_misplaced",
+                  "engine=sglang: every state is saved one page below where SGLang's rule puts it",
+                  {"engine_states_where_rules_put_them"}, F::engine_misplaced, {{"engine", "sglang"}}),
+        falsifier("vllm_state_misplaced",
+                  "engine=vllm: every state is saved one page below where vLLM's rule puts it",
+                  {"engine_states_where_rules_put_them", "vllm_hits_on_block_grid"}, F::engine_misplaced,
+                  {{"engine", "vllm"}}),
     };
 }
 
@@ -98,10 +134,72 @@ ParamList<PrefixParams> prefix_params() {
     ParamList<PrefixParams> l;
     workload_params(l);
     cache_params(l);
+    engine_params(l);
     return l;
 }
 
+std::string prefix_engine_label(const PrefixParams& p) {
+    if (p.engine == CacheEngine::sglang)
+        return std::string("SGLang MambaRadixCache (") + sglang_mode_id(p.sglang_mode) + ", chunks of " +
+               std::to_string(p.chunked_prefill_tokens) + ")";
+    if (p.engine == CacheEngine::vllm)
+        return "vLLM V1 align mode (block " + std::to_string(p.vllm_block_tokens) + ", retention " +
+               p.retention_interval + ")";
+    return kPrefixMethods[size_t(PrefixMethod::engine)].label;
+}
+
+void prefix_engine_config(const PrefixParams& p, serve::ServerConfig& c) {
+    c.engine = p.engine;
+    c.sglang.mode = p.sglang_mode;
+    c.sglang.chunked_prefill_tokens = p.chunked_prefill_tokens;
+    c.sglang.page_size = p.page_size;
+    c.vllm.block_tokens = p.vllm_block_tokens;
+    c.vllm.retention = parse_vllm_retention(p.retention_interval).value_or(VllmRetention{});
+}
+
+namespace {
+
+void validate_engine(const PrefixParams& p, Issues& issues) {
+    if (p.engine == CacheEngine::ideal) return;
+    const std::optional<VllmRetention> r = parse_vllm_retention(p.retention_interval);
+    if (!r)
+        issues.error(p.retention_interval,
+                     "retention_interval '" + p.retention_interval + "' is not a token count, 0 or dense");
+    if (p.state_capacity != 0)
+        issues.error(p.state_capacity, "engine=" + std::string(cache_engine_id(p.engine)) +
+                                           " follows the engine's rules with unbounded pools (reference/"
+                                           "engines.md): set state_capacity to 0");
+    serve::ServerConfig c;
+    c.cache.page_size = p.page_size;
+    prefix_engine_config(p, c);
+    const uint64_t chunk = p.chunk;
+    if (p.engine == CacheEngine::sglang) {
+        if (const std::string e = sglang_config_error(c.sglang); !e.empty())
+            issues.error(p.page_size, e);
+        else if (c.sglang.mamba_chunk() % p.page_size != 0 || c.sglang.mamba_chunk() % chunk != 0)
+            issues.error(p.chunk, "SGLang keeps states on a grid of max(FLA chunk 64, page) = " +
+                                      std::to_string(c.sglang.mamba_chunk()) +
+                                      " tokens, which must be a multiple of the kernel chunk and the page");
+        else if (p.chunked_prefill_tokens % chunk != 0)
+            issues.warning(p.chunked_prefill_tokens,
+                           "chunked_prefill_tokens is off the kernel chunk grid: SGLang's chunks split the "
+                           "prefill off the grid (within rounding only)");
+    }
+    if (p.engine == CacheEngine::vllm) {
+        if (p.vllm_block_tokens % p.page_size != 0)
+            issues.error(p.vllm_block_tokens, "vllm_block_tokens is not a multiple of the page size");
+        else if (p.vllm_block_tokens % chunk != 0)
+            issues.warning(
+                p.vllm_block_tokens,
+                "vllm_block_tokens is off the kernel chunk grid: resumes at a block are exact only "
+                "within rounding");
+    }
+}
+
+}  // namespace
+
 void validate_prefix(const PrefixParams& p, Issues& issues) {
+    validate_engine(p, issues);
     const uint64_t interval = p.interval, chunk = p.chunk, page = p.page_size;
     if (interval % page != 0)
         issues.error(p.interval, "interval " + std::to_string(interval) +
@@ -118,7 +216,7 @@ void validate_prefix(const PrefixParams& p, Issues& issues) {
                      "the workload has up to " + format_grouped(double(e.prompt_tokens)) +
                          " prompt tokens, served five times on the runnable model; the limit is " +
                          format_grouped(double(kMaxWorkloadTokens)) + " (fewer requests or shorter prompts)");
-    const uint64_t states = prefix_states(e, std::min(interval, chunk), p.state_capacity);
+    const uint64_t states = prefix_states(e, prefix_state_grid(p), p.state_capacity);
     const uint64_t bytes = prefix_pool_bytes(default_runnable_config(), e, states, p.page_size);
     if (bytes > kMaxPoolBytes)
         issues.error(p.interval,

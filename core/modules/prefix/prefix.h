@@ -39,6 +39,7 @@ enum class PrefixFalsify : uint8_t {
     leaked_slot,         // a state slot is taken from a method's pool after its cache is dropped
     bad_prompt_token,    // the first prompt holds a token outside the vocabulary
     bad_output_token,    // KV-only reuse is fed an output token outside the vocabulary
+    engine_misplaced,    // the engine method saves every state one page below where the engine's rule puts it
 };
 
 struct PrefixParams {
@@ -54,11 +55,21 @@ struct PrefixParams {
     uint64_t state_capacity = 0;  // checkpoints the tree may hold, 0 = unbounded
     serve::KvOnlyStart kv_only_start = serve::KvOnlyStart::zero;
     StateCodec codec = StateCodec::fp32;
+    // Whose rules a sixth method follows (ideal: none; the five methods above are idealised placements).
+    // Names, choice ids and labels as module 5's (core/modules/checkpoints/checkpoints.cpp).
+    CacheEngine engine = CacheEngine::ideal;
+    SglangMode sglang_mode = SglangMode::extra_buffer;
+    uint32_t chunked_prefill_tokens = 64;  // small: several chunks per prompt at this scale
+    uint32_t vllm_block_tokens = 64;       // a multiple of the kernel chunk: resumes stay bitwise
+    std::string retention_interval = "dense";
     PrefixFalsify falsify = PrefixFalsify::none;  // not a declared parameter
 };
 
+// The engine method's server settings from the parameters (engine, SGLang's and vLLM's configs).
+void prefix_engine_config(const PrefixParams& p, serve::ServerConfig& c);
+
 // The methods compared, in table order. The first is the cold run itself.
-enum class PrefixMethod : uint8_t { none, kv_only, end, interval, branch };
+enum class PrefixMethod : uint8_t { none, kv_only, end, interval, branch, engine };
 struct PrefixMethodInfo {
     PrefixMethod method;
     const char* id;
@@ -72,6 +83,8 @@ inline constexpr PrefixMethodInfo kPrefixMethods[] = {
     {PrefixMethod::end, "end", "state at request end only", serve::Reuse::state, PolicyKind::end},
     {PrefixMethod::interval, "interval", "states every N tokens", serve::Reuse::state, PolicyKind::interval},
     {PrefixMethod::branch, "branch", "states at branch points", serve::Reuse::state, PolicyKind::branch},
+    // Served only when engine is not ideal; its label names the engine (PrefixMethodResult::label).
+    {PrefixMethod::engine, "engine", "the engine's own rules", serve::Reuse::state, PolicyKind::interval},
 };
 inline constexpr size_t kPrefixMethodCount = std::size(kPrefixMethods);
 static_assert(
@@ -108,6 +121,9 @@ struct PrefixRequest {
 struct PrefixRow {
     uint64_t kv_hit = 0, state_hit = 0, resumed = 0, recomputed = 0, borrowed = 0, saved = 0;
     uint64_t prefilled = 0;          // prompt tokens the server handed to the model
+    uint64_t cached = 0;             // tokens the server inserted into the tree
+    uint64_t branching = 0;          // the engine's branching seqlen or junction (0: none)
+    uint32_t steps = 0;              // the engine's prefill steps
     std::vector<uint64_t> saved_at;  // positions of the checkpoints it saved
     bool state_matches = true, off_grid = false, bitwise = false;
     bool expected_exact = false;  // the server says its outputs must be the cold run's bits
@@ -125,6 +141,8 @@ struct PrefixRecount {
 
 struct PrefixMethodResult {
     const PrefixMethodInfo* info = nullptr;
+    bool active = true;                  // the engine method is served only when engine is not ideal
+    std::string label;                   // info->label, or the engine's name
     std::vector<PrefixRow> rows;         // one per request, in workload order
     std::vector<PrefixRecount> recount;  // one per request; empty when not recounted
     std::string audit, error;            // the first failed audit; why serving stopped
@@ -162,6 +180,10 @@ struct PrefixEstimate {
 PrefixEstimate estimate_prefix(const PrefixParams& p);
 uint64_t prefix_pool_bytes(const ModelConfig& c, const PrefixEstimate& e, uint64_t states, uint32_t page);
 uint64_t prefix_states(const PrefixEstimate& e, uint64_t interval, uint64_t capacity);
+// The finest grid states may be saved on (interval, chunk, and the engine's chunk or block).
+uint64_t prefix_state_grid(const PrefixParams& p);
+// The engine method's label: the engine and its settings.
+std::string prefix_engine_label(const PrefixParams& p);
 
 // A caching method's hits recounted from the requests' tokens and the checkpoint positions each earlier
 // request saved, without the tree. Empty when a state capacity may have evicted what the recount
@@ -173,5 +195,7 @@ ParamList<PrefixParams> prefix_params();
 void validate_prefix(const PrefixParams& p, Issues& issues);
 std::unique_ptr<Run> start_prefix(const PrefixParams& p, const Params& raw);
 void report_prefix(const PrefixParams& p, const PrefixResult& res, Report& r);
+// The engine method's figures and checks (prefix_engine.cpp); nothing when engine is ideal.
+void report_prefix_engine(const PrefixParams& p, const PrefixResult& res, Report& r);
 
 }  // namespace k3

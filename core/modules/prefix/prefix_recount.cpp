@@ -26,13 +26,25 @@ uint64_t common_length(const std::vector<int32_t>& a, uint64_t n, const std::vec
     return k;
 }
 
+// What request `it` left in the tree: prompt and outputs up to prompt + outputs - 1 (page-floored), or
+// under an engine its prompt (vLLM: whole blocks; SGLang extra_buffer: up to its last saved state).
+uint64_t cached_length(const PrefixParams& p, PrefixMethod m, const PrefixRequest& it, const PrefixRow& row) {
+    const uint64_t P = p.page_size;
+    if (m != PrefixMethod::engine) return (it.prompt.size() + it.outputs.size() - 1) / P * P;
+    if (p.engine == CacheEngine::vllm) return it.prompt.size() / p.vllm_block_tokens * p.vllm_block_tokens;
+    if (p.sglang_mode == SglangMode::no_buffer) return it.prompt.size();
+    return row.saved_at.empty() ? 0 : row.saved_at.back();
+}
+
 }  // namespace
 
 std::vector<PrefixRecount> recount_prefix_hits(const PrefixParams& p, const PrefixResult& res,
                                                PrefixMethod m) {
     const PrefixMethodResult& method = res.method(m);
     if (p.state_capacity != 0 || method.rows.size() != res.requests.size()) return {};
-    const uint64_t P = p.page_size;
+    // vLLM's KV hit is the attention group's chain of whole blocks.
+    const bool vllm = m == PrefixMethod::engine && p.engine == CacheEngine::vllm;
+    const uint64_t P = vllm ? p.vllm_block_tokens : p.page_size;
     std::vector<PrefixRecount> out;
     std::vector<Held> held;
     for (size_t i = 0; i < res.requests.size(); ++i) {
@@ -46,7 +58,7 @@ std::vector<PrefixRecount> recount_prefix_hits(const PrefixParams& p, const Pref
                 if (pos <= common) h.state_hit = std::max(h.state_hit, pos);
         }
         out.push_back(h);
-        Held mine{it.prompt, (it.prompt.size() + it.outputs.size() - 1) / P * P, &method.rows[i].saved_at};
+        Held mine{it.prompt, cached_length(p, m, it, method.rows[i]), &method.rows[i].saved_at};
         mine.tokens.insert(mine.tokens.end(), it.outputs.begin(), it.outputs.end());
         held.push_back(std::move(mine));
     }

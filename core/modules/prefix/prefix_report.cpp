@@ -24,8 +24,8 @@ namespace {
 
 const char* const kScenarioNames[kPrefixScenarios] = {"system prompt", "chat", "branch"};
 
-bool caches(const PrefixMethodResult& m) { return m.info->reuse != Reuse::none; }
-bool keeps_states(const PrefixMethodResult& m) { return m.info->reuse == Reuse::state; }
+bool caches(const PrefixMethodResult& m) { return m.active && m.info->reuse != Reuse::none; }
+bool keeps_states(const PrefixMethodResult& m) { return m.active && m.info->reuse == Reuse::state; }
 
 uint64_t prompt_tokens(const PrefixResult& res) {
     uint64_t n = 0;
@@ -127,6 +127,7 @@ void saving_tables(const PrefixResult& res, Report& r) {
     const double prompt = double(prompt_tokens(res));
     const double cold_ms = res.method(PrefixMethod::none).ms;
     for (const PrefixMethodResult& m : res.methods) {
+        if (!m.active) continue;
         size_t skipped = 0, counts[size_t(PrefixExactness::wrong) + 1] = {};
         double worst = 0;
         for (const PrefixRow& row : m.rows) {
@@ -135,7 +136,7 @@ void saving_tables(const PrefixResult& res, Report& r) {
             worst = std::max(worst, row.max_diff);
         }
         const double computed = total(m, [](const PrefixRow& x) { return x.recomputed; });
-        save.add({std::string(m.info->label), double(skipped), computed, prompt - computed,
+        save.add({m.label, double(skipped), computed, prompt - computed,
                   (prompt - computed) / std::max(prompt, 1.0), double(m.end_stats.states),
                   double(m.end_state_bytes), double(m.end_kv_bytes), double(m.peak_bytes),
                   double(counts[size_t(PrefixExactness::bitwise)]),
@@ -143,8 +144,8 @@ void saving_tables(const PrefixResult& res, Report& r) {
                   double(counts[size_t(PrefixExactness::wrong)]), worst});
         // The cold run's time is all counted as prefill.
         const bool cold = !caches(m);
-        timing.add({std::string(m.info->label), cold ? m.ms : m.prefill_ms, cold ? 0.0 : m.decode_ms, m.ms,
-                    cold_ms - m.ms, cold_ms > 0 ? (cold_ms - m.ms) / cold_ms : 0.0});
+        timing.add({m.label, cold ? m.ms : m.prefill_ms, cold ? 0.0 : m.decode_ms, m.ms, cold_ms - m.ms,
+                    cold_ms > 0 ? (cold_ms - m.ms) / cold_ms : 0.0});
     }
     r.timing_scalar("time_saved_ms", "Time saved by states every N (this device)", "ms",
                     cold_ms - res.method(PrefixMethod::interval).ms);
@@ -206,10 +207,11 @@ void request_tables(const PrefixParams& p, const PrefixResult& res, Report& r) {
 
 void plots(const PrefixResult& res, Report& r) {
     for (const PrefixMethodResult& m : res.methods) {
-        Series computed = make_series(m.info->label, "Prompt tokens computed per request", "request",
-                                      "tokens", "", "tokens");
+        if (!m.active) continue;
+        Series computed =
+            make_series(m.label, "Prompt tokens computed per request", "request", "tokens", "", "tokens");
         Series held =
-            make_series(m.info->label, "Cache bytes held after each request", "request", "bytes", "", "B");
+            make_series(m.label, "Cache bytes held after each request", "request", "bytes", "", "B");
         computed.style = SeriesStyle::points;
         for (size_t i = 0; i < m.rows.size(); ++i) {
             computed.add(double(i + 1), double(m.rows[i].recomputed));
@@ -222,7 +224,7 @@ void plots(const PrefixResult& res, Report& r) {
     for (const PrefixMethodResult& m : res.methods) {
         if (!caches(m)) continue;
         Series& diff = r.add_series(
-            make_series(m.info->label, "Largest |logit diff| vs the cold run (bitwise requests left out)",
+            make_series(m.label, "Largest |logit diff| vs the cold run (bitwise requests left out)",
                         "request", "|logit diff|", "", ""));
         diff.style = SeriesStyle::points;
         diff.log_y = true;
@@ -230,9 +232,7 @@ void plots(const PrefixResult& res, Report& r) {
             if (m.rows[i].max_diff > 0) diff.add(double(i + 1), m.rows[i].max_diff);
     }
     for (const PrefixMethodResult& m : res.methods)
-        if (caches(m))
-            r.trees.push_back(
-                prefix_tree_report(std::string("Radix tree at the end: ") + m.info->label, m.tree));
+        if (caches(m)) r.trees.push_back(prefix_tree_report("Radix tree at the end: " + m.label, m.tree));
 }
 
 void bitwise_check(const PrefixParams& p, const PrefixResult& res, Report& r) {
@@ -376,8 +376,7 @@ void accounting_checks(const PrefixResult& res, Report& r) {
     hit_checks(res, r);
     std::string bad_audit;
     for (const PrefixMethodResult& m : res.methods)
-        if (caches(m) && !m.audit.empty() && bad_audit.empty())
-            bad_audit = std::string(m.info->label) + ": " + m.audit;
+        if (caches(m) && !m.audit.empty() && bad_audit.empty()) bad_audit = m.label + ": " + m.audit;
     r.check("tree_pages_pool_agree", "Tree, page references and pool agree after every request (audit)",
             bad_audit.empty(),
             bad_audit.empty()
@@ -389,7 +388,7 @@ void accounting_checks(const PrefixResult& res, Report& r) {
     for (const PrefixMethodResult& m : res.methods) {
         if (!caches(m)) continue;
         zero = zero && m.zero;
-        if (!m.zero) left = std::string(m.info->label) + ": " + m.zero_detail;
+        if (!m.zero) left = m.label + ": " + m.zero_detail;
     }
     r.check("pool_returns_to_zero", "Reference counts and pool bytes return to zero", zero,
             zero ? "after each method's cache is dropped: 0 KV pages, 0 state slots, 0 owners in its pool"
@@ -420,7 +419,7 @@ bool report_failure(const PrefixResult& res, Report& r) {
     for (const PrefixMethodResult& m : res.methods)
         if (!m.error.empty()) {
             r.check(std::string("served_every_request_") + m.info->id,
-                    std::string("Served every request (") + m.info->label + ")", false, m.error);
+                    "Served every request (" + m.label + ")", false, m.error);
             return true;
         }
     return false;
@@ -439,6 +438,7 @@ void report_prefix(const PrefixParams& p, const PrefixResult& res, Report& r) {
     probe_check(p, res, r);
     within_rounding_check(p, res, r);
     accounting_checks(res, r);
+    report_prefix_engine(p, res, r);
     notes(p, res, r);
 }
 

@@ -62,6 +62,13 @@ uint64_t prefix_pool_bytes(const ModelConfig& c, const PrefixEstimate& e, uint64
     return states * a.state_bytes + pages * page * a.kv_bytes_per_token;
 }
 
+uint64_t prefix_state_grid(const PrefixParams& p) {
+    uint64_t grid = std::min(p.interval, p.chunk);
+    if (p.engine == CacheEngine::sglang) grid = std::min<uint64_t>(grid, p.chunked_prefill_tokens);
+    if (p.engine == CacheEngine::vllm) grid = std::min<uint64_t>(grid, p.vllm_block_tokens);
+    return grid;
+}
+
 uint64_t prefix_states(const PrefixEstimate& e, uint64_t interval, uint64_t capacity) {
     const uint64_t all = e.fed_tokens / std::max<uint64_t>(interval, 1) + 3 * e.requests + 4;
     return capacity ? std::min(all, capacity + e.max_fed / std::max<uint64_t>(interval, 1) + 6) : all;
@@ -80,6 +87,9 @@ PrefixRow served_row(const PrefixRequest& it, const ServeOutcome& o, int vocab) 
     r.resumed = o.resumed_at;
     r.recomputed = o.recomputed;
     r.prefilled = o.prefilled;
+    r.cached = o.insert.len;
+    r.branching = o.branching;
+    r.steps = o.steps;
     r.borrowed = o.pages_borrowed;
     r.saved = o.checkpoints.size();
     r.saved_at = o.checkpoints;
@@ -149,13 +159,21 @@ class PrefixRun final : public StagedRun {
 };
 
 PrefixRun::PrefixRun(const PrefixParams& p, const Params& raw) : StagedRun("prefix", raw), params_(p) {
-    for (const PrefixMethodInfo& m : kPrefixMethods) result_.method(m.method).info = &m;
+    for (const PrefixMethodInfo& m : kPrefixMethods) {
+        PrefixMethodResult& res = result_.method(m.method);
+        res.info = &m;
+        res.label = m.label;
+        if (m.method == PrefixMethod::engine) {
+            res.active = p.engine != CacheEngine::ideal;
+            res.label = prefix_engine_label(p);
+        }
+    }
     add_step("making the runnable model", 1, [this] { make_model(); });
     add_step("building the workload", 0.2, [this] { build_workload(); });
     add_stage("cold runs (no cache)", 3, [this](const Deadline& d) { return cold(d); });
     for (const PrefixMethodInfo& m : kPrefixMethods)
-        if (m.method != PrefixMethod::none)
-            add_stage(std::string("serving: ") + m.label, 2,
+        if (m.method != PrefixMethod::none && result_.method(m.method).active)
+            add_stage("serving: " + result_.method(m.method).label, 2,
                       [this, k = m.method](const Deadline& d) { return serve_method(k, d); });
     add_step("resuming off the chunk grid", 0.5, [this] { probe_off_grid(); });
     add_step("report", 0.2, [this] { report_prefix(params_, result_, report_); });
@@ -217,6 +235,8 @@ ServerConfig PrefixRun::config_for(const PrefixMethodInfo& m) const {
     c.policy.interval = params_.interval;
     c.policy.chunk = params_.chunk;
     c.codec = m.reuse == Reuse::state ? params_.codec : StateCodec::fp32;
+    if (m.method == PrefixMethod::engine) prefix_engine_config(params_, c);
+    if (falsified(PrefixFalsify::engine_misplaced)) c.falsify = serve::ResumeFalsify::engine_misplaced;
     // The server applies each to the reuse it names only.
     if (falsified(PrefixFalsify::flip_resumed_state)) c.falsify = serve::ResumeFalsify::flip_state_bit;
     if (falsified(PrefixFalsify::zero_resumed_state)) c.falsify = serve::ResumeFalsify::zero_state;
@@ -312,9 +332,7 @@ void PrefixRun::start_method(PrefixMethod m) {
     const ServerConfig c = config_for(*res.info);
     const PrefixEstimate e = estimate_prefix(params_);
     const uint64_t states =
-        c.reuse == Reuse::state
-            ? prefix_states(e, std::min(params_.interval, params_.chunk), c.cache.state_capacity)
-            : 4;
+        c.reuse == Reuse::state ? prefix_states(e, prefix_state_grid(params_), c.cache.state_capacity) : 4;
     StaticSplitConfig sc;
     sc.page_tokens = params_.page_size;
     sc.state_slots = states;
