@@ -131,6 +131,12 @@ enum class FleetSimFalsify : uint8_t {
     events_early,      // kv_events, kv_cost: KV events reach the router's view as soon as they are emitted
     cost_not_minimum,  // kv_cost: one decision picks a worker above the minimum of its costs
     events_lose_first_block,  // kv_events, kv_cost: every stored event loses its first block
+    // The engines' batch formers (core/fleet/batch_former.h), checked by fleet_batch_checks.h.
+    sglang_mixes_decode,  // sglang: the first prefill batch also carries the running decodes
+    sglang_second_chunk,  // sglang: one prefill batch gets a second chunked request
+    sglang_slot_over,     // sglang: the running cap is one above the state slots / ratio
+    vllm_second_partial,  // vllm: one step schedules a partial prefill past max_partial_prefills
+    vllm_chunk_off_grid,  // vllm: the first non-final chunk cut on the block grid ends one token early
 };
 
 struct FleetConfig {
@@ -203,6 +209,12 @@ struct FleetConfig {
     uint32_t series_points = 240;  // samples of the load-over-time series
 
     FleetSimFalsify falsify = FleetSimFalsify::none;  // falsifier hook (above): never set otherwise
+
+    // The engines' schedulers (core/fleet/batch_former.h; engine ideal reads neither). SGLang's
+    // --max-prefill-tokens: the input tokens of one prefill batch. vLLM's max_num_partial_prefills:
+    // requests a step may leave with their prompt unfinished (0 = no limit).
+    uint32_t max_prefill_tokens = 16384;
+    uint32_t max_partial_prefills = 1;
 };
 
 // Bytes of one instance's fixed allocations (weights, working memory, prefix cache at capacity)

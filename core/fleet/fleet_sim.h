@@ -170,6 +170,16 @@ struct FleetTotals {
     // requests an instance held.
     uint64_t state_admissions = 0, states_held = 0, state_bytes_held = 0;
     uint32_t peak_running = 0;
+    // The batch formers (core/fleet/batch_former.h): iterations by what their batch held (a run of
+    // decode steps counts its steps), SGLang's retractions (vLLM's preemptions are `preemptions`),
+    // and what the engine checks read, tallied from every batch as it was formed: the most requests
+    // one batch left with their prefill unfinished, the prefill batches that also decoded, and the
+    // non-final chunks (vllm) with those that end where vllm_aligned_split would not.
+    uint64_t retractions = 0;
+    uint64_t prefill_iterations = 0, decode_iterations = 0, mixed_iterations = 0;
+    uint32_t max_partial_in_batch = 0;
+    uint64_t batches_formed = 0, nonfinal_chunks = 0, chunks_off_split = 0;
+    std::string first_off_split;  // the first such chunk, for the check's detail
 };
 
 // Requests in flight per instance at regular times.
@@ -332,6 +342,27 @@ class FleetSim {
     bool falsified_ = false;  // the fleet falsifier hook has corrupted its one event
     std::string final_audit_;
     uint64_t final_leases_ = 0, final_owners_ = 0;
+
+  public:
+    // The running requests an instance may hold under the engine's scheduler: SGLang caps them at
+    // the state slots / ratio (batch_former.h), vLLM and ideal at the state slots.
+    uint32_t running_cap() const;
+
+  private:
+    // ---- the engines' batch formers (batch_former.cpp) ----
+    bool form_ideal(uint32_t k, double now);
+    bool form_sglang(uint32_t k, double now);
+    bool sglang_prefill_batch(uint32_t k, double now);
+    bool sglang_decode_batch(uint32_t k);
+    bool form_vllm(uint32_t k, double now);
+    bool vllm_running(uint32_t k, uint64_t& budget, uint32_t& partial);
+    void vllm_waiting(uint32_t k, double now, uint64_t budget, uint32_t partial);
+    bool pick_waiting(uint32_t k, double now, WaitQueue::Entry* e);
+    void retract(uint32_t k, uint32_t r);
+    void requeue(uint32_t k, uint32_t r, bool front);  // preempt and retract: memory freed, queued again
+    uint64_t free_kv_tokens(uint32_t k) const;
+    void observe_batch(uint32_t k);
+    void count_iteration(bool prefill, bool decode, uint32_t steps);
 };
 
 }  // namespace k3
