@@ -61,6 +61,12 @@ void fleet_cache_params(ParamList<FleetCacheParams>& l) {
                    Choices<LruRefresh>{{LruRefresh::node, "node", "matched node only"},
                                        {LruRefresh::path, "path", "whole path"}}))
         .describe("SGLang #31643: refreshing only the consumed node keeps hot sessions' deep states.");
+    // TEMPORARY (helper "batch"): the other helper's `engine` parameter replaces this.
+    cache(l.choice(&P::engine, "engine", "Engine",
+                   Choices<CacheEngine>{{CacheEngine::ideal, "ideal", "idealised (upper bound)"},
+                                        {CacheEngine::sglang, "sglang", "SGLang"},
+                                        {CacheEngine::vllm, "vllm", "vLLM V1"}}))
+        .describe("Whose scheduler the instances follow (temporary).");
 }
 
 void fleet_instance_params(ParamList<FleetInstanceParams>& l) {
@@ -148,6 +154,7 @@ FleetConfig fleet_config(const FleetRouterParams& router, const FleetCacheParams
     c.cache.kv_capacity_tokens = cache.kv_capacity_tokens;
     c.cache.page_size = cache.page_size;
     c.cache.refresh = cache.lru_refresh;
+    c.engine = cache.engine;  // TEMPORARY (helper "batch")
     c.link = cost.link;
     return c;
 }

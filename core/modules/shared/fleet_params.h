@@ -33,6 +33,9 @@ struct FleetCacheParams {
     uint64_t state_capacity = 0, kv_capacity_tokens = 0;  // 0 = unbounded
     uint32_t page_size = 1;
     LruRefresh lru_refresh = LruRefresh::node;
+    // TEMPORARY (helper "batch", for CLI tries of the batch formers; helper "cache" declares the real
+    // `engine` parameter): the lead drops this commit.
+    CacheEngine engine = CacheEngine::ideal;
 };
 
 struct FleetInstanceParams {
