@@ -80,6 +80,7 @@ bool FleetSim::sglang_prefill_batch(uint32_t k, double now) {
     const uint32_t cap = running_cap();
     auto room = [&] {
         if (I.running.size() < cap) return true;
+        ++t_.cap_reached;
         return I.running.size() == cap && falsify_now(FleetSimFalsify::sglang_slot_over);
     };
     while (!chunked && rem_input > 0 && rem_chunk >= sc.page_size && I.status == Inst::up &&
@@ -116,6 +117,15 @@ bool FleetSim::sglang_prefill_batch(uint32_t k, double now) {
         rem_chunk -= std::min(rem_chunk, end - L.pos);
         chunked = end < L.target;
     }
+    if (chunked && !I.queue.empty()) ++t_.chunked_with_waiting;
+    if (I.batch.empty()) return false;
+    sglang_falsifications(k, now, chunked);
+    return true;
+}
+
+// The formers' falsifiers (sglang_second_chunk, sglang_mixes_decode) on a prefill batch just formed.
+void FleetSim::sglang_falsifications(uint32_t k, double now, bool chunked) {
+    Inst& I = inst_[k];
     if (chunked && !I.queue.empty() && falsify_now(FleetSimFalsify::sglang_second_chunk)) {
         WaitQueue::Entry e;  // one more request, chunked to one token
         if (pick_waiting(k, now, &e)) {
@@ -127,7 +137,6 @@ bool FleetSim::sglang_prefill_batch(uint32_t k, double now) {
                 I.batch.push_back({e.req, 1});
         }
     }
-    if (I.batch.empty()) return false;
     for (uint32_t r : I.running) {
         const Live& L = live_[r];
         if (L.pos < L.target || !falsify_now(FleetSimFalsify::sglang_mixes_decode)) continue;
@@ -135,7 +144,6 @@ bool FleetSim::sglang_prefill_batch(uint32_t k, double now) {
             if (live_[d].pos >= live_[d].target && grow(k, d, live_[d].pos + 1)) I.batch.push_back({d, 0});
         break;
     }
-    return true;
 }
 
 // update_running_batch: every running request decodes; when their next KV does not fit
@@ -201,9 +209,7 @@ bool FleetSim::vllm_running(uint32_t k, uint64_t& budget, uint32_t& partial) {
         const bool is_partial = prefill && L.pos + n < L.target;
         if (n == 0 || (is_partial && c_.max_partial_prefills && partial >= c_.max_partial_prefills)) continue;
         if (!ensure_kv(k, r, L.pos + n)) break;  // preempted itself
-        if (is_partial && align && n > 1 && (L.pos + n) % v.block_tokens == 0 &&
-            falsify_now(FleetSimFalsify::vllm_chunk_off_grid))
-            --n;
+        if (is_partial && align) n = vllm_falsified_chunk(L.pos, n, v.block_tokens);
         I.batch.push_back({r, prefill ? uint32_t(n) : 0u});
         budget -= n;
         partial += is_partial;
@@ -238,14 +244,25 @@ void FleetSim::vllm_waiting(uint32_t k, double now, uint64_t budget, uint32_t pa
         if (threshold > 0 && n > threshold) n = threshold;
         n = std::min(n, budget);
         if (align) n = vllm_aligned_split(v, L.pos, n, L.target, L.junction);
+        const bool full = c_.max_partial_prefills && partial >= c_.max_partial_prefills;
+        t_.partial_limit_reached += full && L.target - L.pos > 1;
+        if (full && L.target - L.pos > 1 && falsify_now(FleetSimFalsify::vllm_second_partial))
+            n = 1;  // a second partial prefill
+        else if (n == 0 || (full && L.pos + n < L.target))
+            return;
         const bool is_partial = L.pos + n < L.target;
-        const bool limit = is_partial && c_.max_partial_prefills && partial >= c_.max_partial_prefills;
-        if (n == 0 || (limit && !falsify_now(FleetSimFalsify::vllm_second_partial))) return;
         if (!grow(k, e.req, L.pos + n)) return;  // allocate_slots failed: it waits in running
+        if (is_partial && align) n = vllm_falsified_chunk(L.pos, n, v.block_tokens);
         I.batch.push_back({e.req, uint32_t(n)});
         budget -= n;
         partial += is_partial;
     }
+}
+
+// vllm_chunk_off_grid: the first non-final chunk that ends on the block grid ends one token early.
+uint64_t FleetSim::vllm_falsified_chunk(uint64_t pos, uint64_t n, uint64_t block) {
+    if (n > 1 && (pos + n) % block == 0 && falsify_now(FleetSimFalsify::vllm_chunk_off_grid)) return n - 1;
+    return n;
 }
 
 // What the engine checks read, from the batch just formed (positions before it runs).

@@ -124,7 +124,7 @@ FleetSim::FleetSim(std::shared_ptr<const Workload> w, const FleetConfig& c)
         for (uint32_t t = 0; t < tenants_; ++t) sum += t < c_.tenants.size() ? c_.tenants[t].weight : 1.0;
         for (uint32_t t = 0; t < tenants_; ++t) {
             const double share = (t < c_.tenants.size() ? c_.tenants[t].weight : 1.0) / sum;
-            cap_run_.push_back(std::max<uint32_t>(1, uint32_t(double(slots_.slots) * share)));
+            cap_run_.push_back(std::max<uint32_t>(1, uint32_t(double(running_cap()) * share)));
             cap_pre_.push_back(std::max<uint32_t>(1, uint32_t(double(c_.max_prefills) * share)));
         }
         run_t_.assign(tenants_, 0);

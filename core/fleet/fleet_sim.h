@@ -179,6 +179,10 @@ struct FleetTotals {
     uint64_t prefill_iterations = 0, decode_iterations = 0, mixed_iterations = 0;
     uint32_t max_partial_in_batch = 0;
     uint64_t batches_formed = 0, nonfinal_chunks = 0, chunks_off_split = 0;
+    // When each limit had something to decide: SGLang's running cap reached with requests waiting,
+    // prefill batches that ended on a chunked request with requests waiting, vLLM steps whose partial
+    // prefills had reached max_partial_prefills when a waiting request would have been partial.
+    uint64_t cap_reached = 0, chunked_with_waiting = 0, partial_limit_reached = 0;
     std::string first_off_split;  // the first such chunk, for the check's detail
 };
 
@@ -354,9 +358,11 @@ class FleetSim {
     bool form_sglang(uint32_t k, double now);
     bool sglang_prefill_batch(uint32_t k, double now);
     bool sglang_decode_batch(uint32_t k);
+    void sglang_falsifications(uint32_t k, double now, bool chunked);
     bool form_vllm(uint32_t k, double now);
     bool vllm_running(uint32_t k, uint64_t& budget, uint32_t& partial);
     void vllm_waiting(uint32_t k, double now, uint64_t budget, uint32_t partial);
+    uint64_t vllm_falsified_chunk(uint64_t pos, uint64_t n, uint64_t block);
     bool pick_waiting(uint32_t k, double now, WaitQueue::Entry* e);
     void retract(uint32_t k, uint32_t r);
     void requeue(uint32_t k, uint32_t r, bool front);  // preempt and retract: memory freed, queued again
