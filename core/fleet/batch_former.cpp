@@ -51,7 +51,10 @@ bool FleetSim::form_sglang(uint32_t k, double now) {
         if (sglang_prefill_batch(k, now)) return true;
         I.batch.clear();
         if (sglang_decode_batch(k)) return true;
-        if (I.running.empty()) return false;
+        if (I.running.empty()) {
+            I.new_token_ratio = kSglangInitNewTokenRatio;  // idle: self_check_during_idle
+            return false;
+        }
         retract(k, I.running.back());  // nothing could run: free memory and plan again
     }
 }
@@ -77,6 +80,7 @@ bool FleetSim::sglang_prefill_batch(uint32_t k, double now) {
         break;  // one chunked request
     }
     count_by_tenant(k);
+    double rem_total = sglang_rem_total_tokens(k);
     const uint32_t cap = running_cap();
     auto room = [&] {
         if (I.running.size() < cap) return true;
@@ -87,8 +91,9 @@ bool FleetSim::sglang_prefill_batch(uint32_t k, double now) {
            !I.queue.empty() && room()) {
         WaitQueue::Entry e;
         if (!pick_waiting(k, now, &e)) break;
-        // PrefillAdder's memory check: the extend must fit the KV left.
-        if (std::min(uncached_cost(k, e.req), rem_chunk) > free_kv_tokens(k)) {
+        // PrefillAdder's memory check: the extend and the remaining output fit what is not reserved.
+        const double max_new = double(sglang_max_new(e.req));
+        if (double(std::min(uncached_cost(k, e.req), rem_chunk) + sc.page_size) + max_new > rem_total) {
             I.queue.unpick(e, now);
             break;
         }
@@ -116,6 +121,7 @@ bool FleetSim::sglang_prefill_batch(uint32_t k, double now) {
         rem_input -= std::min(rem_input, end - L.pos);
         rem_chunk -= std::min(rem_chunk, end - L.pos);
         chunked = end < L.target;
+        rem_total -= double(end - L.pos) + (chunked ? 0 : max_new);  // _update_prefill_budget
     }
     if (chunked && !I.queue.empty()) ++t_.chunked_with_waiting;
     if (I.batch.empty()) return false;
@@ -146,12 +152,29 @@ void FleetSim::sglang_falsifications(uint32_t k, double now, bool chunked) {
     }
 }
 
+// min(max_new_tokens - output so far, CLIP_MAX_NEW_TOKENS): the output a request may still take.
+uint64_t FleetSim::sglang_max_new(uint32_t r) const {
+    const uint64_t out = out_[r].output, gen = live_[r].generated;
+    return std::min<uint64_t>(out > gen ? out - gen : 0, kSglangClipMaxNewTokens);
+}
+
+// PrefillAdder.rem_total_tokens: the free KV less the decoding requests' remaining output x
+// new_token_ratio (the tree's evictable KV is no part of the working pool here).
+double FleetSim::sglang_rem_total_tokens(uint32_t k) const {
+    const Inst& I = inst_[k];
+    double offset = 0;
+    for (uint32_t r : I.running)
+        if (live_[r].pos >= live_[r].target) offset += double(sglang_max_new(r)) * I.new_token_ratio;
+    return double(free_kv_tokens(k)) - offset;
+}
+
 // update_running_batch: every running request decodes; when their next KV does not fit
 // (check_decode_mem), retract_decode takes out the fewest output tokens first (sorted by output
 // length, then prompt length descending, popped from the back) until the rest fits.
 bool FleetSim::sglang_decode_batch(uint32_t k) {
     Inst& I = inst_[k];
     const uint64_t pt = c_.page_tokens;
+    bool retracted = false;
     for (;;) {
         uint64_t need = 0;
         int32_t victim = -1;
@@ -169,6 +192,15 @@ bool FleetSim::sglang_decode_batch(uint32_t k) {
         if (victim < 0) return false;
         if (need <= free_kv_tokens(k)) break;
         retract(k, uint32_t(victim));
+        retracted = true;
+    }
+    if (retracted) {  // retract_decode's new estimate over the requests left
+        uint64_t decoded = 0, max_new = 0, n = 0;
+        for (uint32_t r : I.running)
+            if (live_[r].pos >= live_[r].target)
+                decoded += live_[r].generated, max_new += out_[r].output, ++n;
+        I.new_token_ratio = sglang_retract_ratio(decoded, max_new, n);
+        I.ratio_set = true;
     }
     for (uint32_t r : I.running) {
         const Live& L = live_[r];
@@ -286,13 +318,20 @@ void FleetSim::observe_batch(uint32_t k) {
     t_.max_partial_in_batch = std::max(t_.max_partial_in_batch, partial);
 }
 
-void FleetSim::count_iteration(bool prefill, bool decode, uint32_t steps) {
+// Ends an iteration's tallies; SGLang's new_token_ratio decays once per decode iteration that did
+// not retract.
+void FleetSim::count_iteration(uint32_t k, bool prefill, bool decode, uint32_t steps) {
     if (prefill && decode)
         ++t_.mixed_iterations;
     else if (prefill)
         ++t_.prefill_iterations;
     else if (decode)
         t_.decode_iterations += steps;
+    Inst& I = inst_[k];
+    if (c_.engine != CacheEngine::sglang || prefill || !decode) return;
+    for (uint32_t j = I.ratio_set ? 1 : 0; j < steps; ++j)
+        I.new_token_ratio = std::max(I.new_token_ratio - kSglangNewTokenRatioDecay, kSglangMinNewTokenRatio);
+    I.ratio_set = false;
 }
 
 }  // namespace k3

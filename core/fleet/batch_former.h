@@ -19,8 +19,13 @@
 //   whose next KV does not fit retracts (ScheduleBatch.retract_decode) the requests with the fewest
 //   output tokens first, the longest prompt among equals, until it fits: their KV and state are freed
 //   and they go to the back of the waiting queue, to prefill again from what the cache holds.
-//   Left out: the new_token_ratio reservation (admission here needs only the extend's KV free, not
-//   the running requests' expected output), the overlap scheduler, lpm ordering.
+//   Admission reserves KV as PrefillAdder does: a waiting request joins while its extend plus its
+//   remaining output (clipped at 4,096) fits the free KV less the decoding requests' remaining output
+//   x new_token_ratio; each request admitted reserves its extend and (unless chunked) its output.
+//   new_token_ratio starts at 0.7, falls by (0.7 - 0.098) / 600 per decode iteration to 0.098, is set
+//   by a retraction to retract_decode's estimate and goes back to 0.7 when the instance idles. The
+//   trace's output length stands for max_new_tokens (the simulation knows it; SGLang knows the
+//   client's bound). Left out: the overlap scheduler, lpm ordering, hierarchical caching.
 // - vllm (vLLM V1 vllm/v1/core/sched/scheduler.py Scheduler.schedule): running requests first
 //   (decodes and continuing prefills, in order) within the token budget max_num_batched_tokens
 //   (max_batch_tokens), each chunk min(what is left, long_prefill_token_threshold, budget) and, for
@@ -41,6 +46,20 @@
 #include "core/cache/engine_vllm.h"
 
 namespace k3 {
+
+// SGLang's new_token_ratio (environ.py SGLANG_INIT_NEW_TOKEN_RATIO, _MIN_NEW_TOKEN_RATIO_FACTOR,
+// _NEW_TOKEN_RATIO_DECAY_STEPS, _RETRACT_DECODE_STEPS, _CLIP_MAX_NEW_TOKENS_ESTIMATION).
+inline constexpr double kSglangInitNewTokenRatio = 0.7;
+inline constexpr double kSglangMinNewTokenRatio = 0.7 * 0.14;
+inline constexpr double kSglangNewTokenRatioDecay =
+    (kSglangInitNewTokenRatio - kSglangMinNewTokenRatio) / 600;
+inline constexpr uint32_t kSglangRetractDecodeSteps = 20;
+inline constexpr uint32_t kSglangClipMaxNewTokens = 4096;
+// retract_decode's new estimate: (tokens decoded + 20 per request) / (their max_new_tokens + 1), at most 1.
+inline double sglang_retract_ratio(uint64_t decoded, uint64_t max_new, uint64_t requests) {
+    const double r = double(decoded + uint64_t(kSglangRetractDecodeSteps) * requests) / double(max_new + 1);
+    return r < 1 ? r : 1;
+}
 
 // _calculate_mamba_ratio: state slots per running request SGLang reserves.
 inline uint32_t sglang_running_ratio(const SglangConfig& c, bool radix_cache) {

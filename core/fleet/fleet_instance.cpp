@@ -557,7 +557,7 @@ void FleetSim::end_iteration(uint32_t k, double now) {
     st.iterations += I.steps;
     bool pre = false, dec = false;
     for (const BatchItem& b : I.batch) (b.chunk ? pre : dec) = true;
-    count_iteration(pre, dec, I.steps);
+    count_iteration(k, pre, dec, I.steps);
     timeline_.add(k, I.iter_start, now, I.status == Inst::draining ? 3 : pre && dec ? 2 : pre ? 0 : 1);
     time_iteration(k, now);
     for (const BatchItem& b : I.batch) {

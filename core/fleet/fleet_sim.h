@@ -13,6 +13,8 @@
 //     request and fills the rest of a token budget with prefill chunks; when a decoding request
 //     needs a KV page and none is free, the most recently admitted request is preempted (vLLM's
 //     recompute preemption: its memory is freed and it later resumes from the cache);
+//     (that is engine ideal's batching; engines sglang and vllm form batches by their own schedulers,
+//     core/fleet/batch_former.h);
 //   - an iteration time from the roofline cost model (core/fleet/cost_model.h): an estimate.
 // Requests arrive, a router (core/fleet/router.h) picks an instance, the instance's wait queue
 // (core/fleet/wait_queue.h) orders admission. Faults crash or drain instances; requests move,
@@ -368,7 +370,9 @@ class FleetSim {
     void requeue(uint32_t k, uint32_t r, bool front);  // preempt and retract: memory freed, queued again
     uint64_t free_kv_tokens(uint32_t k) const;
     void observe_batch(uint32_t k);
-    void count_iteration(bool prefill, bool decode, uint32_t steps);
+    void count_iteration(uint32_t k, bool prefill, bool decode, uint32_t steps);
+    uint64_t sglang_max_new(uint32_t r) const;
+    double sglang_rem_total_tokens(uint32_t k) const;
 };
 
 }  // namespace k3
