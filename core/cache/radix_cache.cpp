@@ -394,7 +394,7 @@ Lease RadixCache::acquire(const TokenSeq& q, uint64_t len, bool resume) {
     ++stats_.leases;
     std::vector<NodeId> path;
     for (NodeId n = l.match.kv_node; n != kRoot; n = nodes_[n].parent) {
-        ++nodes_[n].kv_lock;
+        if (nodes_[n].kv_lock++ == 0) stats_.locked_kv_tokens += nodes_[n].end - nodes_[n].start;
         path.push_back(n);
     }
     if (l.match.state_node != kRoot) {
@@ -419,7 +419,8 @@ Lease RadixCache::acquire(const TokenSeq& q, uint64_t len, bool resume) {
 
 void RadixCache::release(Lease& l) {
     if (!l.active) return;
-    for (NodeId n = l.match.kv_node; n != kRoot; n = nodes_[n].parent) --nodes_[n].kv_lock;
+    for (NodeId n = l.match.kv_node; n != kRoot; n = nodes_[n].parent)
+        if (--nodes_[n].kv_lock == 0) stats_.locked_kv_tokens -= nodes_[n].end - nodes_[n].start;
     if (l.match.state_node != kRoot) {
         --nodes_[l.match.state_node].state_lock;
         give_back(l.checkpoint);
@@ -695,6 +696,7 @@ std::string RadixCache::audit_node(NodeId n, AuditTotals& t) const {
     const Node& x = nodes_[n];
     ++t.nodes;
     t.kv += x.end - x.start;
+    if (x.kv_lock > 0) t.locked_kv += x.end - x.start;
     if (std::string e = audit_span(n); !e.empty()) return e;
     if (std::string e = audit_index_entry(n); !e.empty()) return e;
     if (std::string e = audit_children(n); !e.empty()) return e;
@@ -776,6 +778,7 @@ std::string RadixCache::audit_totals(const AuditTotals& t) const {
     if (t.nodes != stats_.nodes)
         return "node count " + std::to_string(stats_.nodes) + " vs " + std::to_string(t.nodes);
     if (t.kv != stats_.kv_tokens) return "KV token count";
+    if (t.locked_kv != stats_.locked_kv_tokens) return "locked KV token count";
     if (t.states != stats_.states || t.bytes != stats_.state_bytes) return "state count or bytes";
     if (t.tombstones != stats_.tombstones) return "tombstone count";
     return {};

@@ -112,6 +112,7 @@ struct CacheStats {
     uint64_t live_checkpoints = 0;  // held by the tree or borrowed by a lease
     uint64_t live_state_bytes = 0;
     uint64_t leases = 0;  // active leases
+    uint64_t locked_kv_tokens = 0;  // KV of nodes a lease holds (what eviction cannot touch)
     // Cumulative counters.
     uint64_t states_evicted = 0;     // by capacity / evict_states
     uint64_t states_dropped = 0;     // by retention (drop_state)
@@ -262,7 +263,7 @@ class RadixCache {
     // audit(), one invariant at a time; each returns "" or what is wrong. What the node pass counts
     // is compared with stats_ afterwards.
     struct AuditTotals {
-        uint64_t nodes = 0, kv = 0, states = 0, bytes = 0, tombstones = 0;
+        uint64_t nodes = 0, kv = 0, states = 0, bytes = 0, tombstones = 0, locked_kv = 0;
     };
     std::string audit_node(NodeId n, AuditTotals& t) const;  // one live node (not the root)
     std::string audit_span(NodeId n) const;                  // its span continues its parent's

@@ -121,7 +121,7 @@ SharedPoolPlan shared_pool_plan(const FleetConfig& c) {
     p.reserved = p.device * c.memory_fraction;
     p.weights = 2.0 * c.model.total_params;
     p.activations = activation_bytes(c);
-    p.budget = p.reserved - p.weights - p.activations;
+    p.budget = c.pool_bytes ? double(c.pool_bytes) : p.reserved - p.weights - p.activations;
     return p;
 }
 
@@ -158,6 +158,9 @@ std::string shared_pool_error(const FleetConfig& c) {
                "(spec_state=off)";
     if (!(c.memory_fraction > 0 && c.memory_fraction <= 1)) return "memory_fraction must lie in (0, 1]";
     const SharedPoolPlan p = shared_pool_plan(c);
+    if (c.pool_bytes && p.weights + p.activations + p.budget > p.device)
+        return "a pool of " + format_bytes(p.budget) + " beside " + format_bytes(p.weights) + " of weights and " +
+               format_bytes(p.activations) + " of activations exceeds the instance's " + format_bytes(p.device);
     if (p.budget <= 0)
         return "the weights (" + format_bytes(p.weights) + ") and the activations (" +
                format_bytes(p.activations) + ") leave no pool in " + format_bytes(p.reserved) +

@@ -134,6 +134,12 @@ enum class FleetSimFalsify : uint8_t {
     // Shared pool (engine sglang / vllm, core/fleet/fleet_shared_pool.cpp).
     cache_undercharged,     // the first instance's pool charges its prefix cache one KV page too few
     charge_skips_eviction,  // the first time the cache cannot be charged, it keeps what it holds
+    // The engines' batch formers (core/fleet/batch_former.h), checked by fleet_batch_checks.h.
+    sglang_mixes_decode,  // sglang: the first prefill batch also carries the running decodes
+    sglang_second_chunk,  // sglang: one prefill batch gets a second chunked request
+    sglang_slot_over,     // sglang: the running cap is one above the state slots / ratio
+    vllm_second_partial,  // vllm: one step schedules a partial prefill past max_partial_prefills
+    vllm_chunk_off_grid,  // vllm: the first non-final chunk cut on the block grid ends one token early
 };
 
 struct FleetConfig {
@@ -212,6 +218,16 @@ struct FleetConfig {
     // it (SharedPoolPlan below); the cache holds what the running requests leave and is evicted
     // when they cannot allocate. working_bytes and the cache capacities do not apply.
     double memory_fraction = 0.9;  // vLLM gpu_memory_utilization; SGLang mem_fraction_static
+    // Sizes given instead of derived: the pool's bytes (vLLM kv_cache_memory_bytes, SGLang's KV and
+    // mamba pools together; 0 = from the device) and SGLang's mamba slots (--max-mamba-cache-size;
+    // 0 = mamba_full_memory_ratio's split).
+    uint64_t pool_bytes = 0;
+    uint32_t mamba_slots = 0;
+    // The engines' schedulers (core/fleet/batch_former.h; engine ideal reads neither). SGLang's
+    // --max-prefill-tokens: the input tokens of one prefill batch. vLLM's max_num_partial_prefills:
+    // requests a step may leave with their prompt unfinished (0 = no limit).
+    uint32_t max_prefill_tokens = 16384;
+    uint32_t max_partial_prefills = 1;
 };
 
 // engine != ideal: what one instance's shared pool gets. The engines reserve memory_fraction of the
@@ -222,7 +238,7 @@ struct SharedPoolPlan {
     double reserved = 0;     // device x memory_fraction
     double weights = 0;      // bf16 weights (2 B per parameter), whole on the instance
     double activations = 0;  // activation_bytes(c)
-    double budget = 0;       // reserved - weights - activations (<= 0: nothing fits)
+    double budget = 0;       // reserved - weights - activations (<= 0: nothing fits), or pool_bytes
 };
 SharedPoolPlan shared_pool_plan(const FleetConfig& c);
 // The activations live at the peak of a forward pass of max_batch_tokens tokens, summed over the

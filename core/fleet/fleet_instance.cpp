@@ -118,18 +118,27 @@ bool FleetSim::ensure_kv(uint32_t k, uint32_t r, uint64_t context) {
 }
 
 void FleetSim::preempt(uint32_t k, uint32_t r) {
-    Inst& I = inst_[k];
-    Live& L = live_[r];
     ++t_.preemptions;
     ++out_[r].preemptions;
     ++stats_[k].preemptions;
+    requeue(k, r, true);
+}
+
+// The request's memory is freed and it waits again: at the front of the queue (vLLM's recompute
+// preemption) or at the back (SGLang's retraction, without a new queue cost).
+void FleetSim::requeue(uint32_t k, uint32_t r, bool front) {
+    Inst& I = inst_[k];
+    Live& L = live_[r];
     t_.lost_tokens += L.pos - L.base;
     release_request(k, r);
     I.running.erase(std::find(I.running.begin(), I.running.end(), r));
     L.target = uint64_t(w_->requests[r].prompt_len) + L.generated;
     L.pos = L.base = 0;
     L.phase = Phase::queued;
-    I.queue.push_front(r, w_->requests[r].tenant);
+    if (front)
+        I.queue.push_front(r, w_->requests[r].tenant);
+    else
+        I.queue.push_back(r, w_->requests[r].tenant, 0);
 }
 
 // Every decoding request that can get its next page takes one token (victims of ensure_kv come from
@@ -166,20 +175,10 @@ uint32_t FleetSim::count_by_tenant(uint32_t k) {
 // the budget, the prefill and running limits and memory allow.
 void FleetSim::admit_waiting(uint32_t k, double now, uint32_t budget, uint32_t prefilling) {
     Inst& I = inst_[k];
-    const std::function<bool(uint32_t)> allowed = [this](uint32_t t) {
-        return run_t_[t] < cap_run_[t] && pre_t_[t] < cap_pre_[t];
-    };
     while (budget > 0 && I.status == Inst::up && prefilling < c_.max_prefills &&
            I.running.size() < slots_.slots && !I.queue.empty()) {
         WaitQueue::Entry e;
-        double next = -1;
-        if (!I.queue.pick(now, &e, &next, c_.quotas ? allowed : std::function<bool(uint32_t)>{})) {
-            if (next >= 0 && (I.wake_at < 0 || next < I.wake_at)) {
-                I.wake_at = next;
-                q_.push(next, ev_wake, k);
-            }
-            return;
-        }
+        if (!pick_waiting(k, now, &e)) return;
         const AdmitResult a = admit(k, e.req, now);
         if (a == no_memory) {
             I.queue.unpick(e, now);
@@ -258,7 +257,9 @@ double FleetSim::plan_decode_run(uint32_t k, const IterationWork& w, double now)
     return end;
 }
 
-void FleetSim::start_iteration(uint32_t k, double now) {
+// The batch of engine ideal: decodes first, then at most max_prefills prefilling requests, each
+// capped at its share of the budget first. False when idle.
+bool FleetSim::form_ideal(uint32_t k, double now) {
     Inst& I = inst_[k];
     const uint32_t cap = std::max<uint32_t>(1, c_.max_batch_tokens / c_.max_prefills);
     for (;;) {
@@ -267,12 +268,21 @@ void FleetSim::start_iteration(uint32_t k, double now) {
         const uint32_t budget = c_.max_batch_tokens > decoding ? c_.max_batch_tokens - decoding : 0;
         admit_waiting(k, now, budget, count_by_tenant(k));
         batch_prefills(k, budget, cap);
-        if (!I.batch.empty()) break;
-        if (I.running.empty()) return;  // idle
+        if (!I.batch.empty()) return true;
+        if (I.running.empty()) return false;  // idle
         // Running requests that cannot get a page and nothing decoding to finish: free memory by
         // preempting the newest one and plan again (vLLM does the same).
         preempt(k, I.running.back());
     }
+}
+
+void FleetSim::start_iteration(uint32_t k, double now) {
+    Inst& I = inst_[k];
+    const bool formed = c_.engine == CacheEngine::sglang ? form_sglang(k, now)
+                        : c_.engine == CacheEngine::vllm ? form_vllm(k, now)
+                                                         : form_ideal(k, now);
+    if (!formed) return;  // idle
+    observe_batch(k);
     IterationWork w;
     for (const BatchItem& b : I.batch) {
         const Live& L = live_[b.req];
@@ -526,6 +536,7 @@ void FleetSim::end_iteration(uint32_t k, double now) {
     st.iterations += I.steps;
     bool pre = false, dec = false;
     for (const BatchItem& b : I.batch) (b.chunk ? pre : dec) = true;
+    count_iteration(k, pre, dec, I.steps);
     timeline_.add(k, I.iter_start, now, I.status == Inst::draining ? 3 : pre && dec ? 2 : pre ? 0 : 1);
     time_iteration(k, now);
     for (const BatchItem& b : I.batch) {

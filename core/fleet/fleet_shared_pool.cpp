@@ -53,7 +53,8 @@ PoolResult FleetSim::make_instance_pool(uint32_t k) {
     sc.page_tokens = c_.page_tokens;
     if (c_.engine == CacheEngine::sglang) {
         sc.budget_bytes = uint64_t(std::max(0.0, shared_pool_plan(c_).budget));
-        return make_static_pool(m, sc);  // mamba_full_memory_ratio 0.9 (server_args.py)
+        sc.state_slots = c_.mamba_slots;  // 0: mamba_full_memory_ratio 0.9 (server_args.py)
+        return make_static_pool(m, sc);
     }
     sc.budget_bytes = c_.working_bytes;
     sc.state_slots = slots_.slots;

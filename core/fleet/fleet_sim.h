@@ -13,6 +13,8 @@
 //     request and fills the rest of a token budget with prefill chunks; when a decoding request
 //     needs a KV page and none is free, the most recently admitted request is preempted (vLLM's
 //     recompute preemption: its memory is freed and it later resumes from the cache);
+//     (that is engine ideal's batching; engines sglang and vllm form batches by their own schedulers,
+//     core/fleet/batch_former.h);
 //   - an iteration time from the roofline cost model (core/fleet/cost_model.h): an estimate.
 // Requests arrive, a router (core/fleet/router.h) picks an instance, the instance's wait queue
 // (core/fleet/wait_queue.h) orders admission. Faults crash or drain instances; requests move,
@@ -173,6 +175,20 @@ struct FleetTotals {
     // Shared pool (engine sglang / vllm): what allocations evicted from the prefix cache, and the
     // times the cache held more than the pool could charge it even after evicting (0 when sound).
     uint64_t pool_evicted_kv = 0, pool_evicted_states = 0, pool_overcommits = 0;
+    // The batch formers (core/fleet/batch_former.h): iterations by what their batch held (a run of
+    // decode steps counts its steps), SGLang's retractions (vLLM's preemptions are `preemptions`),
+    // and what the engine checks read, tallied from every batch as it was formed: the most requests
+    // one batch left with their prefill unfinished, the prefill batches that also decoded, and the
+    // non-final chunks (vllm) with those that end where vllm_aligned_split would not.
+    uint64_t retractions = 0;
+    uint64_t prefill_iterations = 0, decode_iterations = 0, mixed_iterations = 0;
+    uint32_t max_partial_in_batch = 0;
+    uint64_t batches_formed = 0, nonfinal_chunks = 0, chunks_off_split = 0;
+    // When each limit had something to decide: SGLang's running cap reached with requests waiting,
+    // prefill batches that ended on a chunked request with requests waiting, vLLM steps whose partial
+    // prefills had reached max_partial_prefills when a waiting request would have been partial.
+    uint64_t cap_reached = 0, chunked_with_waiting = 0, partial_limit_reached = 0;
+    std::string first_off_split;  // the first such chunk, for the check's detail
 };
 
 // Requests in flight per instance at regular times.
@@ -347,6 +363,31 @@ class FleetSim {
     bool falsified_ = false;  // the fleet falsifier hook has corrupted its one event
     std::string final_audit_;
     uint64_t final_leases_ = 0, final_owners_ = 0;
+
+  public:
+    // The running requests an instance may hold under the engine's scheduler: SGLang caps them at
+    // the state slots / ratio (batch_former.h), vLLM and ideal at the state slots.
+    uint32_t running_cap() const;
+
+  private:
+    // ---- the engines' batch formers (batch_former.cpp) ----
+    bool form_ideal(uint32_t k, double now);
+    bool form_sglang(uint32_t k, double now);
+    bool sglang_prefill_batch(uint32_t k, double now);
+    bool sglang_decode_batch(uint32_t k);
+    void sglang_falsifications(uint32_t k, double now, bool chunked);
+    bool form_vllm(uint32_t k, double now);
+    bool vllm_running(uint32_t k, uint64_t& budget, uint32_t& partial);
+    void vllm_waiting(uint32_t k, double now, uint64_t budget, uint32_t partial);
+    uint64_t vllm_falsified_chunk(uint64_t pos, uint64_t n, uint64_t block);
+    bool pick_waiting(uint32_t k, double now, WaitQueue::Entry* e);
+    void retract(uint32_t k, uint32_t r);
+    void requeue(uint32_t k, uint32_t r, bool front);  // preempt and retract: memory freed, queued again
+    uint64_t free_kv_tokens(uint32_t k) const;
+    void observe_batch(uint32_t k);
+    void count_iteration(uint32_t k, bool prefill, bool decode, uint32_t steps);
+    uint64_t sglang_max_new(uint32_t r) const;
+    double sglang_rem_total_tokens(uint32_t k) const;
 };
 
 }  // namespace k3

@@ -2,6 +2,7 @@
 // fleet_instance.cpp (batching, admission, completion). Not part of the interface.
 #pragma once
 
+#include "core/fleet/batch_former.h"
 #include "core/fleet/fleet_sim.h"
 
 namespace k3 {
@@ -97,6 +98,11 @@ struct FleetSim::Inst {
     double down_since = 0;
     bool migrate_pending = false;
     int32_t drain_fault = -1;
+    // SGLang's new_token_ratio (batch_former.h): the share of their remaining output the running
+    // requests are expected to still need, reserved at admission; set by a retraction (and not decayed
+    // by the iteration it formed).
+    double new_token_ratio = kSglangInitNewTokenRatio;
+    bool ratio_set = false;
 };
 
 struct FleetSim::Replication {

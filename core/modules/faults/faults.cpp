@@ -89,7 +89,7 @@ std::vector<Falsifier<FaultsParams>> faults_falsifiers() {
 std::vector<Falsifier<FaultsParams>> all_faults_falsifiers() {
     auto all = with_fleet_falsifiers(faults_falsifiers(), &FaultsParams::sim_falsify);
     for (Falsifier<FaultsParams>& f :
-         with_fleet_falsifiers<FaultsParams>({}, &FaultsParams::sim_falsify, drain_params())) {
+         with_fleet_falsifiers<FaultsParams>({}, &FaultsParams::sim_falsify, drain_params(), false)) {
         f.id += "_on_drain";
         all.push_back(std::move(f));
     }

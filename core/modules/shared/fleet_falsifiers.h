@@ -21,7 +21,8 @@ struct FleetCheckFalsifier {
     const char* does;
     const char* keys;  // a key pattern
     FleetSimFalsify corruption;
-    bool snapshots = false;  // runs with spec_state=snapshots (off holds one page: nothing to corrupt)
+    bool snapshots = false;        // runs with spec_state=snapshots (off holds one page: nothing to corrupt)
+    const char* engine = nullptr;  // runs with this engine (the batch formers' checks)
 };
 inline const std::vector<FleetCheckFalsifier>& fleet_check_falsifiers() {
     static const std::vector<FleetCheckFalsifier> v = {
@@ -45,18 +46,32 @@ inline const std::vector<FleetCheckFalsifier>& fleet_check_falsifiers() {
          "under tensor parallel attention, the iterations cost the KV a decode reads as if spread over the "
          "ranks",
          "decode_kv_read_matches_rank_bytes*", FleetSimFalsify::kv_read_sharded},
+        {"sglang_mixes_decode",
+         "with engine sglang, the first prefill batch also carries the running decodes",
+         "sglang_prefill_decode_apart*", FleetSimFalsify::sglang_mixes_decode, false, "sglang"},
+        {"sglang_second_chunk", "with engine sglang, one prefill batch gets a second chunked request",
+         "sglang_one_chunked_per_batch*", FleetSimFalsify::sglang_second_chunk, false, "sglang"},
+        {"sglang_slot_over", "with engine sglang, the running cap is once one above the state slots / ratio",
+         "sglang_running_within_slots*", FleetSimFalsify::sglang_slot_over, false, "sglang"},
+        {"vllm_second_partial", "with engine vllm, one step schedules a partial prefill past the limit",
+         "vllm_partial_prefills_within_limit*", FleetSimFalsify::vllm_second_partial, false, "vllm"},
+        {"vllm_chunk_off_grid",
+         "with engine vllm, the first non-final chunk cut on the block grid ends one token early",
+         "vllm_chunks_on_aligned_split*", FleetSimFalsify::vllm_chunk_off_grid, false, "vllm"},
     };
     return v;
 }
 
 // `own` followed by the shared checks' falsifiers, set through `hook`, each on top of `params`.
 template <class P>
-std::vector<Falsifier<P>> with_fleet_falsifiers(
-    std::vector<Falsifier<P>> own, FleetSimFalsify P::*hook,
-    std::vector<std::pair<std::string, std::string>> params = {}) {
+std::vector<Falsifier<P>> with_fleet_falsifiers(std::vector<Falsifier<P>> own, FleetSimFalsify P::*hook,
+                                                std::vector<std::pair<std::string, std::string>> params = {},
+                                                bool engine_formers = true) {
     for (const FleetCheckFalsifier& f : fleet_check_falsifiers()) {
+        if (f.engine && !engine_formers) continue;
         auto with = params;
         if (f.snapshots) with.push_back({"spec_state", "snapshots"});
+        if (f.engine) with.push_back({"engine", f.engine});
         own.push_back({f.id, f.does, {f.keys}, [hook, c = f.corruption](P& p) { p.*hook = c; }, with});
     }
     return own;

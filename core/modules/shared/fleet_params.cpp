@@ -61,6 +61,12 @@ void fleet_cache_params(ParamList<FleetCacheParams>& l) {
                    Choices<LruRefresh>{{LruRefresh::node, "node", "matched node only"},
                                        {LruRefresh::path, "path", "whole path"}}))
         .describe("SGLang #31643: refreshing only the consumed node keeps hot sessions' deep states.");
+    // TEMPORARY (helper "batch"): the other helper's `engine` parameter replaces this.
+    cache(l.choice(&P::engine, "engine", "Engine",
+                   Choices<CacheEngine>{{CacheEngine::ideal, "ideal", "idealised (upper bound)"},
+                                        {CacheEngine::sglang, "sglang", "SGLang"},
+                                        {CacheEngine::vllm, "vllm", "vLLM V1"}}))
+        .describe("Whose scheduler the instances follow (temporary).");
 }
 
 void fleet_instance_params(ParamList<FleetInstanceParams>& l) {
@@ -87,9 +93,15 @@ void fleet_instance_params(ParamList<FleetInstanceParams>& l) {
         .describe(
             "Chunked prefill: decode tokens plus prefill chunks per iteration (vLLM "
             "max_num_batched_tokens).");
-    inst(l.integer(&P::max_prefills, "max_prefills", "Concurrent prefills", "requests", 1, 64))
-        .describe(
-            "Requests prefilling at once (vLLM max_num_partial_prefills; SGLang runs one chunked request).");
+    documented(inst(l.integer(&P::max_prefills, "max_prefills", "Concurrent prefills", "requests", 1, 64))
+                   .active_when("engine", "ideal"));
+    documented(inst(l.integer(&P::max_prefill_tokens, "max_prefill_tokens", "Prefill batch input budget",
+                              "tokens", 64, 1048576)
+                        .log()
+                        .active_when("engine", "sglang")));
+    documented(inst(l.integer(&P::max_partial_prefills, "max_partial_prefills", "Partial prefills per step",
+                              "requests", 0, 64)
+                        .active_when("engine", "vllm")));
     documented(
         inst(l.choice(&P::spec_state, "spec_state", "Speculative decoding's state",
                       choices_from<SpecState>(spec_state_ids(), spec_state_labels(), parse_spec_state))));
@@ -128,6 +140,8 @@ FleetConfig fleet_config(const FleetRouterParams& router, const FleetCacheParams
     c.max_running = instances.max_running;
     c.max_batch_tokens = instances.max_batch_tokens;
     c.max_prefills = instances.max_prefills;
+    c.max_prefill_tokens = instances.max_prefill_tokens;
+    c.max_partial_prefills = instances.max_partial_prefills;
     c.spec_state = instances.spec_state;
     c.draft_len = instances.draft_len;
     c.router.kind = router.router;
@@ -148,6 +162,7 @@ FleetConfig fleet_config(const FleetRouterParams& router, const FleetCacheParams
     c.cache.kv_capacity_tokens = cache.kv_capacity_tokens;
     c.cache.page_size = cache.page_size;
     c.cache.refresh = cache.lru_refresh;
+    c.engine = cache.engine;  // TEMPORARY (helper "batch")
     c.link = cost.link;
     return c;
 }
