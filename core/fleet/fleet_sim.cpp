@@ -41,7 +41,8 @@ class FleetRouterView final : public RouterView {
         if (!have_[i]) {
             const auto& caches = s_.inst_[i].caches;
             const size_t ns = s_.c_.quotas ? std::min<size_t>(r.tenant, caches.size() - 1) : 0;
-            memo_[i] = caches[ns]->match(*r.tokens, len);
+            // The engine's match rule (engine_match_len: one token left for the logits), on its grid.
+            memo_[i] = caches[ns]->match(*r.tokens, engine_match_len(s_.eng_, len));
             have_[i] = 1;
         }
         return memo_[i];
@@ -82,6 +83,7 @@ std::optional<Router::Corrupt> router_corruption(FleetSimFalsify f) {
 FleetSim::FleetSim(std::shared_ptr<const Workload> w, const FleetConfig& c)
     : w_(std::move(w)), c_(c), router_(c.router, c.instances, c.seed) {
     error_ = w_ ? check_fleet_config(c_) : "no workload";
+    eng_ = fleet_engine_rules(c_);
     if (std::optional<Router::Corrupt> rc = router_corruption(c_.falsify)) router_.corrupt(*rc);
     if (!error_.empty()) {
         done_ = true;

@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,7 @@
 #include "core/fleet/cost_model.h"
 #include "core/fleet/event_queue.h"
 #include "core/fleet/fleet_config.h"
+#include "core/fleet/fleet_engine.h"
 #include "core/fleet/router.h"
 #include "core/fleet/timeline_recorder.h"
 #include "core/fleet/wait_queue.h"
@@ -170,6 +172,11 @@ struct FleetTotals {
     // requests an instance held.
     uint64_t state_admissions = 0, states_held = 0, state_bytes_held = 0;
     uint32_t peak_running = 0;
+    // The engine's own counts (engine sglang or vllm, core/fleet/fleet_engine.h), and the admissions
+    // made while another request was running on the same instance (0: the requests never overlapped,
+    // what the engine comparison needs).
+    EngineCounters engine;
+    uint64_t overlapped_admissions = 0;
 };
 
 // Requests in flight per instance at regular times.
@@ -267,6 +274,7 @@ class FleetSim {
     void end_iteration(uint32_t k, double now);
     AdmitResult admit(uint32_t k, uint32_t r, double now);
     Hits find_hits(uint32_t k, uint32_t r);
+    void find_engine_hits(uint32_t k, uint32_t r, Hits& h);
     void account_resume(uint32_t r, const Hits& h, uint64_t resume);
     void start_running(uint32_t k, uint32_t r, uint64_t resume, double now);
     bool ensure_kv(uint32_t k, uint32_t r, uint64_t context);
@@ -274,6 +282,9 @@ class FleetSim {
     void preempt(uint32_t k, uint32_t r);
     void complete(uint32_t k, uint32_t r, double now);
     void cache_progress(uint32_t k, uint32_t r, double now, bool final);
+    void engine_progress(uint32_t k, uint32_t r, double now, bool final);  // engine sglang, vllm
+    void engine_insert(uint32_t k, uint32_t r, const EngineInsert& ins, std::span<const uint64_t> states,
+                       double now);
     double step_ms(uint32_t k, uint32_t j) const;
     void cut_run(uint32_t k, double now);
     uint32_t steps_done_by(uint32_t k, double now) const;
@@ -332,6 +343,8 @@ class FleetSim {
     bool falsified_ = false;  // the fleet falsifier hook has corrupted its one event
     std::string final_audit_;
     uint64_t final_leases_ = 0, final_owners_ = 0;
+    FleetEngineRules eng_;  // the engine's caching rules (engine sglang, vllm; ideal: off)
+    std::vector<uint64_t> eng_states_;
 };
 
 }  // namespace k3

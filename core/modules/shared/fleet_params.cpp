@@ -2,8 +2,10 @@
 
 #include "core/base/numfmt.h"
 #include "core/experiments/module_doc.h"
+#include "core/fleet/fleet_engine.h"
 #include "core/model/accounting.h"
 #include "core/modules/shared/choices.h"
+#include "core/modules/shared/engine_params.h"
 
 namespace k3 {
 
@@ -46,10 +48,24 @@ void fleet_router_params(ParamList<FleetRouterParams>& l) {
 void fleet_cache_params(ParamList<FleetCacheParams>& l) {
     using P = FleetCacheParams;
     auto cache = [](ParamSpec& s) -> ParamSpec& { return s.in_group("Prefix cache"); };
+    // The engine's parameters first (which rules apply decides what the rest means), as module 5 lists them.
+    engine_param_specs(
+        l,
+        EngineParamFields<P>{&P::engine, &P::sglang_mode, &P::chunked_prefill_tokens, &P::vllm_block_tokens},
+        [&](ParamSpec& s) -> ParamSpec& {
+            const std::string help = doc_param_help("fleet_params", s.key);
+            return help.empty() ? cache(s) : cache(s).describe(help);
+        });
+    documented(cache(l.text(&P::retention_interval, "retention_interval", "vLLM retention interval",
+                            {"dense", "0", "7680"})
+                         .active_when("engine", "vllm")));
     cache(l.choice(&P::policy, "policy", "Checkpoint policy",
                    choices_from<PolicyKind>(policy_ids(), policy_labels(), parse_policy)))
+        .active_when("engine", "ideal")
         .describe("Where requests leave state checkpoints and which ones the tree keeps (module 5).");
-    documented(cache(l.integer(&P::interval, "interval", "Checkpoint interval", "tokens", 64, 65536).log()));
+    documented(cache(l.integer(&P::interval, "interval", "Checkpoint interval", "tokens", 64, 65536)
+                         .log()
+                         .active_when("engine", "ideal")));
     documented(cache(
         l.integer(&P::state_capacity, "state_capacity", "State capacity per instance", "states", 0, 1e7)));
     cache(l.integer(&P::kv_capacity_tokens, "kv_capacity_tokens", "KV capacity per instance", "tokens", 0,
@@ -115,6 +131,29 @@ WorkloadSeed fleet_workload_seed() {
             false};
 }
 
+namespace {
+
+// FleetConfig::engine, sglang, vllm. The tree's page is the engine's grid: SGLang's page (page_size),
+// vLLM's block (vllm_block_tokens, or derived for the model at the instance's TP width: with DP
+// attention a rank holds every head, as at TP 1).
+void fleet_engine_config(const FleetCacheParams& cache, const FleetInstanceParams& instances,
+                         FleetConfig& c) {
+    c.engine = cache.engine;
+    c.sglang.mode = cache.sglang_mode;
+    c.sglang.chunked_prefill_tokens = cache.chunked_prefill_tokens;
+    c.sglang.page_size = cache.page_size;
+    c.vllm.retention = parse_vllm_retention(cache.retention_interval).value_or(VllmRetention{});
+    c.vllm.block_tokens =
+        cache.vllm_block_tokens
+            ? cache.vllm_block_tokens
+            : derive_vllm_block(instances.preset, instances.attention_dp ? 1 : instances.gpus, true)
+                  .block_tokens;
+    c.vllm.token_budget = instances.max_batch_tokens;
+    if (c.engine == CacheEngine::vllm) c.cache.page_size = c.vllm.block_tokens;
+}
+
+}  // namespace
+
 FleetConfig fleet_config(const FleetRouterParams& router, const FleetCacheParams& cache,
                          const FleetInstanceParams& instances, const FleetCostParams& cost) {
     FleetConfig c;
@@ -149,6 +188,7 @@ FleetConfig fleet_config(const FleetRouterParams& router, const FleetCacheParams
     c.cache.page_size = cache.page_size;
     c.cache.refresh = cache.lru_refresh;
     c.link = cost.link;
+    fleet_engine_config(cache, instances, c);
     return c;
 }
 
@@ -182,18 +222,43 @@ void validate_running_state(const FleetConfig& c, const FleetInstanceParams& ins
                                                  std::to_string(c.max_running) + " running requests");
 }
 
+// What the engine cannot run (SGLang's own refusals, vLLM's block) and what the fleet does not offer
+// with it (the ideal policy's checkpoints that host tier replication and migration move).
+void validate_engine(const FleetConfig& c, const FleetCacheParams& cache,
+                     const FleetInstanceParams& instances, Issues& issues) {
+    if (c.engine == CacheEngine::ideal) return;
+    if (!parse_vllm_retention(cache.retention_interval))
+        issues.error(cache.retention_interval, "retention_interval '" + cache.retention_interval +
+                                                   "' is not a token count, 0 or dense");
+    if (c.engine == CacheEngine::vllm && !cache.vllm_block_tokens) {
+        const VllmBlockDerivation d =
+            derive_vllm_block(instances.preset, instances.attention_dp ? 1 : instances.gpus, true);
+        if (!d.error.empty()) issues.error(cache.vllm_block_tokens, "vLLM's block derivation: " + d.error);
+        if (!d.error.empty()) return;
+    }
+    const std::string e = fleet_engine_error(fleet_engine_rules(c), c.cache.page_size);
+    if (e.empty()) return;
+    if (c.engine == CacheEngine::sglang)
+        issues.error(cache.sglang_mode, e);
+    else
+        issues.error(cache.vllm_block_tokens, e);
+}
+
 }  // namespace
 
 void validate_fleet_groups(const FleetRouterParams& router, const FleetCacheParams& cache,
                            const FleetInstanceParams& instances, const FleetCostParams& cost,
                            Issues& issues) {
     const FleetConfig c = fleet_config(router, cache, instances, cost);
-    if (c.policy.interval % 64 != 0)
+    validate_engine(c, cache, instances, issues);
+    if (c.engine != CacheEngine::ideal) {
+        // policy and interval do not apply
+    } else if (c.policy.interval % 64 != 0)
         issues.error(cache.interval,
                      "interval " + std::to_string(c.policy.interval) +
                          " is not a multiple of the 64-token kernel chunk: a resume from such "
                          "a checkpoint is not bitwise exact");
-    if (c.policy.interval % c.cache.page_size != 0)
+    if (c.engine == CacheEngine::ideal && c.policy.interval % c.cache.page_size != 0)
         issues.error(cache.interval, "interval " + std::to_string(c.policy.interval) +
                                          " is not a multiple of the page size " +
                                          std::to_string(c.cache.page_size));

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "core/experiments/param_list.h"
 #include "core/fleet/fleet_config.h"
@@ -33,6 +34,13 @@ struct FleetCacheParams {
     uint64_t state_capacity = 0, kv_capacity_tokens = 0;  // 0 = unbounded
     uint32_t page_size = 1;
     LruRefresh lru_refresh = LruRefresh::node;
+    // Whose caching rules the instances follow (core/fleet/fleet_engine.h), declared with module 5's
+    // (core/modules/shared/engine_params.h); with sglang or vllm, policy and interval do not apply.
+    CacheEngine engine = CacheEngine::ideal;
+    SglangMode sglang_mode = SglangMode::extra_buffer;
+    uint32_t chunked_prefill_tokens = 8192;    // tokens
+    uint32_t vllm_block_tokens = 0;            // 0 = derived for the model at the instance's TP width
+    std::string retention_interval = "dense";  // vLLM prefix_cache_retention_interval: 0, dense or tokens
 };
 
 struct FleetInstanceParams {
@@ -56,7 +64,8 @@ struct FleetCostParams {
 // router, cache_threshold, balance_abs, balance_rel, load_factor, max_tree_tokens, eviction_interval_s,
 // kv_event_delay_s, event_block_tokens, overlap_weight, temperature (UI group "Router").
 void fleet_router_params(ParamList<FleetRouterParams>& l);
-// policy, interval, state_capacity, kv_capacity_tokens, page_size, lru_refresh ("Prefix cache").
+// engine, sglang_mode, chunked_prefill_tokens, vllm_block_tokens, retention_interval, policy, interval,
+// state_capacity, kv_capacity_tokens, page_size, lru_refresh ("Prefix cache").
 void fleet_cache_params(ParamList<FleetCacheParams>& l);
 // instances, preset, hardware, gpus, attention_dp, working_gib, max_running, max_batch_tokens, max_prefills,
 // spec_state, draft_len, compute_efficiency, memory_efficiency ("Instances").

@@ -1,0 +1,112 @@
+// The engines' prefix-caching rules inside the fleet (core/fleet/fleet_engine.h) against module 5's
+// replays of the engines (SglangReplay, VllmKvCacheManager) and reference/engines.md's figures: one
+// instance, unbounded memory and cache, requests that never overlap in time.
+//
+// Sequential settings: the trace's timestamps come in buckets of about three seconds (10,851 of its
+// 12,031 requests arrive together with the one before), so no load multiplier separates them; one
+// running request per instance (max_running=1) does: each request is admitted when the one before it
+// has completed, in the trace's order (FCFS, ties by id). Its outputs are decoded but not cached (the
+// trace carries no output tokens: a request caches its prompt), as engines.md's runs with one sampled
+// token. The test checks that no admission overlapped another request.
+#include <doctest/doctest.h>
+
+#include <chrono>
+
+#include "core/fleet/fleet_metrics.h"
+#include "core/fleet/fleet_sim.h"
+#include "core/fleet/trace.h"
+#include "core/fleet/workload.h"
+
+using namespace k3;
+
+namespace {
+
+std::shared_ptr<const Workload> conversation() {
+    static std::shared_ptr<const Workload> w = [] {
+        const TraceResult tr =
+            load_mooncake(std::string(K3_TEST_DATA) + "/traces/mooncake_conversation_trace.jsonl");
+        REQUIRE(tr.ok());
+        return std::make_shared<const Workload>(mooncake_workload(tr.trace));
+    }();
+    return w;
+}
+
+FleetConfig sequential_config(CacheEngine e) {
+    FleetConfig c;
+    c.model = *model_preset("kimi-linear-48b");
+    c.hardware = *hardware_preset("h100");
+    c.instances = 1;
+    c.link = *link_preset("ib-ndr");
+    c.max_running = 1;
+    c.engine = e;
+    return c;
+}
+
+struct Hits {
+    uint64_t prompt = 0, kv = 0, state = 0;
+    double kv_pct() const { return 100.0 * double(kv) / double(prompt); }
+    double state_pct() const { return 100.0 * double(state) / double(prompt); }
+};
+
+Hits run_fleet(const FleetConfig& c, EngineCounters* n = nullptr) {
+    FleetSim s(conversation(), c);
+    REQUIRE_MESSAGE(s.error().empty(), s.error());
+    s.run();
+    REQUIRE(s.done());
+    CHECK(s.totals().overlapped_admissions == 0);
+    CHECK(s.totals().preemptions == 0);
+    const RequestSummary a = summarize_requests(s.outcomes());
+    CHECK(a.completed == 12031);
+    if (n) *n = s.totals().engine;
+    return {a.prompt_tokens, a.kv_hit_tokens, a.state_hit_tokens};
+}
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+TEST_CASE("fleet engine=sglang: one instance, requests one at a time, gives SGLang's own figures") {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (SglangMode mode : {SglangMode::extra_buffer, SglangMode::no_buffer}) {
+        CAPTURE(std::string(sglang_mode_id(mode)));
+        FleetConfig c = sequential_config(CacheEngine::sglang);
+        c.sglang.mode = mode;
+        c.sglang.chunked_prefill_tokens = 8192;
+        EngineCounters n;
+        const Hits f = run_fleet(c, &n);
+        // Module 5's SglangReplay gives exactly these tokens (test_engine_sglang.cpp).
+        const SglangReferenceRow* row = sglang_reference_row(c.sglang);
+        REQUIRE(row);
+        CHECK(f.prompt == kSglangReferencePromptTokens);
+        CHECK(f.kv == row->kv_tokens);
+        CHECK(f.state == row->state_tokens);
+        MESSAGE(std::string(sglang_mode_id(mode)) << ": " << f.kv_pct() << " % / " << f.state_pct() << " %");
+        if (mode == SglangMode::extra_buffer) CHECK(n.branch_tracks > 0);
+    }
+    MESSAGE("fleet, both SGLang modes: " << ms_since(t0) << " ms");
+}
+
+TEST_CASE("fleet engine=vllm: one instance, requests one at a time, gives vLLM's own figures") {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (const char* retention : {"0", "dense"}) {
+        CAPTURE(std::string(retention));
+        FleetConfig c = sequential_config(CacheEngine::vllm);
+        c.vllm.block_tokens = 1920;
+        c.vllm.retention = *parse_vllm_retention(retention);
+        c.cache.page_size = 1920;
+        EngineCounters n;
+        const Hits f = run_fleet(c, &n);
+        // Module 5's VllmKvCacheManager gives exactly these tokens (test_engine_vllm.cpp).
+        const VllmReferenceRow* row = vllm_reference_row(c.vllm);
+        REQUIRE(row);
+        CHECK(f.prompt == row->prompt_tokens);
+        CHECK(f.kv == row->attention_hit_tokens);
+        CHECK(f.state == row->hit_tokens);
+        MESSAGE("retention " << std::string(retention) << ": " << f.kv_pct() << " % / " << f.state_pct()
+                             << " %");
+        CHECK(n.junctions > 0);
+    }
+    MESSAGE("fleet, vLLM retention 0 and dense: " << ms_since(t0) << " ms");
+}
