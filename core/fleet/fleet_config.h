@@ -131,8 +131,8 @@ enum class FleetSimFalsify : uint8_t {
     events_early,      // kv_events, kv_cost: KV events reach the router's view as soon as they are emitted
     cost_not_minimum,  // kv_cost: one decision picks a worker above the minimum of its costs
     events_lose_first_block,  // kv_events, kv_cost: every stored event loses its first block
-    // The engines' rules (core/fleet/fleet_engine.h):
-    engine_drops_state,  // engine sglang, vllm: the first state the engine would insert is left out
+    // The engines' rules (core/fleet/fleet_engine.h); unlike the others it corrupts every admission:
+    engine_no_branching,  // engine=sglang: the branching point is never tracked (engines.md's ablation)
 };
 
 struct FleetConfig {

@@ -395,7 +395,7 @@ void FleetSim::find_engine_hits(uint32_t k, uint32_t r, Hits& h) {
     L.adm.cache_len = std::min<uint64_t>(std::max<uint64_t>(q.cache_len(), q.prompt_len), q.tokens->size());
     L.adm.kv_hit = kv;
     L.adm.state_hit = L.adm.lease.match.state_len;
-    L.branching = a.branching;
+    L.branching = c_.falsify == FleetSimFalsify::engine_no_branching ? 0 : a.branching;
     L.last_track = a.last_track;
     L.junction = a.junction;
     h.kv = kv;
@@ -608,7 +608,7 @@ void FleetSim::engine_insert(uint32_t k, uint32_t r, const EngineInsert& ins,
     cp_scratch_.clear();
     const auto add = [&](uint64_t pos, CheckpointKind kind) {
         // A state at or before the resume is the one the request resumed from (or one it never computed).
-        if (pos <= L.resume || pos > len || falsify_now(FleetSimFalsify::engine_drops_state)) return;
+        if (pos <= L.resume || pos > len) return;
         const StateRecord written{pos, L.audit_mismatched};
         cp_scratch_.push_back({pos, {checkpoint_handle(L.tainted, written), cost_.state_bytes()}, kind});
     };
