@@ -5,9 +5,9 @@
 // Sequential settings: the trace's timestamps come in buckets of about three seconds (10,851 of its
 // 12,031 requests arrive together with the one before), so no load multiplier separates them; one
 // running request per instance (max_running=1) does: each request is admitted when the one before it
-// has completed, in the trace's order (FCFS, ties by id). Its outputs are decoded but not cached (the
-// trace carries no output tokens: a request caches its prompt), as engines.md's runs with one sampled
-// token. The test checks that no admission overlapped another request.
+// has completed, in the trace's order (FCFS, ties by id). Each request generates one token, as in
+// engines.md's runs (max_new_tokens=1; the trace's own outputs would be decoded but not cached, since it
+// carries no output tokens, and only cost time). The test checks that no admission overlapped another.
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -26,7 +26,9 @@ std::shared_ptr<const Workload> conversation() {
         const TraceResult tr =
             load_mooncake(std::string(K3_TEST_DATA) + "/traces/mooncake_conversation_trace.jsonl");
         REQUIRE(tr.ok());
-        return std::make_shared<const Workload>(mooncake_workload(tr.trace));
+        Workload x = mooncake_workload(tr.trace);
+        for (Request& r : x.requests) r.output_len = 1;  // engines.md: max_new_tokens=1 (and 4x faster)
+        return std::make_shared<const Workload>(std::move(x));
     }();
     return w;
 }
