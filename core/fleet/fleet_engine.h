@@ -23,9 +23,12 @@
 // - as chunks complete every full block's KV is cached, and the state where a chunk ends on a block
 //   boundary, if vllm_retained keeps it (retention dense, 0 or N).
 // - decode: cache_blocks runs on every step with the output tokens' block hashes, so the decoded full
-//   blocks' KV is cached; the Mamba state of a block a decode step completes is the running state
-//   block of that step, cached under the same reachability mask (kept with dense retention, dropped
-//   with 0 unless it is a reachable boundary).
+//   blocks' KV is cached. In align mode MambaManager.allocate_new_blocks gives the request a new
+//   running-state block when a decode step enters a new block; the previous one, holding the state at
+//   the block boundary, is a full block that cache_blocks hashes (single_type_kv_cache_manager.py as
+//   stored at vllm 129ab7c6), under the same reachability mask (kept with dense retention, dropped with
+//   0). The fleet inserts the decoded blocks at completion (vLLM hashes them step by step: only a
+//   request running beside it could tell, and only with output tokens a trace does not carry).
 #pragma once
 
 #include <cstdint>

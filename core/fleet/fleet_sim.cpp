@@ -41,8 +41,7 @@ class FleetRouterView final : public RouterView {
         if (!have_[i]) {
             const auto& caches = s_.inst_[i].caches;
             const size_t ns = s_.c_.quotas ? std::min<size_t>(r.tenant, caches.size() - 1) : 0;
-            // The engine's match rule (engine_match_len: one token left for the logits), on its grid.
-            memo_[i] = caches[ns]->match(*r.tokens, engine_match_len(s_.eng_, len));
+            memo_[i] = caches[ns]->match(*r.tokens, len);
             have_[i] = 1;
         }
         return memo_[i];
@@ -308,7 +307,8 @@ bool FleetSim::any_instance_returns() const {
 void FleetSim::route(uint32_t r, double now) {
     Live& L = live_[r];
     const Request& q = w_->requests[r];
-    const uint64_t len = lookup_len(r);
+    // Under an engine the routers probe with the engine's match rule (one token left for the logits).
+    const uint64_t len = engine_match_len(eng_, lookup_len(r));
     const FleetRouterView view(*this);
     const RouteDecision d = router_.choose(q, len, view);
     if (d.instance < 0) {
@@ -388,7 +388,7 @@ void FleetSim::reroute(uint32_t r, double now) {
         route(r, now);
         return;
     }
-    const uint64_t len = lookup_len(r);
+    const uint64_t len = engine_match_len(eng_, lookup_len(r));
     const FleetRouterView view(*this);
     const RouteDecision d = router_.choose(q, len, view);
     if (d.instance < 0) {
@@ -532,7 +532,7 @@ void FleetSim::migrate_running(uint32_t k, double now) {
             L.fault = f;
         }
         const FleetRouterView view(*this);
-        const RouteDecision d = router_.choose(w_->requests[r], lookup_len(r), view);
+        const RouteDecision d = router_.choose(w_->requests[r], engine_match_len(eng_, lookup_len(r)), view);
         L.carry_to = d.instance;  // -1: delivered to whatever is up when it arrives
         q_.push(I.link_free, ev_deliver, 0, r);
     }

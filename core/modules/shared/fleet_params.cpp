@@ -149,7 +149,10 @@ void fleet_engine_config(const FleetCacheParams& cache, const FleetInstanceParam
             : derive_vllm_block(instances.preset, instances.attention_dp ? 1 : instances.gpus, true)
                   .block_tokens;
     c.vllm.token_budget = instances.max_batch_tokens;
-    if (c.engine == CacheEngine::vllm) c.cache.page_size = c.vllm.block_tokens;
+    if (c.engine == CacheEngine::vllm) {
+        c.cache.page_size = c.vllm.block_tokens;
+        c.router.event_block_tokens = c.vllm.block_tokens;  // vLLM's KV events are its blocks
+    }
 }
 
 }  // namespace
