@@ -12,6 +12,7 @@
 
 #include <chrono>
 
+#include "core/fleet/fleet_engine.h"
 #include "core/fleet/fleet_metrics.h"
 #include "core/fleet/fleet_sim.h"
 #include "core/fleet/trace.h"
@@ -111,4 +112,58 @@ TEST_CASE("fleet engine=vllm: one instance, requests one at a time, gives vLLM's
         CHECK(n.junctions > 0);
     }
     MESSAGE("fleet, vLLM retention 0 and dense: " << ms_since(t0) << " ms");
+}
+
+TEST_CASE("fleet engine rules: SGLang's tracks between chunks and in decode, vLLM's block states") {
+    FleetEngineRules e;
+    e.engine = CacheEngine::sglang;
+    EngineAttempt a;
+    EngineCounters n;
+    // extra_buffer, prompt 10,000 in chunks 8,192 + 1,808: the first tracks 8,192 and inserts it (re-lock).
+    EngineInsert i = engine_after_chunk(e, a, 0, 8192, 10000, n);
+    CHECK(i.len == 8192);
+    CHECK(i.state);
+    CHECK(i.relock);
+    CHECK(a.last_track == 0);
+    // The last extend tracks 8,192 + floor(1,808 / 64) * 64 = 9,984 and inserts nothing yet.
+    i = engine_after_chunk(e, a, 8192, 10000, 10000, n);
+    CHECK(i.len == 0);
+    CHECK(a.last_track == 9984);
+    // 600 decoded tokens the server may cache: tracks at 10,240 and 10,496 (committed 10,599).
+    std::vector<uint64_t> states;
+    i = engine_at_finish(e, a, 10599, 10600, 10000, n, &states);
+    CHECK(i.len == 10496);
+    CHECK(n.decode_tracks == 2);
+    CHECK(n.tracked == 2);
+    // A chunk shorter than the 64-token grid tracks nothing: the insert between chunks is skipped.
+    EngineAttempt b;
+    CHECK(engine_after_chunk(e, b, 0, 40, 100, n).len == 0);
+    // no_buffer: every chunk end, everything committed at the end.
+    e.sglang.mode = SglangMode::no_buffer;
+    EngineAttempt c;
+    CHECK(engine_after_chunk(e, c, 0, 8192, 10000, n).len == 8192);
+    CHECK(engine_at_finish(e, c, 10599, 10600, 10000, n, &states).len == 10599);
+
+    // vLLM, block 1,920: a chunk ending on a block boundary leaves a state, one ending inside none.
+    FleetEngineRules v;
+    v.engine = CacheEngine::vllm;
+    v.vllm.block_tokens = 1920;
+    EngineAttempt d;
+    i = engine_after_chunk(v, d, 0, 7680, 10000, n);
+    CHECK(i.len == 7680);
+    CHECK(i.state);
+    i = engine_after_chunk(v, d, 7680, 10000, 10000, n);
+    CHECK(i.len == 9600);
+    CHECK_FALSE(i.state);
+    // Decode to 13,000 committed: blocks at 11,520 are completed by decode; dense keeps their state.
+    i = engine_at_finish(v, d, 13000, 13000, 10000, n, &states);
+    CHECK(i.len == 11520);
+    CHECK(states == std::vector<uint64_t>{11520});
+    // Retention 0 keeps only the replay boundary and the junction: none of these.
+    v.vllm.retention = *parse_vllm_retention("0");
+    const uint64_t before = n.states_not_retained;
+    CHECK_FALSE(engine_after_chunk(v, d, 0, 3840, 10000, n).state);
+    engine_at_finish(v, d, 13000, 13000, 10000, n, &states);
+    CHECK(states.empty());
+    CHECK(n.states_not_retained == before + 2);
 }
