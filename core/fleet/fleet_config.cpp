@@ -124,7 +124,7 @@ namespace {
 std::string fleet_engine_check(const FleetConfig& c) {
     const FleetEngineRules e = fleet_engine_rules(c);
     if (!e.on()) return {};
-    if (std::string err = fleet_engine_error(e, c.cache.page_size); !err.empty()) return err;
+    if (std::string err = fleet_engine_error(e); !err.empty()) return err;
     const std::string name = std::string("engine=") + cache_engine_id(c.engine);
     if (!c.guard)
         return name + " resumes only where a state sits (the engines have no consistency guard to turn off)";

@@ -14,13 +14,15 @@ FleetEngineRules fleet_engine_rules(const FleetConfig& c) {
     return e;
 }
 
-std::string fleet_engine_error(const FleetEngineRules& e, uint32_t cache_page) {
+void apply_engine_grid(FleetConfig& c) {
+    if (c.engine == CacheEngine::vllm) c.cache.page_size = c.vllm.block_tokens;
+    if (c.engine == CacheEngine::sglang) c.sglang.page_size = c.cache.page_size;
+}
+
+std::string fleet_engine_error(const FleetEngineRules& e) {
     if (!e.on()) return {};
     if (e.engine == CacheEngine::sglang) {
         if (std::string err = sglang_config_error(e.sglang); !err.empty()) return err;
-        if (e.sglang.page_size != cache_page)
-            return "engine=sglang: the cache page (" + std::to_string(cache_page) +
-                   ") is not SGLang's page (" + std::to_string(e.sglang.page_size) + ")";
         if (e.track_interval == 0 || e.track_interval % e.sglang.page_size != 0)
             return "engine=sglang: mamba_track_interval " + std::to_string(e.track_interval) +
                    " is not a multiple of the page size";
@@ -29,9 +31,6 @@ std::string fleet_engine_error(const FleetEngineRules& e, uint32_t cache_page) {
     if (e.vllm.block_tokens < 16) return "engine=vllm: vLLM's smallest block is 16 tokens";
     if (e.vllm.prefix_match_unit != 0)
         return "engine=vllm: prefix_match_unit is not offered in the fleet (whole-block hashes only)";
-    if (e.vllm.block_tokens != cache_page)
-        return "engine=vllm: the cache page (" + std::to_string(cache_page) + ") is not vLLM's block (" +
-               std::to_string(e.vllm.block_tokens) + ")";
     return {};
 }
 

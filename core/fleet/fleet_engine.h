@@ -58,8 +58,11 @@ struct FleetConfig;
 // The rules of c.engine, c.sglang and c.vllm.
 FleetEngineRules fleet_engine_rules(const FleetConfig& c);
 
-// "" when the fleet can run these rules with this cache page, else why not.
-std::string fleet_engine_error(const FleetEngineRules& e, uint32_t cache_page);
+// The tree's page follows the engine's grid: under vllm the cache page is the block, under sglang
+// SGLang's page is the cache page (page_size). FleetSim applies it to its configuration.
+void apply_engine_grid(FleetConfig& c);
+// "" when the fleet can run these rules, else why not.
+std::string fleet_engine_error(const FleetEngineRules& e);
 
 // The length the engine matches for a context of `len` tokens to prefill: one token is always left to
 // give the logits (SGLang's key fill_ids[:input_len - 1], vLLM's max_length = num_tokens - 1).

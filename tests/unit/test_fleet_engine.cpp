@@ -98,7 +98,6 @@ TEST_CASE("fleet engine=vllm: one instance, requests one at a time, gives vLLM's
         FleetConfig c = sequential_config(CacheEngine::vllm);
         c.vllm.block_tokens = 1920;
         c.vllm.retention = *parse_vllm_retention(retention);
-        c.cache.page_size = 1920;
         EngineCounters n;
         const Hits f = run_fleet(c, &n);
         // Module 5's VllmKvCacheManager gives exactly these tokens (test_engine_vllm.cpp).

@@ -141,7 +141,6 @@ void fleet_engine_config(const FleetCacheParams& cache, const FleetInstanceParam
     c.engine = cache.engine;
     c.sglang.mode = cache.sglang_mode;
     c.sglang.chunked_prefill_tokens = cache.chunked_prefill_tokens;
-    c.sglang.page_size = cache.page_size;
     c.vllm.retention = parse_vllm_retention(cache.retention_interval).value_or(VllmRetention{});
     c.vllm.block_tokens =
         cache.vllm_block_tokens
@@ -149,10 +148,8 @@ void fleet_engine_config(const FleetCacheParams& cache, const FleetInstanceParam
             : derive_vllm_block(instances.preset, instances.attention_dp ? 1 : instances.gpus, true)
                   .block_tokens;
     c.vllm.token_budget = instances.max_batch_tokens;
-    if (c.engine == CacheEngine::vllm) {
-        c.cache.page_size = c.vllm.block_tokens;
-        c.router.event_block_tokens = c.vllm.block_tokens;  // vLLM's KV events are its blocks
-    }
+    apply_engine_grid(c);
+    if (c.engine == CacheEngine::vllm) c.router.event_block_tokens = c.vllm.block_tokens;  // vLLM's KV events
 }
 
 }  // namespace
@@ -239,7 +236,7 @@ void validate_engine(const FleetConfig& c, const FleetCacheParams& cache,
         if (!d.error.empty()) issues.error(cache.vllm_block_tokens, "vLLM's block derivation: " + d.error);
         if (!d.error.empty()) return;
     }
-    const std::string e = fleet_engine_error(fleet_engine_rules(c), c.cache.page_size);
+    const std::string e = fleet_engine_error(fleet_engine_rules(c));
     if (e.empty()) return;
     if (c.engine == CacheEngine::sglang)
         issues.error(cache.sglang_mode, e);
