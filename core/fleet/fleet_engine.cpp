@@ -14,9 +14,10 @@ FleetEngineRules fleet_engine_rules(const FleetConfig& c) {
     return e;
 }
 
-void apply_engine_grid(FleetConfig& c) {
+FleetConfig with_engine_grid(FleetConfig c) {
     if (c.engine == CacheEngine::vllm) c.cache.page_size = c.vllm.block_tokens;
     if (c.engine == CacheEngine::sglang) c.sglang.page_size = c.cache.page_size;
+    return c;
 }
 
 std::string fleet_engine_error(const FleetEngineRules& e) {

@@ -59,8 +59,8 @@ struct FleetConfig;
 FleetEngineRules fleet_engine_rules(const FleetConfig& c);
 
 // The tree's page follows the engine's grid: under vllm the cache page is the block, under sglang
-// SGLang's page is the cache page (page_size). FleetSim applies it to its configuration.
-void apply_engine_grid(FleetConfig& c);
+// SGLang's page is the cache page (page_size). FleetSim runs the configuration this returns.
+FleetConfig with_engine_grid(FleetConfig c);
 // "" when the fleet can run these rules, else why not.
 std::string fleet_engine_error(const FleetEngineRules& e);
 

@@ -80,8 +80,7 @@ std::optional<Router::Corrupt> router_corruption(FleetSimFalsify f) {
 }  // namespace
 
 FleetSim::FleetSim(std::shared_ptr<const Workload> w, const FleetConfig& c)
-    : w_(std::move(w)), c_(c), router_(c.router, c.instances, c.seed) {
-    apply_engine_grid(c_);  // the tree's page is the engine's grid
+    : w_(std::move(w)), c_(with_engine_grid(c)), router_(c.router, c.instances, c.seed) {
     error_ = w_ ? check_fleet_config(c_) : "no workload";
     eng_ = fleet_engine_rules(c_);
     if (std::optional<Router::Corrupt> rc = router_corruption(c_.falsify)) router_.corrupt(*rc);

@@ -148,7 +148,7 @@ void fleet_engine_config(const FleetCacheParams& cache, const FleetInstanceParam
             : derive_vllm_block(instances.preset, instances.attention_dp ? 1 : instances.gpus, true)
                   .block_tokens;
     c.vllm.token_budget = instances.max_batch_tokens;
-    apply_engine_grid(c);
+    c = with_engine_grid(c);
     if (c.engine == CacheEngine::vllm) c.router.event_block_tokens = c.vllm.block_tokens;  // vLLM's KV events
 }
 
