@@ -116,7 +116,7 @@ ParamPanelResult draw_param_panel(const Experiment& e, Params& p, const std::vec
             std::string tip = s.help;
             tip += (tip.empty() ? "" : "\n\n");
             tip += "Key: " + s.key;
-            if (!active) tip += "\nOnly used when " + s.active_key + " = " + s.active_value + ".";
+            if (!active) tip += "\nOnly used when " + s.active_text() + ".";
             tooltip_wrapped(tip);
         }
         if (!p.is_default(s.key)) {

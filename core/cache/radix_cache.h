@@ -111,7 +111,7 @@ struct CacheStats {
     uint64_t tombstones = 0;        // nodes whose state was evicted or dropped while their KV stayed
     uint64_t live_checkpoints = 0;  // held by the tree or borrowed by a lease
     uint64_t live_state_bytes = 0;
-    uint64_t leases = 0;  // active leases
+    uint64_t leases = 0;            // active leases
     uint64_t locked_kv_tokens = 0;  // KV of nodes a lease holds (what eviction cannot touch)
     // Cumulative counters.
     uint64_t states_evicted = 0;     // by capacity / evict_states

@@ -202,6 +202,7 @@ bool Params::is_default(std::string_view key) const {
 
 bool Params::is_active(const ParamSpec& s) const {
     if (s.active_key.empty()) return true;
+    if (s.active_value.rfind('!', 0) == 0) return text(s.active_key) != s.active_value.substr(1);
     return text(s.active_key) == s.active_value;
 }
 

@@ -61,6 +61,15 @@ struct ParamSpec {
         active_value = std::move(value);
         return *this;
     }
+    // Active whenever `key_` is not `value` (stored as active_value "!value").
+    ParamSpec& active_unless(std::string key_, const std::string& value) {
+        return active_when(std::move(key_), "!" + value);
+    }
+    // "engine = sglang" or "engine is not ideal": when the parameter applies, in words.
+    std::string active_text() const {
+        return active_value.rfind('!', 0) == 0 ? active_key + " is not " + active_value.substr(1)
+                                               : active_key + " = " + active_value;
+    }
 
     bool is_textual() const { return kind == ParamKind::choice || kind == ParamKind::text; }
     // Canonical text of a value of this parameter (numbers shortest round trip, flags 0/1).

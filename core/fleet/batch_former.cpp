@@ -13,7 +13,8 @@ namespace k3 {
 // max_num_seqs; its pool refuses what does not fit.
 uint32_t FleetSim::running_cap() const {
     if (c_.engine == CacheEngine::ideal) return slots_.slots;
-    if (c_.engine == CacheEngine::vllm) return c_.max_running;
+    if (c_.engine == CacheEngine::vllm || c_.falsify == FleetSimFalsify::sglang_cap_ignored)
+        return c_.max_running;
     const uint64_t mamba = pool_sizes_.empty() ? slots_.slots : pool_sizes_[0].state_slots;
     const uint32_t cap = sglang_max_running(uint32_t(std::min<uint64_t>(mamba, UINT32_MAX)),
                                             sglang_running_ratio(c_.sglang, c_.caching));

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/base/numfmt.h"
+#include "core/fleet/fleet_engine.h"
 #include "core/model/accounting.h"
 #include "core/spec/storage.h"
 
@@ -159,14 +160,32 @@ std::string shared_pool_error(const FleetConfig& c) {
     if (!(c.memory_fraction > 0 && c.memory_fraction <= 1)) return "memory_fraction must lie in (0, 1]";
     const SharedPoolPlan p = shared_pool_plan(c);
     if (c.pool_bytes && p.weights + p.activations + p.budget > p.device)
-        return "a pool of " + format_bytes(p.budget) + " beside " + format_bytes(p.weights) + " of weights and " +
-               format_bytes(p.activations) + " of activations exceeds the instance's " + format_bytes(p.device);
+        return "a pool of " + format_bytes(p.budget) + " beside " + format_bytes(p.weights) +
+               " of weights and " + format_bytes(p.activations) + " of activations exceeds the instance's " +
+               format_bytes(p.device);
     if (p.budget <= 0)
         return "the weights (" + format_bytes(p.weights) + ") and the activations (" +
                format_bytes(p.activations) + ") leave no pool in " + format_bytes(p.reserved) +
                " (memory_fraction of " + format_bytes(p.device) + ")";
     return {};
 }
+
+// The engines' rules (core/fleet/fleet_engine.h) model the engine's own request lifecycle: what the
+// fleet adds on top of it that reads the ideal policy's checkpoint plan is refused.
+std::string fleet_engine_check(const FleetConfig& c) {
+    const FleetEngineRules e = fleet_engine_rules(c);
+    if (!e.on()) return {};
+    if (std::string err = fleet_engine_error(e); !err.empty()) return err;
+    const std::string name = std::string("engine=") + cache_engine_id(c.engine);
+    if (!c.guard)
+        return name + " resumes only where a state sits (the engines have no consistency guard to turn off)";
+    if (c.recovery != Recovery::recompute)
+        return name + ": recovery " + recovery_ids()[size_t(c.recovery)] +
+               " moves the ideal policy's planned checkpoints (host tier replication, live migration), which "
+               "the engines do not have; use recovery=recompute";
+    return {};
+}
+
 }  // namespace
 
 std::string check_fleet_config(const FleetConfig& c) {
@@ -185,7 +204,9 @@ std::string check_fleet_config(const FleetConfig& c) {
     if (c.spec_state != SpecState::off && running_state_slots(c).slots == 0)
         return "the working memory (" + format_bytes(double(c.working_bytes)) +
                ") cannot hold one running request's state and KV pages";
-    if (c.policy.interval == 0 || c.policy.interval % c.cache.page_size != 0)
+    if (std::string e = fleet_engine_check(c); !e.empty()) return e;
+    if (c.engine == CacheEngine::ideal &&
+        (c.policy.interval == 0 || c.policy.interval % c.cache.page_size != 0))
         return "checkpoint interval " + std::to_string(c.policy.interval) +
                " is not a multiple of the page size " + std::to_string(c.cache.page_size);
     for (const FaultSpec& f : c.faults)

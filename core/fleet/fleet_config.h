@@ -132,14 +132,16 @@ enum class FleetSimFalsify : uint8_t {
     cost_not_minimum,  // kv_cost: one decision picks a worker above the minimum of its costs
     events_lose_first_block,  // kv_events, kv_cost: every stored event loses its first block
     // Shared pool (engine sglang / vllm, core/fleet/fleet_shared_pool.cpp).
-    cache_undercharged,     // the first instance's pool charges its prefix cache one KV page too few
-    charge_skips_eviction,  // the first time the cache cannot be charged, it keeps what it holds
+    cache_undercharged,  // every instance's pool charges its prefix cache one KV page too few
+    sglang_cap_ignored,  // sglang: running requests are capped at max_running only, not at slots / ratio
     // The engines' batch formers (core/fleet/batch_former.h), checked by fleet_batch_checks.h.
     sglang_mixes_decode,  // sglang: the first prefill batch also carries the running decodes
     sglang_second_chunk,  // sglang: one prefill batch gets a second chunked request
     sglang_slot_over,     // sglang: the running cap is one above the state slots / ratio
     vllm_second_partial,  // vllm: one step schedules a partial prefill past max_partial_prefills
     vllm_chunk_off_grid,  // vllm: the first non-final chunk cut on the block grid ends one token early
+    // The engines' rules (core/fleet/fleet_engine.h); unlike the others it corrupts every admission:
+    engine_no_branching,  // engine=sglang: the branching point is never tracked (engines.md's ablation)
 };
 
 struct FleetConfig {
@@ -223,6 +225,9 @@ struct FleetConfig {
     // 0 = mamba_full_memory_ratio's split).
     uint64_t pool_bytes = 0;
     uint32_t mamba_slots = 0;
+    // The cache never evicts: it is not charged to the pool (reference/engines.md rule 8, the engines'
+    // runs with pools larger than anything the trace needs). The running requests still are.
+    bool unbounded_memory = false;
     // The engines' schedulers (core/fleet/batch_former.h; engine ideal reads neither). SGLang's
     // --max-prefill-tokens: the input tokens of one prefill batch. vLLM's max_num_partial_prefills:
     // requests a step may leave with their prompt unfinished (0 = no limit).

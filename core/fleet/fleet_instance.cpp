@@ -96,7 +96,7 @@ uint64_t FleetSim::uncached_cost(uint32_t k, uint32_t r) const {
     if (!c_.caching) return len;
     const auto& caches = inst_[k].caches;
     const size_t ns = c_.quotas ? std::min<size_t>(w_->requests[r].tenant, caches.size() - 1) : 0;
-    return len - caches[ns]->match(*w_->requests[r].tokens, len).state_len;
+    return len - caches[ns]->match(*w_->requests[r].tokens, engine_match_len(eng_, len)).state_len;
 }
 
 void FleetSim::kick(uint32_t k, double now) {
@@ -369,6 +369,29 @@ void FleetSim::apply_decode_steps(uint32_t k, uint32_t m) {
     }
 }
 
+// The engine's match (engine sglang, vllm): the lease on its state-usable hit, its KV-visible hit, the
+// branching point or junction; nothing is planned (the chunks place the states as they run).
+void FleetSim::find_engine_hits(uint32_t k, uint32_t r, Hits& h) {
+    Live& L = live_[r];
+    const Request& q = w_->requests[r];
+    EngineAttempt a;
+    uint64_t kv = 0;
+    L.adm = Admission{};
+    L.adm.lease = engine_admit(eng_, cache_of(k, r), *q.tokens, lookup_len(r), a, t_.engine, &kv);
+    L.leased = true;
+    L.adm.prompt_len = lookup_len(r);
+    L.adm.cache_len = std::min<uint64_t>(std::max<uint64_t>(q.cache_len(), q.prompt_len), q.tokens->size());
+    L.adm.kv_hit = kv;
+    L.adm.state_hit = L.adm.lease.match.state_len;
+    L.branching = c_.falsify == FleetSimFalsify::engine_no_branching ? 0 : a.branching;
+    L.last_track = a.last_track;
+    L.junction = a.junction;
+    h.kv = kv;
+    h.state = L.adm.state_hit;
+    h.tainted_source = h.state > 0 && (L.adm.lease.state.handle & kTaintedHandle);
+    h.record = state_record_of(L.adm.lease.state.handle);
+}
+
 // What request r can resume from on instance k: what it carries from another instance, or what
 // the prefix cache holds (leased for it).
 FleetSim::Hits FleetSim::find_hits(uint32_t k, uint32_t r) {
@@ -378,6 +401,8 @@ FleetSim::Hits FleetSim::find_hits(uint32_t k, uint32_t r) {
         h.kv = L.carry_kv;
         h.state = L.carry_state;
         h.record = L.carry_record;
+    } else if (c_.caching && eng_.on()) {
+        find_engine_hits(k, r, h);
     } else if (c_.caching) {
         const Request& q = w_->requests[r];
         L.adm = admit_request(cache_of(k, r), c_.policy, *q.tokens, resume_lookup_len(cache_of(k, r), r),
@@ -452,6 +477,7 @@ FleetSim::AdmitResult FleetSim::admit(uint32_t k, uint32_t r, double now) {
     L.base = base;
     L.tree_owned = 0;
     L.kv_alloc = 0;
+    t_.overlapped_admissions += !I.running.empty();
     account_resume(r, h, resume);
     audit_resume(r, h, resume);
     admissions_.push_back({r, k, h.kv, resume, L.generated, L.carry});
@@ -466,6 +492,7 @@ FleetSim::AdmitResult FleetSim::admit(uint32_t k, uint32_t r, double now) {
         L.carry = false;
     }
     start_running(k, r, resume, now);
+    L.chunk_from = resume;
     return admitted;
 }
 
@@ -493,6 +520,10 @@ void FleetSim::start_running(uint32_t k, uint32_t r, uint64_t resume, double now
 // Inserts what the request has computed into its instance's prefix cache: progress after every
 // prefill chunk, everything (with the output when the output tokens are known) at completion.
 void FleetSim::cache_progress(uint32_t k, uint32_t r, double now, bool final) {
+    if (eng_.on()) {
+        engine_progress(k, r, now, final);
+        return;
+    }
     Live& L = live_[r];
     const Request& q = w_->requests[r];
     RadixCache& c = cache_of(k, r);
@@ -512,7 +543,6 @@ void FleetSim::cache_progress(uint32_t k, uint32_t r, double now, bool final) {
         c.insert(q.tokens, upto, cp_scratch_);
         if (router_.wants_kv_events()) router_.kv_stored(k, *q.tokens, upto, now);
         L.inserted = upto;
-        if (!final) lock_inserted(k, r, upto);
         const bool boundary = final || L.pos >= L.target;
         if (boundary) {
             apply_retention(c_.policy, c, *q.tokens, upto);
@@ -525,7 +555,64 @@ void FleetSim::cache_progress(uint32_t k, uint32_t r, double now, bool final) {
         L.leased = false;
         c.enforce_capacity();
     }
-    if (!final) charge_cache(k);  // at the end, once the request has let go of its pages (complete)
+}
+
+// The engine's caching (engine sglang, vllm) after the prefill chunk that just ran, [chunk_from, pos),
+// or at completion; the lease is given back at completion.
+void FleetSim::engine_progress(uint32_t k, uint32_t r, double now, bool final) {
+    Live& L = live_[r];
+    EngineAttempt a{L.branching, L.last_track, L.junction};
+    if (!final) {
+        const uint64_t start = L.chunk_from;
+        L.chunk_from = L.pos;
+        const EngineInsert ins = engine_after_chunk(eng_, a, start, L.pos, L.target, t_.engine);
+        L.last_track = a.last_track;
+        engine_insert(k, r, ins, {}, now);
+        return;
+    }
+    const EngineInsert ins =
+        engine_at_finish(eng_, a, L.pos, L.adm.cache_len, L.target, t_.engine, &eng_states_);
+    L.last_track = a.last_track;
+    engine_insert(k, r, ins, eng_states_, now);
+    if (L.leased) {
+        RadixCache& c = cache_of(k, r);
+        c.release(L.adm.lease);
+        L.leased = false;
+        c.enforce_capacity();
+    }
+}
+
+// Inserts q[0, ins.len) with the engine's states (`states` besides the one at its end), then SGLang's
+// re-lock on what was inserted (cache_unfinished_req: the tree owns the request's KV below it).
+void FleetSim::engine_insert(uint32_t k, uint32_t r, const EngineInsert& ins,
+                             std::span<const uint64_t> states, double now) {
+    Live& L = live_[r];
+    const Request& q = w_->requests[r];
+    RadixCache& c = cache_of(k, r);
+    const uint64_t page = c.config().page_size;
+    const uint64_t len = std::min<uint64_t>(ins.len, q.tokens->size()) / page * page;
+    if (len == 0) return;
+    cp_scratch_.clear();
+    const auto add = [&](uint64_t pos, CheckpointKind kind) {
+        // A state at or before the resume is the one the request resumed from (or one it never computed).
+        if (pos <= L.resume || pos > len) return;
+        const StateRecord written{pos, L.audit_mismatched};
+        cp_scratch_.push_back({pos, {checkpoint_handle(L.tainted, written), cost_.state_bytes()}, kind});
+    };
+    for (uint64_t p : states) add(p, CheckpointKind::interval);
+    if (ins.state && ins.len == len) add(len, ins.kind);
+    if (len <= L.inserted && cp_scratch_.empty() && !ins.relock) return;
+    c.insert(q.tokens, len, cp_scratch_);
+    if (router_.wants_kv_events() && len > L.inserted) router_.kv_stored(k, *q.tokens, len, now);
+    L.inserted = std::max(L.inserted, len);
+    // vLLM's running request holds its cached blocks as SGLang's holds its re-locked path: what the
+    // shared pool hands to the tree (hand_to_tree), so both hold the path they inserted.
+    if ((ins.relock || (shared_pool() && c_.engine == CacheEngine::vllm)) && L.leased) {
+        c.release(L.adm.lease);
+        L.adm.lease = c.acquire(*q.tokens, len, false);
+        hand_to_tree(k, r, L.adm.lease.match.kv_len);
+    }
+    c.enforce_capacity();
 }
 
 void FleetSim::end_iteration(uint32_t k, double now) {

@@ -18,7 +18,7 @@ namespace {
 constexpr OwnerId kCacheOwner = OwnerId(1) << 40;
 }  // namespace
 
-bool FleetSim::shared_pool() const { return c_.engine != CacheEngine::ideal; }
+bool FleetSim::shared_pool() const { return c_.engine != CacheEngine::ideal && !c_.unbounded_memory; }
 
 // State slots one running request holds of its own: SGLang's request slot and, with the extra
 // buffer, its two ping-pong track slots (HybridReqToTokenPool.alloc); vLLM's running state block.
@@ -77,13 +77,12 @@ void FleetSim::charge_cache(uint32_t k) {
         const OwnerId owner = kCacheOwner + ns;
         for (;;) {
             uint64_t pages = (c.stats().kv_tokens + pt - 1) / pt;
-            if (k == 0 && ns == 0 && pages > 0 && c_.falsify == FleetSimFalsify::cache_undercharged) --pages;
+            if (ns == 0 && pages > 0 && c_.falsify == FleetSimFalsify::cache_undercharged) --pages;
             const uint64_t held = I.pool->kv_tokens(owner);
             if (held > pages * pt ? I.pool->truncate_kv(owner, pages * pt) == AllocStatus::ok
                                   : I.pool->grow_kv(owner, pages * pt) == AllocStatus::ok)
                 break;
-            if (falsify_now(FleetSimFalsify::charge_skips_eviction) ||
-                (c.evict_kv(pages * pt - held) == 0 && !(blocks && c.evict_states(1) > 0))) {
+            if (c.evict_kv(pages * pt - held) == 0 && !(blocks && c.evict_states(1) > 0)) {
                 ++t_.pool_overcommits;
                 break;
             }
@@ -172,18 +171,6 @@ void FleetSim::hand_to_tree(uint32_t k, uint32_t r, uint64_t upto) {
     const uint64_t want = (own + pt - 1) / pt * pt;
     if (want < L.kv_alloc && I.pool->truncate_kv(OwnerId(r) + 1, want) == AllocStatus::ok) L.kv_alloc = want;
     charge_cache(k);
-}
-
-// SGLang's cache_unfinished_req and vLLM's cached blocks: after caching its progress the request
-// holds the path it inserted (its lease moves there) and the tree owns those tokens.
-void FleetSim::lock_inserted(uint32_t k, uint32_t r, uint64_t upto) {
-    if (!shared_pool()) return;
-    Live& L = live_[r];
-    RadixCache& c = cache_of(k, r);
-    if (L.leased) c.release(L.adm.lease);
-    L.adm.lease = c.acquire(*w_->requests[r].tokens, upto, false);
-    L.leased = true;
-    hand_to_tree(k, r, L.adm.lease.match.kv_len);
 }
 
 // Checks the trees' charges: each tree's pages and slots in its instance's pool equal its holdings.

@@ -80,8 +80,9 @@ std::optional<Router::Corrupt> router_corruption(FleetSimFalsify f) {
 }  // namespace
 
 FleetSim::FleetSim(std::shared_ptr<const Workload> w, const FleetConfig& c)
-    : w_(std::move(w)), c_(c), router_(c.router, c.instances, c.seed) {
+    : w_(std::move(w)), c_(with_engine_grid(c)), router_(c.router, c.instances, c.seed) {
     error_ = w_ ? check_fleet_config(c_) : "no workload";
+    eng_ = fleet_engine_rules(c_);
     if (std::optional<Router::Corrupt> rc = router_corruption(c_.falsify)) router_.corrupt(*rc);
     if (!error_.empty()) {
         done_ = true;
@@ -122,8 +123,7 @@ FleetSim::FleetSim(std::shared_ptr<const Workload> w, const FleetConfig& c)
     inst_.resize(c_.instances);
     stats_.resize(c_.instances);
     for (uint32_t k = 0; k < c_.instances && error_.empty(); ++k) reset_instance(k);
-    // Tenant quotas: shares of the running cap (which reads the pools just made) and of the prefills.
-    {
+    {  // tenant quotas: shares of the running cap (it reads the pools just made) and of the prefills
         double sum = 0;
         for (uint32_t t = 0; t < tenants_; ++t) sum += t < c_.tenants.size() ? c_.tenants[t].weight : 1.0;
         for (uint32_t t = 0; t < tenants_; ++t) {
@@ -307,7 +307,8 @@ bool FleetSim::any_instance_returns() const {
 void FleetSim::route(uint32_t r, double now) {
     Live& L = live_[r];
     const Request& q = w_->requests[r];
-    const uint64_t len = lookup_len(r);
+    // Under an engine the routers probe with the engine's match rule (one token left for the logits).
+    const uint64_t len = engine_match_len(eng_, lookup_len(r));
     const FleetRouterView view(*this);
     const RouteDecision d = router_.choose(q, len, view);
     if (d.instance < 0) {
@@ -387,7 +388,7 @@ void FleetSim::reroute(uint32_t r, double now) {
         route(r, now);
         return;
     }
-    const uint64_t len = lookup_len(r);
+    const uint64_t len = engine_match_len(eng_, lookup_len(r));
     const FleetRouterView view(*this);
     const RouteDecision d = router_.choose(q, len, view);
     if (d.instance < 0) {
@@ -531,7 +532,7 @@ void FleetSim::migrate_running(uint32_t k, double now) {
             L.fault = f;
         }
         const FleetRouterView view(*this);
-        const RouteDecision d = router_.choose(w_->requests[r], lookup_len(r), view);
+        const RouteDecision d = router_.choose(w_->requests[r], engine_match_len(eng_, lookup_len(r)), view);
         L.carry_to = d.instance;  // -1: delivered to whatever is up when it arrives
         q_.push(I.link_free, ev_deliver, 0, r);
     }

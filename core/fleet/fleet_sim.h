@@ -29,6 +29,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,7 @@
 #include "core/fleet/cost_model.h"
 #include "core/fleet/event_queue.h"
 #include "core/fleet/fleet_config.h"
+#include "core/fleet/fleet_engine.h"
 #include "core/fleet/router.h"
 #include "core/fleet/timeline_recorder.h"
 #include "core/fleet/wait_queue.h"
@@ -189,6 +191,11 @@ struct FleetTotals {
     // prefills had reached max_partial_prefills when a waiting request would have been partial.
     uint64_t cap_reached = 0, chunked_with_waiting = 0, partial_limit_reached = 0;
     std::string first_off_split;  // the first such chunk, for the check's detail
+    // The engine's own counts (engine sglang or vllm, core/fleet/fleet_engine.h), and the admissions
+    // made while another request was running on the same instance (0: the requests never overlapped,
+    // what the engine comparison needs).
+    EngineCounters engine;
+    uint64_t overlapped_admissions = 0;
 };
 
 // Requests in flight per instance at regular times.
@@ -286,6 +293,7 @@ class FleetSim {
     void end_iteration(uint32_t k, double now);
     AdmitResult admit(uint32_t k, uint32_t r, double now);
     Hits find_hits(uint32_t k, uint32_t r);
+    void find_engine_hits(uint32_t k, uint32_t r, Hits& h);
     void account_resume(uint32_t r, const Hits& h, uint64_t resume);
     void start_running(uint32_t k, uint32_t r, uint64_t resume, double now);
     bool ensure_kv(uint32_t k, uint32_t r, uint64_t context);
@@ -293,6 +301,9 @@ class FleetSim {
     void preempt(uint32_t k, uint32_t r);
     void complete(uint32_t k, uint32_t r, double now);
     void cache_progress(uint32_t k, uint32_t r, double now, bool final);
+    void engine_progress(uint32_t k, uint32_t r, double now, bool final);  // engine sglang, vllm
+    void engine_insert(uint32_t k, uint32_t r, const EngineInsert& ins, std::span<const uint64_t> states,
+                       double now);
     double step_ms(uint32_t k, uint32_t j) const;
     void cut_run(uint32_t k, double now);
     uint32_t steps_done_by(uint32_t k, double now) const;
@@ -311,7 +322,6 @@ class FleetSim {
     bool evict_for(uint32_t k, bool state);
     AllocStatus alloc_running_state(uint32_t k, uint32_t r);
     void hand_to_tree(uint32_t k, uint32_t r, uint64_t upto);
-    void lock_inserted(uint32_t k, uint32_t r, uint64_t upto);
     std::string audit_cache_charge() const;
     static uint64_t request_owners(const PagePool& p);
     void time_iteration(uint32_t k, double now);
@@ -388,6 +398,8 @@ class FleetSim {
     void count_iteration(uint32_t k, bool prefill, bool decode, uint32_t steps);
     uint64_t sglang_max_new(uint32_t r) const;
     double sglang_rem_total_tokens(uint32_t k) const;
+    FleetEngineRules eng_;  // the engine's caching rules (engine sglang, vllm; ideal: off)
+    std::vector<uint64_t> eng_states_;
 };
 
 }  // namespace k3

@@ -68,7 +68,8 @@ struct FleetSim::Live {
     uint64_t admit_seq = 0;
     double cost = 0;  // queue cost (uncached tokens)
     bool routed = false;
-    int32_t fault = -1;  // the fault that moved it, until it runs again
+    int32_t fault = -1;       // the fault that moved it, until it runs again
+    uint64_t chunk_from = 0;  // engine sglang, vllm: where the prefill chunk now ending started
 };
 
 struct FleetSim::Inst {

@@ -119,8 +119,11 @@ TEST_CASE("KV runs out in decode: SGLang retracts, vLLM preempts, and every requ
     CHECK(sglang->totals().retractions > 0);
     CHECK(sglang->totals().preemptions == 0);
     CHECK(sglang->totals().mixed_iterations == 0);
-    // vLLM's one block pool: states and KV share blocks, so it is sized for the 8 running states.
-    const auto vllm = run(w, one_instance(CacheEngine::vllm, 8, 10240));
+    // vLLM's one block pool: states and KV share blocks, so it is sized for the 8 running states; its
+    // block at TP 2 (1,024 tokens) makes the decodes cross into a second block.
+    FleetConfig cv = one_instance(CacheEngine::vllm, 8, 10240);
+    cv.vllm.block_tokens = 1024;
+    const auto vllm = run(w, cv);
     CHECK(vllm->totals().preemptions > 0);
     CHECK(vllm->totals().retractions == 0);
     CHECK(vllm->totals().chunks_off_split == 0);

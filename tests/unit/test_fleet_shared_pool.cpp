@@ -61,12 +61,14 @@ TEST_CASE("shared pool: the budget is the device less weights and activations") 
     CHECK(p.budget == doctest::Approx(p.reserved - p.weights - p.activations));
 }
 
+static double VF = 0.64;
 TEST_CASE("shared pool: the cache gives way to running requests as the load rises") {
     for (CacheEngine e : {CacheEngine::sglang, CacheEngine::vllm}) {
         CAPTURE(cache_engine_id(e));
-        // About 8 GB of pool beside the weights: room for most of the cache at low load, where one
+        // A few GB of pool beside the weights (8 for SGLang, whose running requests hold three state
+        // slots each, 3 for vLLM's shared blocks): room for most of the cache at low load, where one
         // request runs at a time; at 50x the arrival rate 16 run at once and crowd it out.
-        FleetConfig c = shared_config(e, 0.65);
+        FleetConfig c = shared_config(e, e == CacheEngine::vllm ? 0.62 : 0.65);
         if (e == CacheEngine::vllm) c.vllm.block_tokens = 1024;  // vLLM's block at TP2 (state fits)
         const auto w = chats(48);
         c.load = 0.05;

@@ -4,6 +4,7 @@
 
 #include "core/experiments/registry.h"
 #include "core/modules/shared/choices.h"
+#include "core/modules/shared/engine_params.h"
 #include "core/modules/shared/workload_params.h"
 
 namespace k3 {
@@ -44,26 +45,11 @@ void checkpoint_params(ParamList<CheckpointsParams>& l) {
 
 void engine_params(ParamList<CheckpointsParams>& l) {
     const std::string group = "Engine";
-    l.choice(&CheckpointsParams::engine, "engine", "Prefix cache",
-             Choices<CacheEngine>{{CacheEngine::ideal, "ideal", "idealised (upper bound)"},
-                                  {CacheEngine::sglang, "sglang", "SGLang MambaRadixCache"},
-                                  {CacheEngine::vllm, "vllm", "vLLM V1, align mode"}})
-        .in_group(group);
-    l.choice(&CheckpointsParams::sglang_mode, "sglang_mode", "SGLang mamba scheduler strategy",
-             Choices<SglangMode>{{SglangMode::extra_buffer, "extra_buffer", "extra_buffer"},
-                                 {SglangMode::no_buffer, "no_buffer", "no_buffer"}})
-        .in_group(group)
-        .active_when("engine", "sglang");
-    l.integer(&CheckpointsParams::chunked_prefill_tokens, "chunked_prefill_tokens", "Chunked prefill size",
-              "tokens", 64, 1048576)
-        .log()
-        .in_group(group)
-        .active_when("engine", "sglang")
-        .describe("SGLang --chunked-prefill-size: the most prompt tokens one extend prefills.");
-    l.integer(&CheckpointsParams::vllm_block_tokens, "vllm_block_tokens", "vLLM block (0 = derived)",
-              "tokens", 0, 1048576)
-        .in_group(group)
-        .active_when("engine", "vllm");
+    using P = CheckpointsParams;
+    engine_param_specs(
+        l,
+        EngineParamFields<P>{&P::engine, &P::sglang_mode, &P::chunked_prefill_tokens, &P::vllm_block_tokens},
+        [&](ParamSpec& s) -> ParamSpec& { return s.in_group(group); });
     l.flag(&CheckpointsParams::vllm_mla_align, "vllm_mla_align", "vLLM MLA block alignment 128")
         .in_group(group)
         .active_when("engine", "vllm");

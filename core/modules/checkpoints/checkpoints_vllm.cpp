@@ -4,26 +4,20 @@
 #include <cmath>
 
 #include "core/base/numfmt.h"
-#include "core/memory/hybrid_blocks.h"
 #include "core/modules/checkpoints/checkpoints.h"
-#include "core/modules/pool/pool.h"
+#include "core/modules/shared/engine_params.h"
 
 namespace k3 {
 
 CheckpointsVllm vllm_setup(const CheckpointsParams& p) {
     CheckpointsVllm v;
-    // Module 3's derivation at TP 1, as engines.md runs Kimi-Linear (no draft tokens, align mode).
-    PoolParams pool;
-    pool.preset = p.preset;
-    pool.tp = 1;
-    pool.mla_align = p.vllm_mla_align ? MlaAlign::on : MlaAlign::off;
-    v.kernel_multiple = vllm_kernel_multiple(pool);
-    HybridBlockPlan plan;
-    v.derivation_error =
-        plan_hybrid_blocks(vllm_model_of(pool), v.kernel_multiple, kVllmUserBlockTokens, &plan);
-    v.derived_block = plan.block_tokens;
+    // vLLM's derivation at TP 1, as engines.md runs Kimi-Linear (no draft tokens, align mode).
+    const VllmBlockDerivation d = derive_vllm_block(p.preset, 1, p.vllm_mla_align);
+    v.kernel_multiple = d.kernel_multiple;
+    v.derivation_error = d.error;
+    v.derived_block = d.block_tokens;
     if (p.vllm_block_tokens) v.derivation_error.clear();  // the block is given
-    v.config.block_tokens = p.vllm_block_tokens ? p.vllm_block_tokens : plan.block_tokens;
+    v.config.block_tokens = p.vllm_block_tokens ? p.vllm_block_tokens : d.block_tokens;
     v.config.prefix_match_unit = p.prefix_match_unit;
     v.config.hybrid = true;
     v.config.retention = parse_vllm_retention(p.retention_interval).value_or(VllmRetention{});

@@ -15,6 +15,14 @@ const std::vector<std::pair<std::string, std::string>> kOneInstanceMooncake = {{
                                                                                {"compare_routers", "0"},
                                                                                {"compare_no_reuse", "0"}};
 
+// The engine comparison (fleet_engine_report.h): SGLang's rules on the bundled trace, one instance that
+// runs one request at a time (max_running=1: the trace's arrivals come in buckets of about 3 s, so no
+// load multiplier separates them), unbounded cache.
+const std::vector<std::pair<std::string, std::string>> kEngineSequential = {
+    {"trace", "mooncake"},    {"engine", "sglang"},      {"instances", "1"},
+    {"max_running", "1"},     {"state_capacity", "0"},   {"kv_capacity_tokens", "0"},
+    {"compare_routers", "0"}, {"compare_no_reuse", "0"}, {"unbounded_memory", "1"}};
+
 // The deployed routers' checks (fleet_router_checks.h), on the routers compared (a smaller workload).
 Falsifier<FleetParams> router_falsifier(const char* id, const char* does, const char* keys, FleetSimFalsify f,
                                         const char* delay = "0") {
@@ -39,7 +47,12 @@ std::vector<Falsifier<FleetParams>> fleet_falsifiers() {
             router_falsifier("events_lose_first_block", "every stored KV event loses its first block",
                              "kv_events_match_tree_at_zero_delay*", FleetSimFalsify::events_lose_first_block),
             router_falsifier("cost_not_minimum", "one cost decision picks a worker above the minimum cost",
-                             "kv_cost_picks_minimum*", FleetSimFalsify::cost_not_minimum)};
+                             "kv_cost_picks_minimum*", FleetSimFalsify::cost_not_minimum),
+            {"engine_no_branching",
+             "engine=sglang: the branching point is never tracked (the engines.md driver's ablation)",
+             {"engine_matches_replay"},
+             [](FleetParams& p) { p.sim_falsify = FleetSimFalsify::engine_no_branching; },
+             kEngineSequential}};
 }
 
 }  // namespace

@@ -119,7 +119,8 @@ void one_instance_checks(const FleetResult& result, const FleetSummary& f, Repor
     const bool unbounded =
         c.cache.state_capacity == 0 && c.cache.kv_capacity_tokens == 0 && c.cache.page_size == 1;
     const bool end = c.policy.kind == PolicyKind::interval_end;
-    if (!result.workload.bundled || !unbounded || c.instances != 1 ||
+    // Under an engine the policy does not apply: engine_matches_replay compares (fleet_engine_report.h).
+    if (!result.workload.bundled || !unbounded || c.instances != 1 || c.engine != CacheEngine::ideal ||
         !(c.policy.kind == PolicyKind::interval || end))
         return;
     const TraceReferenceHits ref = trace_reference_hits(*result.workload.trace, c.policy.interval);

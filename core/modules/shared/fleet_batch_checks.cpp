@@ -1,5 +1,7 @@
 #include "core/modules/shared/fleet_batch_checks.h"
 
+#include <algorithm>
+
 #include "core/base/numfmt.h"
 #include "core/fleet/batch_former.h"
 
@@ -26,16 +28,20 @@ void sglang_checks(Report& r, const FleetSim& s, const std::function<std::string
                     " ended on a chunked request with requests waiting (chunk " +
                     grouped(c.sglang.chunked_prefill_tokens) + " tokens)");
     const uint32_t ratio = sglang_running_ratio(c.sglang, c.caching);
-    const uint32_t cap = sglang_max_running(s.running_slots().slots, ratio);
+    // The mamba pool's slots (the instance's one pool, which the cache's states share), and the cap
+    // max_running_requests = min(--max-running-requests, slots // ratio).
+    const uint64_t slots = s.pool_sizes().empty() ? 0 : s.pool_sizes()[0].state_slots;
+    const uint32_t cap =
+        std::min(c.max_running, sglang_max_running(uint32_t(std::min<uint64_t>(slots, UINT32_MAX)), ratio));
     // Reported where the cap held a request back and lies below the pool's own slots (without the
     // radix cache the ratio is 1: the pool itself is the cap).
     if (t.cap_reached == 0 || ratio == 1) return;
     r.check(key("sglang_running_within_slots"),
             name + "SGLang: no instance ran more requests than its state slots / the mamba ratio",
             t.peak_running <= cap,
-            "at most " + grouped(t.peak_running) + " running; cap " + grouped(cap) + " = " +
-                grouped(s.running_slots().slots) + " slots / " + std::to_string(ratio) + ", reached " +
-                grouped(t.cap_reached) + " times with requests waiting");
+            "at most " + grouped(t.peak_running) + " running; cap " + grouped(cap) + " = min(max_running " +
+                grouped(c.max_running) + ", " + grouped(slots) + " mamba slots / " + std::to_string(ratio) +
+                "), reached " + grouped(t.cap_reached) + " times with requests waiting");
 }
 
 void vllm_checks(Report& r, const FleetSim& s, const std::function<std::string(const char*)>& key,

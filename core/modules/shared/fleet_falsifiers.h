@@ -23,6 +23,7 @@ struct FleetCheckFalsifier {
     FleetSimFalsify corruption;
     bool snapshots = false;        // runs with spec_state=snapshots (off holds one page: nothing to corrupt)
     const char* engine = nullptr;  // runs with this engine (the batch formers' checks)
+    const char* pool_gib = nullptr;  // and this pool per instance (the shared pool's checks: pressure)
 };
 inline const std::vector<FleetCheckFalsifier>& fleet_check_falsifiers() {
     static const std::vector<FleetCheckFalsifier> v = {
@@ -55,6 +56,13 @@ inline const std::vector<FleetCheckFalsifier>& fleet_check_falsifiers() {
          "sglang_running_within_slots*", FleetSimFalsify::sglang_slot_over, false, "sglang"},
         {"vllm_second_partial", "with engine vllm, one step schedules a partial prefill past the limit",
          "vllm_partial_prefills_within_limit*", FleetSimFalsify::vllm_second_partial, false, "vllm"},
+        {"cache_undercharged",
+         "with engine sglang, every instance's pool charges its cache one KV page too few",
+         "caches_released*", FleetSimFalsify::cache_undercharged, false, "sglang"},
+        {"sglang_cap_ignored",
+         "with engine sglang and a 2 GiB pool, the running cap at mamba slots / ratio is ignored "
+         "(max_running)",
+         "pool_never_overcommitted*", FleetSimFalsify::sglang_cap_ignored, false, "sglang", "2"},
         {"vllm_chunk_off_grid",
          "with engine vllm, the first non-final chunk cut on the block grid ends one token early",
          "vllm_chunks_on_aligned_split*", FleetSimFalsify::vllm_chunk_off_grid, false, "vllm"},
@@ -62,16 +70,20 @@ inline const std::vector<FleetCheckFalsifier>& fleet_check_falsifiers() {
     return v;
 }
 
-// `own` followed by the shared checks' falsifiers, set through `hook`, each on top of `params`.
+// `own` followed by the shared checks' falsifiers, set through `hook`, each on top of `params`; those
+// that run under an engine also on top of `engine_params` (what the module must set for an engine to run).
 template <class P>
-std::vector<Falsifier<P>> with_fleet_falsifiers(std::vector<Falsifier<P>> own, FleetSimFalsify P::*hook,
-                                                std::vector<std::pair<std::string, std::string>> params = {},
-                                                bool engine_formers = true) {
+std::vector<Falsifier<P>> with_fleet_falsifiers(
+    std::vector<Falsifier<P>> own, FleetSimFalsify P::*hook,
+    std::vector<std::pair<std::string, std::string>> params = {}, bool engine_formers = true,
+    std::vector<std::pair<std::string, std::string>> engine_params = {}) {
     for (const FleetCheckFalsifier& f : fleet_check_falsifiers()) {
         if (f.engine && !engine_formers) continue;
         auto with = params;
         if (f.snapshots) with.push_back({"spec_state", "snapshots"});
         if (f.engine) with.push_back({"engine", f.engine});
+        if (f.engine) with.insert(with.end(), engine_params.begin(), engine_params.end());
+        if (f.pool_gib) with.push_back({"pool_gib", f.pool_gib});
         own.push_back({f.id, f.does, {f.keys}, [hook, c = f.corruption](P& p) { p.*hook = c; }, with});
     }
     return own;

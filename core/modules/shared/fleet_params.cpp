@@ -2,8 +2,10 @@
 
 #include "core/base/numfmt.h"
 #include "core/experiments/module_doc.h"
+#include "core/fleet/fleet_engine.h"
 #include "core/model/accounting.h"
 #include "core/modules/shared/choices.h"
+#include "core/modules/shared/engine_params.h"
 
 namespace k3 {
 
@@ -46,14 +48,30 @@ void fleet_router_params(ParamList<FleetRouterParams>& l) {
 void fleet_cache_params(ParamList<FleetCacheParams>& l) {
     using P = FleetCacheParams;
     auto cache = [](ParamSpec& s) -> ParamSpec& { return s.in_group("Prefix cache"); };
+    // The engine's parameters first (which rules apply decides what the rest means), as module 5 lists them.
+    engine_param_specs(
+        l,
+        EngineParamFields<P>{&P::engine, &P::sglang_mode, &P::chunked_prefill_tokens, &P::vllm_block_tokens},
+        [&](ParamSpec& s) -> ParamSpec& {
+            const std::string help = doc_param_help("fleet_params", s.key);
+            return help.empty() ? cache(s) : cache(s).describe(help);
+        });
+    documented(cache(l.text(&P::retention_interval, "retention_interval", "vLLM retention interval",
+                            {"dense", "0", "7680"})
+                         .active_when("engine", "vllm")));
     cache(l.choice(&P::policy, "policy", "Checkpoint policy",
                    choices_from<PolicyKind>(policy_ids(), policy_labels(), parse_policy)))
+        .active_when("engine", "ideal")
         .describe("Where requests leave state checkpoints and which ones the tree keeps (module 5).");
-    documented(cache(l.integer(&P::interval, "interval", "Checkpoint interval", "tokens", 64, 65536).log()));
-    documented(cache(
-        l.integer(&P::state_capacity, "state_capacity", "State capacity per instance", "states", 0, 1e7)));
-    cache(l.integer(&P::kv_capacity_tokens, "kv_capacity_tokens", "KV capacity per instance", "tokens", 0,
-                    1e10))
+    documented(cache(l.integer(&P::interval, "interval", "Checkpoint interval", "tokens", 64, 65536)
+                         .log()
+                         .active_when("engine", "ideal")));
+    documented(
+        cache(l.integer(&P::state_capacity, "state_capacity", "State capacity per instance", "states", 0, 1e7)
+                  .active_when("engine", "ideal")));
+    cache(
+        l.integer(&P::kv_capacity_tokens, "kv_capacity_tokens", "KV capacity per instance", "tokens", 0, 1e10)
+            .active_when("engine", "ideal"))
         .describe("Tokens of attention KV each instance's prefix cache may hold; 0 = unbounded.");
     cache(l.integer(&P::page_size, "page_size", "KV page size (cache)", "tokens", 1, 64).log())
         .describe("The cache keeps whole pages only.");
@@ -61,12 +79,6 @@ void fleet_cache_params(ParamList<FleetCacheParams>& l) {
                    Choices<LruRefresh>{{LruRefresh::node, "node", "matched node only"},
                                        {LruRefresh::path, "path", "whole path"}}))
         .describe("SGLang #31643: refreshing only the consumed node keeps hot sessions' deep states.");
-    // TEMPORARY (helper "batch"): the other helper's `engine` parameter replaces this.
-    cache(l.choice(&P::engine, "engine", "Engine",
-                   Choices<CacheEngine>{{CacheEngine::ideal, "ideal", "idealised (upper bound)"},
-                                        {CacheEngine::sglang, "sglang", "SGLang"},
-                                        {CacheEngine::vllm, "vllm", "vLLM V1"}}))
-        .describe("Whose scheduler the instances follow (temporary).");
 }
 
 void fleet_instance_params(ParamList<FleetInstanceParams>& l) {
@@ -84,7 +96,16 @@ void fleet_instance_params(ParamList<FleetInstanceParams>& l) {
     documented(inst(l.integer(&P::gpus, "gpus", "GPUs per instance", "GPUs", 1, 16)));
     documented(inst(l.flag(&P::attention_dp, "attention_dp", "DP attention")));
     documented(
-        inst(l.real(&P::working_gib, "working_gib", "Working memory per instance", "GiB", 1, 1024).log()));
+        inst(l.real(&P::working_gib, "working_gib", "Working memory per instance", "GiB", 1, 1024).log())
+            .active_when("engine", "ideal"));
+    documented(inst(
+        l.real(&P::memory_fraction, "memory_fraction", "GPU memory the engine reserves", "fraction", 0.05, 1)
+            .active_unless("engine", "ideal")));
+    documented(
+        inst(l.real(&P::pool_gib, "pool_gib", "Pool per instance (0 = what the GPUs leave)", "GiB", 0, 4096)
+                 .active_unless("engine", "ideal")));
+    documented(inst(l.flag(&P::unbounded_memory, "unbounded_memory", "The cache never evicts")
+                        .active_unless("engine", "ideal")));
     inst(l.integer(&P::max_running, "max_running", "Max running requests", "requests", 1, 1024).log())
         .describe("State slots of the working pool: the batch size limit.");
     inst(
@@ -127,6 +148,29 @@ WorkloadSeed fleet_workload_seed() {
             false};
 }
 
+namespace {
+
+// FleetConfig::engine, sglang, vllm. The tree's page is the engine's grid: SGLang's page (page_size),
+// vLLM's block (vllm_block_tokens, or derived for the model at the instance's TP width: with DP
+// attention a rank holds every head, as at TP 1).
+void fleet_engine_config(const FleetCacheParams& cache, const FleetInstanceParams& instances,
+                         FleetConfig& c) {
+    c.engine = cache.engine;
+    c.sglang.mode = cache.sglang_mode;
+    c.sglang.chunked_prefill_tokens = cache.chunked_prefill_tokens;
+    c.vllm.retention = parse_vllm_retention(cache.retention_interval).value_or(VllmRetention{});
+    c.vllm.block_tokens =
+        cache.vllm_block_tokens
+            ? cache.vllm_block_tokens
+            : derive_vllm_block(instances.preset, instances.attention_dp ? 1 : instances.gpus, true)
+                  .block_tokens;
+    c.vllm.token_budget = instances.max_batch_tokens;
+    c = with_engine_grid(c);
+    if (c.engine == CacheEngine::vllm) c.router.event_block_tokens = c.vllm.block_tokens;  // vLLM's KV events
+}
+
+}  // namespace
+
 FleetConfig fleet_config(const FleetRouterParams& router, const FleetCacheParams& cache,
                          const FleetInstanceParams& instances, const FleetCostParams& cost) {
     FleetConfig c;
@@ -141,6 +185,9 @@ FleetConfig fleet_config(const FleetRouterParams& router, const FleetCacheParams
     c.max_batch_tokens = instances.max_batch_tokens;
     c.max_prefills = instances.max_prefills;
     c.max_prefill_tokens = instances.max_prefill_tokens;
+    c.memory_fraction = instances.memory_fraction;
+    c.pool_bytes = uint64_t(instances.pool_gib * kGiB);
+    c.unbounded_memory = instances.unbounded_memory;
     c.max_partial_prefills = instances.max_partial_prefills;
     c.spec_state = instances.spec_state;
     c.draft_len = instances.draft_len;
@@ -158,12 +205,14 @@ FleetConfig fleet_config(const FleetRouterParams& router, const FleetCacheParams
     c.policy.kind = cache.policy;
     c.policy.interval = cache.interval;
     c.policy.chunk = 64;
-    c.cache.state_capacity = cache.state_capacity;
-    c.cache.kv_capacity_tokens = cache.kv_capacity_tokens;
+    // Under an engine the cache holds what the instance's one pool leaves: no capacity of its own.
+    const bool ideal = cache.engine == CacheEngine::ideal;
+    c.cache.state_capacity = ideal ? cache.state_capacity : 0;
+    c.cache.kv_capacity_tokens = ideal ? cache.kv_capacity_tokens : 0;
     c.cache.page_size = cache.page_size;
     c.cache.refresh = cache.lru_refresh;
-    c.engine = cache.engine;  // TEMPORARY (helper "batch")
     c.link = cost.link;
+    fleet_engine_config(cache, instances, c);
     return c;
 }
 
@@ -197,18 +246,43 @@ void validate_running_state(const FleetConfig& c, const FleetInstanceParams& ins
                                                  std::to_string(c.max_running) + " running requests");
 }
 
+// What the engine cannot run (SGLang's own refusals, vLLM's block) and what the fleet does not offer
+// with it (the ideal policy's checkpoints that host tier replication and migration move).
+void validate_engine(const FleetConfig& c, const FleetCacheParams& cache,
+                     const FleetInstanceParams& instances, Issues& issues) {
+    if (c.engine == CacheEngine::ideal) return;
+    if (!parse_vllm_retention(cache.retention_interval))
+        issues.error(cache.retention_interval, "retention_interval '" + cache.retention_interval +
+                                                   "' is not a token count, 0 or dense");
+    if (c.engine == CacheEngine::vllm && !cache.vllm_block_tokens) {
+        const VllmBlockDerivation d =
+            derive_vllm_block(instances.preset, instances.attention_dp ? 1 : instances.gpus, true);
+        if (!d.error.empty()) issues.error(cache.vllm_block_tokens, "vLLM's block derivation: " + d.error);
+        if (!d.error.empty()) return;
+    }
+    const std::string e = fleet_engine_error(fleet_engine_rules(c));
+    if (e.empty()) return;
+    if (c.engine == CacheEngine::sglang)
+        issues.error(cache.sglang_mode, e);
+    else
+        issues.error(cache.vllm_block_tokens, e);
+}
+
 }  // namespace
 
 void validate_fleet_groups(const FleetRouterParams& router, const FleetCacheParams& cache,
                            const FleetInstanceParams& instances, const FleetCostParams& cost,
                            Issues& issues) {
     const FleetConfig c = fleet_config(router, cache, instances, cost);
-    if (c.policy.interval % 64 != 0)
+    validate_engine(c, cache, instances, issues);
+    if (c.engine != CacheEngine::ideal) {
+        // policy and interval do not apply
+    } else if (c.policy.interval % 64 != 0)
         issues.error(cache.interval,
                      "interval " + std::to_string(c.policy.interval) +
                          " is not a multiple of the 64-token kernel chunk: a resume from such "
                          "a checkpoint is not bitwise exact");
-    if (c.policy.interval % c.cache.page_size != 0)
+    if (c.engine == CacheEngine::ideal && c.policy.interval % c.cache.page_size != 0)
         issues.error(cache.interval, "interval " + std::to_string(c.policy.interval) +
                                          " is not a multiple of the page size " +
                                          std::to_string(c.cache.page_size));

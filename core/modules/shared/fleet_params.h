@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "core/experiments/param_list.h"
 #include "core/fleet/fleet_config.h"
@@ -33,9 +34,13 @@ struct FleetCacheParams {
     uint64_t state_capacity = 0, kv_capacity_tokens = 0;  // 0 = unbounded
     uint32_t page_size = 1;
     LruRefresh lru_refresh = LruRefresh::node;
-    // TEMPORARY (helper "batch", for CLI tries of the batch formers; helper "cache" declares the real
-    // `engine` parameter): the lead drops this commit.
+    // Whose caching rules the instances follow (core/fleet/fleet_engine.h), declared with module 5's
+    // (core/modules/shared/engine_params.h); with sglang or vllm, policy and interval do not apply.
     CacheEngine engine = CacheEngine::ideal;
+    SglangMode sglang_mode = SglangMode::extra_buffer;
+    uint32_t chunked_prefill_tokens = 8192;    // tokens
+    uint32_t vllm_block_tokens = 0;            // 0 = derived for the model at the instance's TP width
+    std::string retention_interval = "dense";  // vLLM prefix_cache_retention_interval: 0, dense or tokens
 };
 
 struct FleetInstanceParams {
@@ -52,6 +57,11 @@ struct FleetInstanceParams {
     // The engines' schedulers (core/fleet/batch_former.h): SGLang's --max-prefill-tokens and vLLM's
     // max_num_partial_prefills (0 = no limit).
     uint32_t max_prefill_tokens = 16384, max_partial_prefills = 1;
+    // Under an engine, each instance's one pool (FleetConfig::memory_fraction, pool_bytes,
+    // unbounded_memory): the share of the GPUs the engine reserves, the pool given instead (0 = what
+    // the device leaves), and a cache that never evicts (the engines' runs of engines.md).
+    double memory_fraction = 0.9, pool_gib = 0;
+    bool unbounded_memory = false;
 };
 
 struct FleetCostParams {
@@ -62,7 +72,8 @@ struct FleetCostParams {
 // router, cache_threshold, balance_abs, balance_rel, load_factor, max_tree_tokens, eviction_interval_s,
 // kv_event_delay_s, event_block_tokens, overlap_weight, temperature (UI group "Router").
 void fleet_router_params(ParamList<FleetRouterParams>& l);
-// policy, interval, state_capacity, kv_capacity_tokens, page_size, lru_refresh ("Prefix cache").
+// engine, sglang_mode, chunked_prefill_tokens, vllm_block_tokens, retention_interval, policy, interval,
+// state_capacity, kv_capacity_tokens, page_size, lru_refresh ("Prefix cache").
 void fleet_cache_params(ParamList<FleetCacheParams>& l);
 // instances, preset, hardware, gpus, attention_dp, working_gib, max_running, max_batch_tokens, max_prefills,
 // max_prefill_tokens, max_partial_prefills, spec_state, draft_len, compute_efficiency, memory_efficiency

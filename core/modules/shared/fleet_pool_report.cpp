@@ -35,6 +35,7 @@ void report_shared_pool(Report& r, const FleetSim& s, const RunTag& tag) {
                           " for the running requests and the prefix cache together; the cache holds what the "
                           "running requests leave and gives way when they cannot allocate.");
     }
+    if (!c.caching) return;  // no cache to crowd out
     r.check("pool_never_overcommitted" + sfx,
             name + "The prefix cache never held more than the shared pool left it", t.pool_overcommits == 0,
             format_grouped(double(t.pool_overcommits)) +

@@ -6,6 +6,7 @@
 #include "core/base/numfmt.h"
 #include "core/experiments/module_doc.h"
 #include "core/modules/shared/fleet_batch_checks.h"
+#include "core/modules/shared/fleet_engine_report.h"
 #include "core/modules/shared/fleet_recount.h"
 #include "core/modules/shared/fleet_router_checks.h"
 
@@ -304,6 +305,9 @@ void report_fleet_checks(Report& r, const FleetSim& s, const RunTag& tag) {
     report_tp_checks(r, s, tag.key.empty() ? "" : "_" + tag.key, name);
     report_router_checks(r, s, key, name);
     report_batch_checks(r, s, key, name);
+    report_shared_pool(r, s, tag);
+    report_engine_check(r, s, key, name);
+    if (tag.key.empty()) report_engine_scalars(r, s);
 }
 
 void report_model_notes(Report& r, const FleetSim& s) {

@@ -35,7 +35,9 @@ Series ttft_by_arrival(std::string name, std::string plot, const std::vector<Req
 // with its output or failed; the iterations' work ledger equals a recount from the requests; every
 // cache hit is backed by an earlier request's tokens on its instance (fleet_recount.h); caches and
 // pools audit clean and are released; every iteration lasts its batch's roofline time; the pools held
-// each running request's state as the accounting sizes it.
+// each running request's state as the accounting sizes it; under an engine, the fleet's hits against
+// module 5's replay when the run qualifies, and (the module's own run) the engine's counters as scalars
+// (fleet_engine_report.h).
 void report_fleet_checks(Report& r, const FleetSim& s, const RunTag& tag = {});
 // What a running request holds for its state (FleetConfig::spec_state) and the running requests that
 // fit, for each choice of the state scratch (scalars and a table).
