@@ -109,17 +109,11 @@ bool FleetSim::sglang_prefill_batch(uint32_t k, double now) {
             I.queue.unpick(e, now);
             break;
         }
-        const AdmitResult a = admit(k, e.req, now);
-        if (a == no_memory) {
-            I.queue.unpick(e, now);
-            break;
-        }
-        if (a == too_large) {
-            fail(e.req, FailReason::too_large, now);
+        bool stop = false;
+        if (!admit_picked(k, e, now, &stop)) {
+            if (stop) break;
             continue;
         }
-        ++run_t_[e.tenant];
-        ++pre_t_[e.tenant];
         const Live& L = live_[e.req];
         SglangConfig left = sc;
         left.chunked_prefill_tokens = uint32_t(rem_chunk);
@@ -272,17 +266,11 @@ void FleetSim::vllm_waiting(uint32_t k, double now, uint64_t budget, uint32_t pa
     while (budget > 0 && I.status == Inst::up && I.running.size() < running_cap() && !I.queue.empty()) {
         WaitQueue::Entry e;
         if (!pick_waiting(k, now, &e)) return;
-        const AdmitResult a = admit(k, e.req, now);
-        if (a == no_memory) {
-            I.queue.unpick(e, now);
-            return;
-        }
-        if (a == too_large) {
-            fail(e.req, FailReason::too_large, now);
+        bool stop = false;
+        if (!admit_picked(k, e, now, &stop)) {
+            if (stop) return;
             continue;
         }
-        ++run_t_[e.tenant];
-        ++pre_t_[e.tenant];
         const Live& L = live_[e.req];
         uint64_t n = L.target - L.pos;
         if (threshold > 0 && n > threshold) n = threshold;

@@ -159,7 +159,8 @@ std::string shared_pool_error(const FleetConfig& c) {
                "(spec_state=off)";
     if (!(c.memory_fraction > 0 && c.memory_fraction <= 1)) return "memory_fraction must lie in (0, 1]";
     const SharedPoolPlan p = shared_pool_plan(c);
-    if (c.pool_bytes && p.weights + p.activations + p.budget > p.device)
+    // unbounded_memory models the engines' own runs (no device): a pool given then need not fit one.
+    if (c.pool_bytes && !c.unbounded_memory && p.weights + p.activations + p.budget > p.device)
         return "a pool of " + format_bytes(p.budget) + " beside " + format_bytes(p.weights) +
                " of weights and " + format_bytes(p.activations) + " of activations exceeds the instance's " +
                format_bytes(p.device);

@@ -179,19 +179,31 @@ void FleetSim::admit_waiting(uint32_t k, double now, uint32_t budget, uint32_t p
            I.running.size() < slots_.slots && !I.queue.empty()) {
         WaitQueue::Entry e;
         if (!pick_waiting(k, now, &e)) return;
-        const AdmitResult a = admit(k, e.req, now);
-        if (a == no_memory) {
-            I.queue.unpick(e, now);
-            return;
-        }
-        if (a == too_large) {
-            fail(e.req, FailReason::too_large, now);
+        bool stop = false;
+        if (!admit_picked(k, e, now, &stop)) {
+            if (stop) return;
             continue;
         }
         ++prefilling;
-        ++run_t_[e.tenant];
-        ++pre_t_[e.tenant];
     }
+}
+
+// Admits the request the wait queue picked: true when it runs now. False when it cannot: *stop when
+// memory is short (it goes back to the queue, and the queue waits), else it failed (too large).
+bool FleetSim::admit_picked(uint32_t k, const WaitQueue::Entry& e, double now, bool* stop) {
+    const AdmitResult a = admit(k, e.req, now);
+    if (a == no_memory) {
+        inst_[k].queue.unpick(e, now);
+        *stop = true;
+        return false;
+    }
+    if (a == too_large) {
+        fail(e.req, FailReason::too_large, now);
+        return false;
+    }
+    ++run_t_[e.tenant];
+    ++pre_t_[e.tenant];
+    return true;
 }
 
 // Prefill chunks: each prefill gets at most its share `cap` of the budget first (vLLM caps long

@@ -292,6 +292,7 @@ class FleetSim {
     double plan_decode_run(uint32_t k, const IterationWork& w, double now);
     void end_iteration(uint32_t k, double now);
     AdmitResult admit(uint32_t k, uint32_t r, double now);
+    bool admit_picked(uint32_t k, const WaitQueue::Entry& e, double now, bool* stop);
     Hits find_hits(uint32_t k, uint32_t r);
     void find_engine_hits(uint32_t k, uint32_t r, Hits& h);
     void account_resume(uint32_t r, const Hits& h, uint64_t resume);

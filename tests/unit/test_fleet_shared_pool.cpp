@@ -61,7 +61,6 @@ TEST_CASE("shared pool: the budget is the device less weights and activations") 
     CHECK(p.budget == doctest::Approx(p.reserved - p.weights - p.activations));
 }
 
-static double VF = 0.64;
 TEST_CASE("shared pool: the cache gives way to running requests as the load rises") {
     for (CacheEngine e : {CacheEngine::sglang, CacheEngine::vllm}) {
         CAPTURE(cache_engine_id(e));

@@ -5,6 +5,7 @@
 #include "core/experiments/registry.h"
 #include "core/fleet/fleet_config.h"
 #include "core/modules/shared/choices.h"
+#include "core/modules/shared/engine_params.h"
 
 namespace k3 {
 
@@ -47,32 +48,15 @@ void fleet_map_params(ParamList<BoundariesParams>& l) {
         .describe("Seeds the synthetic workloads of maps 2 and 6.");
 }
 
-// Module 5's engine parameters (core/modules/checkpoints/checkpoints.cpp engine_params): the same
-// names, choice ids and labels.
+// The engine parameters modules 5 and 11-13 declare (core/modules/shared/engine_params.h).
 void engine_params(ParamList<BoundariesParams>& l) {
     using P = BoundariesParams;
-    const std::string group = "Engine";
-    l.choice(&P::engine, "engine", "Prefix cache",
-             Choices<CacheEngine>{{CacheEngine::ideal, "ideal", "idealised (upper bound)"},
-                                  {CacheEngine::sglang, "sglang", "SGLang MambaRadixCache"},
-                                  {CacheEngine::vllm, "vllm", "vLLM V1, align mode"}})
-        .in_group(group);
-    l.choice(&P::sglang_mode, "sglang_mode", "SGLang mamba scheduler strategy",
-             Choices<SglangMode>{{SglangMode::extra_buffer, "extra_buffer", "extra_buffer"},
-                                 {SglangMode::no_buffer, "no_buffer", "no_buffer"}})
-        .in_group(group)
-        .active_when("engine", "sglang");
-    l.integer(&P::chunked_prefill_tokens, "chunked_prefill_tokens", "Chunked prefill size", "tokens", 64,
-              1048576)
-        .log()
-        .in_group(group)
-        .active_when("engine", "sglang");
-    l.integer(&P::vllm_block_tokens, "vllm_block_tokens", "vLLM block (0 = derived)", "tokens", 0, 1048576)
-        .in_group(group)
-        .active_when("engine", "vllm");
-    l.text(&P::retention_interval, "retention_interval", "Retention segment (tokens)", {"dense", "0", "4096"})
-        .in_group(group)
-        .active_when("engine", "vllm");
+    const auto engine_group = [](ParamSpec& s) -> ParamSpec& { return s.in_group("Engine"); };
+    engine_param_specs(
+        l,
+        EngineParamFields<P>{&P::engine, &P::sglang_mode, &P::chunked_prefill_tokens, &P::vllm_block_tokens},
+        engine_group);
+    engine_group(vllm_retention_spec(l, &P::retention_interval));
 }
 
 using Kv = std::vector<std::pair<std::string, std::string>>;

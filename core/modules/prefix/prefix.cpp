@@ -5,6 +5,7 @@
 
 #include "core/base/numfmt.h"
 #include "core/experiments/registry.h"
+#include "core/modules/shared/engine_params.h"
 
 namespace k3 {
 
@@ -50,32 +51,21 @@ void cache_params(ParamList<PrefixParams>& l) {
                    choices_from<StateCodec>(state_codec_ids(), {}, parse_state_codec)));
 }
 
-// Module 5's engine parameters (same keys, choice ids and labels), group "Engine".
+// The engine parameters modules 5 and 11-13 declare (core/modules/shared/engine_params.h), at this
+// module's scale: a vLLM block is given, on the kernel chunk grid (no derivation for the runnable
+// model), and chunks may be as short as 16 tokens.
 void engine_params(ParamList<PrefixParams>& l) {
-    const std::string group = "Engine";
-    l.choice(&PrefixParams::engine, "engine", "Prefix cache",
-             Choices<CacheEngine>{{CacheEngine::ideal, "ideal", "idealised (upper bound)"},
-                                  {CacheEngine::sglang, "sglang", "SGLang MambaRadixCache"},
-                                  {CacheEngine::vllm, "vllm", "vLLM V1, align mode"}})
-        .in_group(group);
-    l.choice(&PrefixParams::sglang_mode, "sglang_mode", "SGLang mamba scheduler strategy",
-             Choices<SglangMode>{{SglangMode::extra_buffer, "extra_buffer", "extra_buffer"},
-                                 {SglangMode::no_buffer, "no_buffer", "no_buffer"}})
-        .in_group(group)
-        .active_when("engine", "sglang");
-    l.integer(&PrefixParams::chunked_prefill_tokens, "chunked_prefill_tokens", "Chunked prefill size",
-              "tokens", 16, 1048576)
-        .log()
-        .in_group(group)
-        .active_when("engine", "sglang");
-    l.integer(&PrefixParams::vllm_block_tokens, "vllm_block_tokens", "vLLM block", "tokens", 16, 1048576)
-        .log()
-        .in_group(group)
-        .active_when("engine", "vllm");
-    l.text(&PrefixParams::retention_interval, "retention_interval", "Retention segment (tokens)",
-           {"dense", "0", "4096"})
-        .in_group(group)
-        .active_when("engine", "vllm");
+    using P = PrefixParams;
+    const auto engine_group = [](ParamSpec& s) -> ParamSpec& {
+        if (s.key == "vllm_block_tokens") s.label = "vLLM block";
+        if (s.key == "vllm_block_tokens" || s.key == "chunked_prefill_tokens") s.min = 16;
+        return s.in_group("Engine");
+    };
+    engine_param_specs(
+        l,
+        EngineParamFields<P>{&P::engine, &P::sglang_mode, &P::chunked_prefill_tokens, &P::vllm_block_tokens},
+        engine_group);
+    engine_group(vllm_retention_spec(l, &P::retention_interval));
 }
 
 using Kv = std::vector<std::pair<std::string, std::string>>;

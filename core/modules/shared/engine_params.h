@@ -30,7 +30,7 @@ struct EngineParamFields {
 // spec (its UI group, the module's help) and returns it.
 template <class P, class Style>
 void engine_param_specs(ParamList<P>& l, const EngineParamFields<P>& f, Style&& style) {
-    style(l.choice(f.engine, "engine", "Prefix cache", cache_engine_choices()));
+    style(l.choice(f.engine, "engine", "Engine rules", cache_engine_choices()));
     style(l.choice(f.sglang_mode, "sglang_mode", "SGLang mamba scheduler strategy", sglang_mode_choices())
               .active_when("engine", "sglang"));
     style(l.integer(f.chunked_prefill_tokens, "chunked_prefill_tokens", "Chunked prefill size", "tokens", 64,
@@ -41,6 +41,15 @@ void engine_param_specs(ParamList<P>& l, const EngineParamFields<P>& f, Style&& 
     style(
         l.integer(f.vllm_block_tokens, "vllm_block_tokens", "vLLM block (0 = derived)", "tokens", 0, 1048576)
             .active_when("engine", "vllm"));
+}
+
+// vLLM's prefix_cache_retention_interval as a text parameter: `0`, `dense` or a token count (parsed by
+// parse_vllm_retention), active with engine=vllm. Module 5 declares its own: there the same key is
+// also the segmented policy's segment.
+template <class P>
+ParamSpec& vllm_retention_spec(ParamList<P>& l, std::string P::*member) {
+    return l.text(member, "retention_interval", "vLLM retention interval", {"dense", "0", "4096"})
+        .active_when("engine", "vllm");
 }
 
 // vLLM's block as Platform._align_hybrid_block_size derives it in align mode (module 3's

@@ -56,9 +56,7 @@ void fleet_cache_params(ParamList<FleetCacheParams>& l) {
             const std::string help = doc_param_help("fleet_params", s.key);
             return help.empty() ? cache(s) : cache(s).describe(help);
         });
-    documented(cache(l.text(&P::retention_interval, "retention_interval", "vLLM retention interval",
-                            {"dense", "0", "7680"})
-                         .active_when("engine", "vllm")));
+    documented(cache(vllm_retention_spec(l, &P::retention_interval)));
     cache(l.choice(&P::policy, "policy", "Checkpoint policy",
                    choices_from<PolicyKind>(policy_ids(), policy_labels(), parse_policy)))
         .active_when("engine", "ideal")
