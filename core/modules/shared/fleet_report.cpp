@@ -329,12 +329,15 @@ void report_model_notes(Report& r, const FleetSim& s) {
                       "decode step of 32 requests at 4,096 tokens: " +
                       format_sig(m.seconds(d) * 1000, 3) +
                       " ms; a prefill of 8,192 tokens: " + format_sig(m.seconds(pf) * 1000, 3) + " ms.");
-    r.notes.push_back("One state checkpoint: " + format_bytes(double(m.state_bytes())) +
-                      "; KV per token: " + format_bytes(double(m.kv_bytes_per_token())) + " (" +
-                      format_bytes(double(m.held_kv_bytes_per_token())) +
-                      " summed over the ranks holding it)" +
-                      ". The prefix cache's capacity and the working memory are separate budgets; a running "
-                      "request's working KV covers only what it computed.");
+    r.notes.push_back(
+        "One state checkpoint: " + format_bytes(double(m.state_bytes())) +
+        "; KV per token: " + format_bytes(double(m.kv_bytes_per_token())) + " (" +
+        format_bytes(double(m.held_kv_bytes_per_token())) + " summed over the ranks holding it)" +
+        (c.engine == CacheEngine::ideal
+             ? ". The prefix cache's capacity and the working memory are separate budgets (engine "
+               "ideal); a running request's working KV covers only what it computed."
+             : ". Running requests and the prefix cache share each instance's one pool (below); a "
+               "running request's own KV covers only what the tree does not hold for it."));
 }
 
 }  // namespace k3
