@@ -2,6 +2,7 @@
 #include "core/modules/boundaries/boundaries.h"
 
 #include "core/base/numfmt.h"
+#include "core/experiments/module_doc.h"
 #include "core/experiments/registry.h"
 #include "core/fleet/fleet_config.h"
 #include "core/modules/shared/choices.h"
@@ -51,7 +52,10 @@ void fleet_map_params(ParamList<BoundariesParams>& l) {
 // The engine parameters modules 5 and 11-13 declare (core/modules/shared/engine_params.h).
 void engine_params(ParamList<BoundariesParams>& l) {
     using P = BoundariesParams;
-    const auto engine_group = [](ParamSpec& s) -> ParamSpec& { return s.in_group("Engine"); };
+    const auto engine_group = [](ParamSpec& s) -> ParamSpec& {
+        if (std::string help = doc_param_help("boundaries", s.key); !help.empty()) s.describe(help);
+        return s.in_group("Engine");
+    };
     engine_param_specs(
         l,
         EngineParamFields<P>{&P::engine, &P::sglang_mode, &P::chunked_prefill_tokens, &P::vllm_block_tokens},

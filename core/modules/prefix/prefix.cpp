@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/base/numfmt.h"
+#include "core/experiments/module_doc.h"
 #include "core/experiments/registry.h"
 #include "core/modules/shared/engine_params.h"
 
@@ -59,6 +60,7 @@ void engine_params(ParamList<PrefixParams>& l) {
     const auto engine_group = [](ParamSpec& s) -> ParamSpec& {
         if (s.key == "vllm_block_tokens") s.label = "vLLM block";
         if (s.key == "vllm_block_tokens" || s.key == "chunked_prefill_tokens") s.min = 16;
+        if (std::string help = doc_param_help("prefix", s.key); !help.empty()) s.describe(help);
         return s.in_group("Engine");
     };
     engine_param_specs(
