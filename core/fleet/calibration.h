@@ -8,12 +8,15 @@
 // a step derived from output throughput (the decode step plus each request's prefill spread over its
 // output tokens).
 //
+// Fitted subset (CalibrationPoint::fitted, 10 of 31): K1 KL 4K and 1M, K1 MLA 1M, K2 MLA 4K, K2 KL and
+// MLA 1M, S1 TPOT, V1 TPOT and TTFT, TRT TEP16 TPOT; every other point is validation.
 // Fit (fit_step_factors): least squares on the log error, sum over the FITTED points of
 // ln(estimate / measured)^2, by coordinate descent in log space: every factor is tried at x e^(+-h),
 // improvements kept until none, then h halves, from h = 0.5 to h < 1e-4; the fractions are capped at 1.
-// Start: f_gemm = f_attn = 0.5, f_mem = 0.8, alpha = 10 us, every overhead 1 ms. kFittedFactors are
-// its result, rounded to three significant figures; tests/unit/test_step_model.cpp re-runs the fit
-// and checks it reproduces them.
+// Start: f_gemm = f_attn = 0.5, f_mem = 0.8, alpha = 10 us, every overhead (the engines' and the
+// prefill step's) 1 ms; an overhead that falls below 1 us is set to zero (its bound). kFittedFactors are
+// its result rounded to three significant figures; tests/unit/test_step_model.cpp re-runs the fit and
+// checks it reproduces them to 0.5 %.
 #pragma once
 
 #include <string>

@@ -26,7 +26,7 @@
 //                   4 (H/ta) hd P/dp x La for GQA; bytes = the rank's KV of the new tokens written
 //   state           decode: FLOPs 8 (HV/ta) K V Ll Br, bytes 2 x a rank's state x Br (read + write);
 //                   prefill (chunked delta rule, chunk 64): FLOPs (8 K V + 4 x 64 (K + V)) (HV/ta) Ll
-//                   x n_total/dp, bytes 2 x a rank's state per chunk
+//                   x n_total/dp, bytes 2 x a rank's state per chunk (the FLOPs at f_attn: not GEMMs)
 //   tp_allreduce    ta > 1: 2 L all-reduces of Tr x d x 2 B: 2 ceil(log2 ta) alpha + 2 (ta-1)/ta bytes /
 //   NVLink ep_alltoall     ep > 1: 2 Lm exchanges (dispatch, combine) of Tr k w 2 B:
 //                   ceil(log2 ep) alpha + (ep-1)/ep bytes / NVLink each
