@@ -140,6 +140,8 @@ const std::vector<CalibrationPoint>& calibration_points() {
 
 ModelConfig calibration_model(const std::string& id) {
     if (id != "mla-48b") return *model_preset(id);
+    // The report's MLA baseline has Kimi Linear's layers, heads and MoE: every layer MLA, the same
+    // parameter counts (taken as equal; the report gives none of its own).
     ModelConfig m = *model_preset("kimi-linear-48b");
     m.id = "mla-48b";
     m.name = "MLA-48B (Kimi Linear's all-MLA baseline)";
