@@ -90,6 +90,9 @@ ModelConfig kimi_linear_48b_preset() {
     c.vocab = 163840;       // "vocab_size" (the fleet's logits; not runnable)
     c.total_params = 48e9;  // "48B total, 3B activated" (model card)
     c.active_params = 3e9;
+    // config.json: "num_experts": 256, "num_experts_per_token": 8, "num_shared_experts": 1,
+    // "moe_intermediate_size": 1024, "first_k_dense_replace": 1 (experts at the full 2304 width).
+    c.moe = {256, 8, 1, 0, 1024, 1};
     return c;
 }
 
@@ -130,6 +133,10 @@ ModelConfig qwen3_next_80b_preset() {
     c.kv_dtype = DType::bf16;
     c.total_params = 80e9;  // "80B total, 3B activated" (model card)
     c.active_params = 3e9;
+    // Qwen/Qwen3-Next-80B-A3B-Instruct config.json: "num_experts": 512, "num_experts_per_tok": 10,
+    // "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512 (one shared expert),
+    // "decoder_sparse_step": 1 (every layer MoE).
+    c.moe = {512, 10, 1, 0, 512, 0};
     return c;
 }
 

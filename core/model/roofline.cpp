@@ -7,13 +7,25 @@
 namespace k3 {
 
 std::vector<Hardware> hardware_presets() {
+    // NVLink: H100/H200/H20 NVLink 4 at 900 GB/s total, A100 NVLink 3 at 600 GB/s, B200/GB300 NVLink 5 at
+    // 1.8 TB/s total (NVIDIA datasheets); one direction is half.
     return {
         {"h100", "NVIDIA H100 SXM5 80GB", 989.4e12, 3.35e12, 80e9,
-         "NVIDIA H100 datasheet: 989 TFLOP/s dense BF16, 3.35 TB/s HBM3"},
+         "NVIDIA H100 datasheet: 989 TFLOP/s dense BF16, 3.35 TB/s HBM3", 1978.9e12, 0, 450e9},
         {"h20", "NVIDIA H20 96GB", 148e12, 4.0e12, 96e9,
-         "NVIDIA H20 product brief: 148 TFLOP/s dense BF16, 4.0 TB/s HBM3"},
+         "NVIDIA H20 product brief: 148 TFLOP/s dense BF16, 4.0 TB/s HBM3", 296e12, 0, 450e9},
         {"a100", "NVIDIA A100 SXM 80GB", 312e12, 2.039e12, 80e9,
-         "NVIDIA A100 datasheet: 312 TFLOP/s dense BF16, 2,039 GB/s HBM2e"},
+         "NVIDIA A100 datasheet: 312 TFLOP/s dense BF16, 2,039 GB/s HBM2e", 0, 0, 300e9},
+        {"h200", "NVIDIA H200 SXM 141GB", 989e12, 4.8e12, 141e9,
+         "calibration.md §1: 989 TFLOP/s dense BF16, 1,979 FP8, 141 GB HBM3e at 4.8 TB/s", 1979e12, 0, 450e9},
+        {"b200", "NVIDIA B200 (HGX, 1000 W)", 2.25e15, 8e12, 180e9,
+         "calibration.md §1 (glennklockwood B200, HGX 1000 W): 2.25 PF dense BF16, 4.5 FP8, 9 FP4, 180 GB "
+         "HBM3e at 8 TB/s",
+         4.5e15, 9e15, 900e9},
+        {"gb300", "NVIDIA GB300 (Blackwell Ultra, NVL72)", 2.5e15, 8e12, 288e9,
+         "NVIDIA GB300 NVL72 per GPU (rack 1,080 PF dense FP4, 360 FP8, 180 BF16, 20 TB at 576 TB/s, NVLink "
+         "130 TB/s over 72 GPUs; verda.com/blog/gb300-nvl72-architecture, glennklockwood.com B300)",
+         5e15, 15e15, 900e9},
     };
 }
 

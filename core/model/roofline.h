@@ -15,13 +15,17 @@ namespace k3 {
 
 struct Hardware {
     std::string id, name;
-    double peak_flops = 0;       // dense BF16 tensor FLOP/s (no sparsity)
-    double mem_bytes_per_s = 0;  // HBM bandwidth
-    double mem_bytes = 0;        // device memory
-    std::string source;          // where the figures come from
+    double peak_flops = 0;          // dense BF16 tensor FLOP/s (no sparsity)
+    double mem_bytes_per_s = 0;     // HBM bandwidth
+    double mem_bytes = 0;           // device memory
+    std::string source;             // where the figures come from
+    double fp8_flops = 0;           // dense FP8 tensor FLOP/s (0: use peak_flops)
+    double fp4_flops = 0;           // dense FP4 tensor FLOP/s (0: no FP4 tensor cores; FP4 runs dequantised)
+    double nvlink_bytes_per_s = 0;  // NVLink per GPU, one direction (half the quoted bidirectional total)
     bool operator==(const Hardware&) const = default;
 };
-// "h100" (H100 SXM5), "h20", "a100" (A100 SXM 80GB): NVIDIA's published datasheet figures.
+// "h100" (H100 SXM5), "h20", "a100" (A100 SXM 80GB), "h200", "b200", "gb300": published peaks
+// (reference/calibration.md §1; GB300 from NVIDIA's GB300 NVL72 figures per GPU, see the source field).
 std::vector<Hardware> hardware_presets();
 std::optional<Hardware> hardware_preset(std::string_view id);
 

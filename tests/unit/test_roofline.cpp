@@ -22,7 +22,7 @@ TEST_CASE("roofline: decode of one sequence is memory bound, a long prefill comp
     CHECK(decode_step_cost(c, h, 64, 4096).seconds < 0.3 * 64 * d.seconds);
     CHECK(flops_per_token(c, 0) == doctest::Approx(2 * 3e9 + 8.0 * 32 * 128 * 128 * 20));
     CHECK(transfer_seconds(50e9, *link_preset("ib-ndr")) == doctest::Approx(1.0));
-    CHECK(hardware_presets().size() == 3);
+    CHECK(hardware_presets().size() == 6);
 }
 
 TEST_CASE("roofline: a prefill inside running batches leaves the weight traffic out") {

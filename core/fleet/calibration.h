@@ -1,0 +1,71 @@
+// The step-time model's calibration (core/fleet/step_model.h) against reference/calibration.md's
+// published points and reference/kimi_k3.md §5 (TensorRT-LLM's Kimi K3 figures on GB300).
+//
+// Every point models the mechanism of its setup (model, engine, GPU, TP/EP, batch, lengths); nothing is
+// tuned per point. Where the source does not state the setup, the point states the assumption it makes
+// (`assumption`). A point is a TPOT (one decode step at batch c and the mean context of the decode), a
+// TTFT (the prompt's prefill in the engine's chunks; several prompts arriving together are a burst), or
+// a step derived from output throughput (the decode step plus each request's prefill spread over its
+// output tokens).
+//
+// Fitted subset (CalibrationPoint::fitted, 10 of 31): K1 KL 4K and 1M, K1 MLA 1M, K2 MLA 4K, K2 KL and
+// MLA 1M, S1 TPOT, V1 TPOT and TTFT, TRT TEP16 TPOT; every other point is validation.
+// Fit (fit_step_factors): least squares on the log error, sum over the FITTED points of
+// ln(estimate / measured)^2, by coordinate descent in log space: every factor is tried at x e^(+-h),
+// improvements kept until none, then h halves, from h = 0.5 to h < 1e-4; the fractions are capped at 1.
+// Start: f_gemm = f_attn = 0.5, f_mem = 0.8, alpha = 10 us, every overhead (the engines' and the
+// prefill step's) 1 ms; an overhead that falls below 1 us is set to zero (its bound). kFittedFactors are
+// its result rounded to three significant figures; tests/unit/test_step_model.cpp re-runs the fit and
+// checks it reproduces them to 0.5 %.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/fleet/step_model.h"
+
+namespace k3 {
+
+enum class PointKind : uint8_t { tpot, ttft, derived_step };
+
+struct CalibrationPoint {
+    std::string id, what, source, assumption;
+    std::string model;  // a preset id, or "mla-48b" (Kimi-Linear's all-MLA baseline: every layer MLA)
+    Deployment deploy;
+    PointKind kind = PointKind::tpot;
+    int concurrency = 1;
+    double input_tokens = 0, output_tokens = 0;
+    double chunk = 8192;  // the engine's prefill token budget per step
+    double measured_s = 0;
+    double tolerance = 0.25;  // |estimate / measured - 1| allowed: 25 % TPOT, 35 % TTFT (issue 16)
+    bool fitted = false;
+};
+
+struct CalibrationRow {
+    const CalibrationPoint* point = nullptr;
+    double estimated_s = 0;
+    double error = 0;  // estimate / measured - 1
+    bool within = false;
+};
+
+// The factors the product uses: fit_step_factors() on the fitted points of calibration_points() (the
+// provenance beside each value in calibration.cpp).
+extern const StepFactors kFittedFactors;
+
+const std::vector<CalibrationPoint>& calibration_points();
+ModelConfig calibration_model(const std::string& id);
+double estimate_point(const CalibrationPoint& p, const StepFactors& f);
+std::vector<CalibrationRow> calibration_table(const StepFactors& f);
+
+// Sum over the fitted points of ln(estimate / measured)^2.
+double fit_loss(const StepFactors& f);
+StepFactors fit_step_factors();
+
+// The model's own checks (what a module reports): each returns "" when it holds, else what failed.
+// Each calibration point within its tolerance is read off calibration_table; these are the physics:
+std::string check_bandwidth_monotone(const StepFactors& f);  // more HBM bandwidth never slower
+std::string check_context_monotone(const StepFactors& f);    // more context never faster at decode
+std::string check_gpus_weight_bytes(const StepFactors& f);   // more GPUs never more weight bytes per GPU
+std::string check_weights_floor(const StepFactors& f);       // batch-1 decode >= the weights-read floor
+
+}  // namespace k3

@@ -1,0 +1,125 @@
+// The calibrated step-time model (issue 16): how long one iteration (core/fleet/cost_model.h's
+// IterationWork) of a deployment takes, as a sum of named physical terms, each visible (StepTerms).
+// An ESTIMATE; its free factors are fitted on named published points (core/fleet/calibration.h).
+//
+// Deployment: G = gpus, tp, ep, dp_attention. Attention and the linear layers run at width
+// ta = (dp_attention ? 1 : tp) on dp = G / ta groups, each group taking 1/dp of the sequences; the
+// routed experts are split over ep ranks (ep > 1: whole experts, E / ep per rank) or tensor-sharded
+// over the G ranks (ep = 1). All ranks run in lockstep: the step is one rank's time.
+//
+// Shapes (per iteration): B decoding sequences with context sum Cd, chunks with n_total new tokens
+// and pairs P = sum n (context + n / 2); T = B + n_total tokens; per rank Tr = T / dp, Br = B / dp.
+// Model: L layers, La attention (MLA or GQA), Ll linear (KDA/GDN), Lm MoE layers (L - dense layers),
+// E experts, top-k, one expert p_e = 3 w I parameters (w = expert width: latent or d_model),
+// routed parameters R = Lm E p_e, dense parameters D = active - Lm k p_e (attention, linear layers,
+// shared experts, dense MLPs, latent projections, LM head).
+//
+// Each term is max(FLOPs / (peak_class x f_class), bytes / (HBM x f_mem)), summed (not one max):
+//   dense_weights   FLOPs 2 D Tr / ta              bytes 2 D / ta
+//   moe_experts     FLOPs 2 T k p_e Lm / G          bytes Lm x E (1 - (1 - k/E)^T) / ep' x p_e x b_e
+//                   (ep' = ep, or G when tensor-sharded; b_e = 2, or 0.53125 for MXFP4: 4 bits + an
+//                   E8M0 scale per 32; peak = FP4 tensor peak where the part has one, else BF16)
+//   attn_decode     FLOPs 2 (H/ta) Cd/dp x La x (2 latent + rope) for MLA (absorbed form),
+//                   4 (H/ta) hd x Cd/dp x La for GQA; bytes = a rank's KV of Cd/dp tokens (tp_layout:
+//                   the MLA latent replicated on every rank, GQA K/V heads split)
+//   attn_prefill    FLOPs 2 (H/ta) (d_qk + d_v) P/dp x La for MLA (non-absorbed: q/k 192, v 128),
+//                   4 (H/ta) hd P/dp x La for GQA; bytes = the rank's KV of the new tokens written
+//   state           decode: FLOPs 8 (HV/ta) K V Ll Br, bytes 2 x a rank's state x Br (read + write);
+//                   prefill (chunked delta rule, chunk 64): FLOPs (8 K V + 4 x 64 (K + V)) (HV/ta) Ll
+//                   x n_total/dp, bytes 2 x a rank's state per chunk (the FLOPs at f_attn: not GEMMs)
+//   tp_allreduce    ta > 1: 2 L all-reduces of Tr x d x 2 B: 2 ceil(log2 ta) alpha + 2 (ta-1)/ta bytes /
+//   NVLink ep_alltoall     ep > 1: 2 Lm exchanges (dispatch, combine) of Tr k w 2 B:
+//                   ceil(log2 ep) alpha + (ep-1)/ep bytes / NVLink each
+//   overhead        the engine's fixed per-step cost (scheduling, launches, sampling): o_engine, plus
+//                   o_prefill when the step holds a prefill chunk (prefill runs outside CUDA graphs)
+// Free factors (StepFactors): f_gemm (dense and expert GEMMs), f_attn (attention FLOPs), f_mem (every
+// byte class), alpha (one collective step's latency), o_engine for sglang, vllm, trtllm, o_prefill.
+// Not modelled: the up-projection of cached context in chunked MLA prefill, reading the cached
+// context's KV during prefill, load imbalance across experts or DP ranks, overlap of terms.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "core/fleet/cost_model.h"
+#include "core/model/config.h"
+#include "core/model/roofline.h"
+
+namespace k3 {
+
+enum class Engine : uint8_t { sglang, vllm, trtllm };
+const char* engine_name(Engine e);
+
+struct Deployment {
+    Hardware gpu;
+    int gpus = 1, tp = 1, ep = 1;
+    bool dp_attention = false;
+    DType kv_dtype = DType::bf16;
+    bool mxfp4_experts = false;  // routed experts in MXFP4 (Kimi K3's checkpoint)
+    Engine engine = Engine::vllm;
+};
+
+// The fitted factors (core/fleet/calibration.h holds the values the product uses and their provenance).
+struct StepFactors {
+    double f_gemm = 0.5, f_attn = 0.5, f_mem = 0.8;
+    double alpha_s = 10e-6;              // latency of one collective step
+    std::array<double, 3> overhead_s{};  // per engine (Engine order), per step
+    double prefill_step_s = 0;           // more per step that holds a prefill chunk (eager launches)
+};
+
+enum class StepTerm : uint8_t {
+    dense_weights,
+    moe_experts,
+    attn_decode,
+    attn_prefill,
+    state,
+    tp_allreduce,
+    ep_alltoall,
+    overhead,
+    count
+};
+inline constexpr int kStepTerms = int(StepTerm::count);
+const char* step_term_name(StepTerm t);
+
+struct TermCost {
+    double flops = 0, bytes = 0, seconds = 0;
+    bool compute_bound = false;
+};
+
+struct StepTerms {
+    std::array<TermCost, kStepTerms> term{};
+    double experts_touched = 0;  // expected distinct experts per MoE layer, whole model
+    double seconds() const;      // the sum, in StepTerm order
+    const TermCost& operator[](StepTerm t) const { return term[size_t(t)]; }
+};
+
+// The model's MoE split (derived from ModelConfig::moe and active_params as the header says).
+struct MoeSplit {
+    double expert_params = 0;  // p_e
+    double dense_params = 0;   // D
+    int moe_layers = 0;        // Lm
+};
+MoeSplit moe_split(const ModelConfig& m);
+
+// Why the deployment cannot run ("" when it can): gpus a multiple of tp and of ep, heads divisible.
+std::string deployment_error(const ModelConfig& m, const Deployment& d);
+
+StepTerms step_terms(const ModelConfig& m, const Deployment& d, const StepFactors& f, const IterationWork& w);
+inline double step_seconds(const ModelConfig& m, const Deployment& d, const StepFactors& f,
+                           const IterationWork& w) {
+    return step_terms(m, d, f, w).seconds();
+}
+
+// A decode step of `batch` sequences each at `context` tokens.
+IterationWork decode_work(double batch, double context);
+// Prefill of one prompt of `tokens` tokens in chunks of `chunk`, alone on the instance: the sum of its
+// steps (each step its own overhead).
+double prefill_seconds(const ModelConfig& m, const Deployment& d, const StepFactors& f, double tokens,
+                       double chunk);
+// Mean TTFT of `requests` prompts of `tokens` each arriving together, served first come in steps of
+// `chunk` tokens: a request's TTFT is the end of the step holding its last token.
+double burst_ttft_seconds(const ModelConfig& m, const Deployment& d, const StepFactors& f, int requests,
+                          double tokens, double chunk);
+
+}  // namespace k3

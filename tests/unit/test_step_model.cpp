@@ -1,0 +1,133 @@
+// The calibrated step-time model (core/fleet/step_model.h) and its calibration
+// (core/fleet/calibration.h). K3_CALIBRATION_PRINT=1 prints the fitted factors and the table.
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <doctest/doctest.h>
+#include "core/fleet/calibration.h"
+
+using namespace k3;
+
+namespace {
+
+bool close_rel(double a, double b, double rel) { return a <= b * (1 + rel) && a >= b * (1 - rel); }
+
+void print_fit(const StepFactors& f) {
+    if (!std::getenv("K3_CALIBRATION_PRINT")) return;
+    std::printf(
+        "f_gemm %.6g f_attn %.6g f_mem %.6g alpha_s %.6g overhead sglang %.6g vllm %.6g trtllm %.6g prefill "
+        "%.6g\n",
+        f.f_gemm, f.f_attn, f.f_mem, f.alpha_s, f.overhead_s[0], f.overhead_s[1], f.overhead_s[2],
+        f.prefill_step_s);
+    for (const CalibrationRow& r : calibration_table(f))
+        std::printf("%-16s %-10s measured %10.3f ms estimated %10.3f ms error %+7.1f %% %s\n",
+                    r.point->id.c_str(), r.point->fitted ? "fitted" : "validation", r.point->measured_s * 1e3,
+                    r.estimated_s * 1e3, r.error * 100, r.within ? "within" : "OUTSIDE");
+    for (const CalibrationPoint& p : calibration_points()) {
+        if (p.kind != PointKind::tpot) continue;
+        const ModelConfig m = calibration_model(p.model);
+        const StepTerms t =
+            step_terms(m, p.deploy, f, decode_work(p.concurrency, p.input_tokens + p.output_tokens / 2));
+        std::printf("%-16s", p.id.c_str());
+        for (int i = 0; i < kStepTerms; ++i)
+            std::printf(" %s %.3f", step_term_name(StepTerm(i)), t.term[size_t(i)].seconds * 1e3);
+        std::printf("\n");
+    }
+}
+
+// What switching the fleet's default (kimi-linear-48b, 2 x H100, TP2) to the step model would change.
+void print_fleet_switch() {
+    if (!std::getenv("K3_CALIBRATION_PRINT")) return;
+    const ModelConfig m = *model_preset("kimi-linear-48b");
+    const Hardware h = *hardware_preset("h100");
+    const CostModel old(m, h, 2);
+    Deployment d;
+    d.gpu = h;
+    d.gpus = d.tp = 2;
+    for (double b : {1.0, 16.0, 64.0}) {
+        const IterationWork w = decode_work(b, 4096);
+        std::printf("fleet default decode batch %g ctx 4096: cost model %.3f ms, step model %.3f ms\n", b,
+                    old.seconds(w) * 1e3, step_seconds(m, d, kFittedFactors, w) * 1e3);
+    }
+    IterationWork w;
+    w.add_chunk(0, 8192);
+    std::printf("fleet default prefill chunk 8192: cost model %.3f ms, step model %.3f ms\n",
+                old.seconds(w) * 1e3, step_seconds(m, d, kFittedFactors, w) * 1e3);
+}
+
+}  // namespace
+
+TEST_CASE("step model: the fit reproduces the factors the product uses") {
+    const StepFactors f = fit_step_factors();
+    print_fit(f);
+    print_fleet_switch();
+    if (std::getenv("K3_CALIBRATION_PRINT")) std::printf("loss %.6g\n", fit_loss(f));
+    CHECK(close_rel(f.f_gemm, kFittedFactors.f_gemm, 5e-3));
+    CHECK(close_rel(f.f_attn, kFittedFactors.f_attn, 5e-3));
+    CHECK(close_rel(f.f_mem, kFittedFactors.f_mem, 5e-3));
+    CHECK(close_rel(f.alpha_s, kFittedFactors.alpha_s, 5e-3));
+    for (size_t e = 0; e < 3; ++e) CHECK(close_rel(f.overhead_s[e], kFittedFactors.overhead_s[e], 5e-3));
+    CHECK(fit_loss(kFittedFactors) <= fit_loss(StepFactors{}));
+}
+
+TEST_CASE("step model: the calibration table against the issue's tolerances") {
+    const std::vector<CalibrationRow> rows = calibration_table(kFittedFactors);
+    int fitted = 0, within = 0;
+    std::string outside;
+    for (const CalibrationRow& r : rows) {
+        fitted += r.point->fitted;
+        within += r.within;
+        if (!r.within) outside += r.point->id + "; ";
+    }
+    CHECK(rows.size() == 31);
+    CHECK(fitted == 10);
+    // Every fitted point within its tolerance, and all but three TTFTs of the validation points: S1's
+    // (SGLang, lengths not in the excerpt) and TensorRT-LLM's two K3 TTFTs (5x and 40x the prefill's
+    // physics; queueing the guide does not describe).
+    CHECK(outside == "S1 TTFT; TRT TEP16 TTFT; TRT DEP16 TTFT; ");
+    CHECK(within == 28);
+}
+
+TEST_CASE("step model: the physical checks hold and can fail") {
+    CHECK(check_bandwidth_monotone(kFittedFactors) == "");
+    CHECK(check_context_monotone(kFittedFactors) == "");
+    CHECK(check_gpus_weight_bytes(kFittedFactors) == "");
+    CHECK(check_weights_floor(kFittedFactors) == "");
+    // Bandwidth above the peak puts batch-1 decode under the floor: the check sees it.
+    StepFactors beyond = kFittedFactors;
+    beyond.f_mem = 3.0;
+    beyond.overhead_s = {0, 0, 0};
+    beyond.alpha_s = 0;
+    CHECK(check_weights_floor(beyond) != "");
+}
+
+TEST_CASE("step model: terms") {
+    const ModelConfig k3m = *model_preset("kimi-k3");
+    Deployment d;
+    d.gpu = *hardware_preset("gb300");
+    d.gpus = d.tp = d.ep = 16;
+    const StepFactors& f = kFittedFactors;
+    // One token touches k experts per layer; a large batch touches nearly all of them.
+    CHECK(close_rel(step_terms(k3m, d, f, decode_work(1, 1000)).experts_touched, 16.0, 1e-9));
+    CHECK(step_terms(k3m, d, f, decode_work(4096, 1000)).experts_touched > 895.0);
+    // MXFP4 experts read 0.53125 / 2 of the BF16 bytes; an fp8 cache halves the MLA KV read.
+    const double bf16 = step_terms(k3m, d, f, decode_work(8, 8192))[StepTerm::moe_experts].bytes;
+    Deployment fp4 = d;
+    fp4.mxfp4_experts = true;
+    fp4.kv_dtype = DType::fp8;
+    const StepTerms t = step_terms(k3m, fp4, f, decode_work(8, 8192));
+    CHECK(close_rel(t[StepTerm::moe_experts].bytes, bf16 * 0.53125 / 2.0, 1e-12));
+    CHECK(close_rel(t[StepTerm::attn_decode].bytes,
+                    step_terms(k3m, d, f, decode_work(8, 8192))[StepTerm::attn_decode].bytes / 2, 1e-12));
+    // A burst of two prompts of one chunk each: the first ends after one step, the second after two.
+    const double one = prefill_seconds(k3m, d, f, 8192, 8192);
+    IterationWork w;
+    w.add_chunk(0, 8192);
+    CHECK(close_rel(burst_ttft_seconds(k3m, d, f, 2, 8192, 8192), 1.5 * one, 1e-12));
+    CHECK(close_rel(one, step_seconds(k3m, d, f, w), 1e-12));
+    CHECK(deployment_error(k3m, d) == "");
+    d.tp = 5;
+    CHECK(deployment_error(k3m, d) != "");
+}
