@@ -1,0 +1,149 @@
+// Module 15 `cost`: the deployment, its memory per GPU and its steps, from the calibrated step model.
+#include <algorithm>
+#include <cmath>
+
+#include "core/model/accounting.h"
+#include "core/model/tp_shard.h"
+#include "core/modules/cost/cost.h"
+#include "core/spec/storage.h"
+
+namespace k3 {
+
+ModelConfig cost_model(const CostParams& p) {
+    ModelConfig m = *model_preset(p.preset);
+    m.kv_dtype = p.kv_dtype;
+    return m;
+}
+
+Deployment cost_deployment(const CostParams& p) {
+    Deployment d;
+    d.gpu = p.gpu;
+    d.gpus = p.gpus;
+    d.tp = p.tp;
+    d.ep = p.ep;
+    d.dp_attention = p.dp_attention;
+    d.kv_dtype = p.kv_dtype;
+    d.mxfp4_experts = p.preset == ModelPreset::kimi_k3;  // K3's published checkpoint: MXFP4 experts
+    d.engine = p.engine;
+    return d;
+}
+
+namespace {
+
+double attention_width(const CostParams& p) { return p.dp_attention ? 1.0 : double(p.tp); }
+int attention_groups(const CostParams& p) { return std::max(1, p.gpus / int(attention_width(p))); }
+
+// Weights on one GPU: the non-routed parameters in bf16 split by the attention width, the routed experts
+// split over the EP ranks (or tensor-sharded over every GPU when ep = 1).
+double weight_bytes(const CostParams& p, const ModelConfig& m) {
+    const MoeSplit s = moe_split(m);
+    const double routed = double(s.moe_layers) * double(m.moe.experts) * s.expert_params;
+    const double other = std::max(m.total_params - routed, s.dense_params);
+    const double share = p.ep > 1 ? double(p.ep) : double(p.gpus);
+    const double per_param = p.preset == ModelPreset::kimi_k3 ? 0.53125 : 2.0;  // MXFP4: 4 bits + E8M0/32
+    const double experts = p.falsify == CostFalsify::weight_share ? routed * per_param * share / 256.0
+                                                                  : routed * per_param / share;
+    return 2.0 * other / attention_width(p) + experts;
+}
+
+}  // namespace
+
+CostMemory cost_memory(const CostParams& p, const ModelConfig& m) {
+    CostMemory c;
+    const int ta = int(attention_width(p)), dp = attention_groups(p);
+    c.capacity = p.gpu.mem_bytes * p.memory_fraction;
+    c.weights = weight_bytes(p, m);
+    const MemoryAccount a = account_memory(shard_for_tp(m, ta));
+    c.kv_per_sequence = double(a.kv_bytes_per_token) * double(p.input_tokens + p.output_tokens);
+    c.state_per_sequence = double(a.state_bytes);
+    if (p.draft_len > 0 && a.linear_layers > 0) {
+        // vLLM's state pages under speculative decoding (module 3): align mode when prefixes are cached.
+        const spec::VllmPages pg =
+            spec::vllm_pages(spec::vllm_kda_page_tensors(m, p.draft_len, ta), p.draft_len);
+        const bool align = p.prefix_hit > 0;
+        const uint64_t per_layer = p.spec_memory == SpecMemory::snapshots
+                                       ? (align ? pg.snapshot_align : pg.snapshot_none)
+                                       : (align ? pg.recoverssm_align : pg.recoverssm_none);
+        c.scratch_per_sequence = double(per_layer) * double(a.linear_layers) - c.state_per_sequence;
+    }
+    c.sequences_per_rank = (p.concurrency + dp - 1) / dp;
+    const double free = c.capacity - c.weights;
+    c.max_per_rank = free > 0 && c.per_sequence() > 0 ? int(std::floor(free / c.per_sequence())) : 0;
+    c.max_batch = c.max_per_rank * dp + (p.falsify == CostFalsify::max_batch_plus ? dp : 0);
+    return c;
+}
+
+StepTerms cost_step(const CostParams& p, const ModelConfig& m, const Deployment& d, const StepFactors& f,
+                    double decodes, double context, double chunk_ctx, double chunk) {
+    Deployment dd = d;
+    if (p.falsify == CostFalsify::bandwidth) {
+        const double base = hardware_preset(p.gpu.id)->mem_bytes_per_s;
+        dd.gpu.mem_bytes_per_s = base * base / d.gpu.mem_bytes_per_s;
+    }
+    if (p.falsify == CostFalsify::context) {
+        const double base = double(p.input_tokens) + double(p.output_tokens) / 2;
+        context = base * base / context;
+    }
+    // The verify step: each decoding sequence reads its KV and state once; its N draft tokens ride as
+    // extra query tokens (attention over the context, in the prefill form), no prefill-step overhead.
+    IterationWork w = decode_work(decodes, context);
+    const double drafts = decodes * double(p.draft_len);
+    w.prefill_tokens = drafts;
+    w.prefill_attention = drafts * (context + double(p.draft_len + 1) / 2);
+    if (chunk > 0) w.add_chunk(chunk_ctx, chunk);
+    StepTerms s = step_terms(m, dd, f, w);
+    if (p.falsify == CostFalsify::step_fast)
+        for (TermCost& t : s.term) t.seconds *= 0.01;
+    return s;
+}
+
+CostPoint cost_point(const CostParams& p, const ModelConfig& m, const Deployment& d, const StepFactors& f,
+                     int concurrency) {
+    CostPoint c;
+    c.concurrency = concurrency;
+    const double in = double(p.input_tokens), out = double(p.output_tokens);
+    const double ctx = in + out / 2, A = p.acceptance_len, B = double(concurrency);
+    c.step_s = cost_step(p, m, d, f, B, ctx, 0, 0).seconds();
+    c.tpot_s = c.step_s / A;
+    // TTFT: the prompt's uncached tokens in chunks next to the other c - 1 decoding requests (steady
+    // state); the chunks' time beyond those decode steps is the prefill's share of the instance.
+    const double plain = cost_step(p, m, d, f, B - 1, ctx, 0, 0).seconds();
+    double marginal = 0;
+    for (double done = std::round(in * p.prefix_hit); done < in; done += double(p.chunk)) {
+        const double n = std::min(double(p.chunk), in - done);
+        const double s = cost_step(p, m, d, f, B - 1, ctx, done, n).seconds();
+        c.ttft_s += s;
+        marginal += s - plain;
+    }
+    c.prefill_share_s = B * marginal;
+    const double cycle = out / A * c.step_s + c.prefill_share_s;  // c requests start and finish
+    c.output_per_s = cycle > 0 ? B * out / cycle : 0;
+    c.total_per_s = cycle > 0 ? B * (in + out) / cycle : 0;
+    return c;
+}
+
+CostResult run_cost(const CostParams& p) {
+    CostResult c;
+    c.model = cost_model(p);
+    c.deploy = cost_deployment(p);
+    c.factors = kFittedFactors;
+    if (p.falsify == CostFalsify::factors) c.factors.f_mem *= 0.5;
+    c.memory = cost_memory(p, c.model);
+    const double ctx = double(p.input_tokens) + double(p.output_tokens) / 2;
+    c.decode_terms = cost_step(p, c.model, c.deploy, c.factors, double(p.concurrency), ctx, 0, 0);
+    const double hit = std::round(double(p.input_tokens) * p.prefix_hit);
+    c.prefill_terms = cost_step(p, c.model, c.deploy, c.factors, 0, ctx, hit,
+                                std::min(double(p.chunk), double(p.input_tokens) - hit));
+    c.at = cost_point(p, c.model, c.deploy, c.factors, p.concurrency);
+    std::vector<int> xs;
+    for (int b = 1; b < c.memory.max_batch && xs.size() < 16; b *= 2) xs.push_back(b);
+    xs.push_back(std::max(c.memory.max_batch, 1));
+    xs.push_back(p.concurrency);
+    std::sort(xs.begin(), xs.end());
+    xs.erase(std::unique(xs.begin(), xs.end()), xs.end());
+    for (int b : xs) c.sweep.push_back(cost_point(p, c.model, c.deploy, c.factors, b));
+    c.calibration = calibration_table(c.factors);
+    return c;
+}
+
+}  // namespace k3
