@@ -54,7 +54,8 @@ const ComponentText kComponents[] = {
     {"context parallelism", "Splitting a prompt over ranks when states cannot be added: affine composition."},
     {"request lifecycle", "Split, pause, resume and migrate a request with its exact state."},
     {"fleet scheduling",
-     "Routing with instance affinity, budget isolation between tenants, faults and recovery."},
+     "Routing with instance affinity, budget isolation between tenants, faults and recovery, and what a "
+     "deployment costs."},
     {"opposition", "Break-even maps of every method above, and a verdict on when to use each."},
 };
 

@@ -17,12 +17,16 @@ void deployment_params(ParamList<CostParams>& l) {
          preset_choices({ModelPreset::kimi_k3, ModelPreset::kimi_linear_48b, ModelPreset::qwen3_next_80b}))
         .in_group("Deployment");
     l.choice(&CostParams::gpu, "gpu", "GPU", hardware_choices()).in_group("Deployment");
-    l.integer(&CostParams::gpus, "gpus", "GPUs", "GPUs", 1, 1024).log().in_group("Deployment");
+    l.integer(&CostParams::gpus, "gpus", "GPUs", "GPUs", 1, 1024)
+        .log()
+        .in_group("Deployment")
+        .describe("GPUs of the instance: a multiple of tp and of ep.");
     l.integer(&CostParams::tp, "tp", "Tensor parallel", "ranks", 1, 1024).log().in_group("Deployment");
     l.integer(&CostParams::ep, "ep", "Expert parallel", "ranks", 1, 1024).log().in_group("Deployment");
     l.flag(&CostParams::dp_attention, "dp_attention", "Attention data parallel").in_group("Deployment");
     l.choice(&CostParams::kv_dtype, "kv_dtype", "KV dtype", dtype_choices({DType::bf16, DType::fp8}))
-        .in_group("Deployment");
+        .in_group("Deployment")
+        .describe("Element type of the attention cache; the linear layers' state stays fp32.");
     l.choice(&CostParams::engine, "engine", "Engine",
              Choices<Engine>{{Engine::sglang, "sglang", "SGLang"},
                              {Engine::vllm, "vllm", "vLLM"},
@@ -41,10 +45,12 @@ void workload_params(ParamList<CostParams>& l) {
         .in_group("Workload");
     l.integer(&CostParams::input_tokens, "input_tokens", "Input tokens", "tokens", 1, 4194304)
         .log()
-        .in_group("Workload");
+        .in_group("Workload")
+        .describe("Prompt tokens per request.");
     l.integer(&CostParams::output_tokens, "output_tokens", "Output tokens", "tokens", 1, 1048576)
         .log()
-        .in_group("Workload");
+        .in_group("Workload")
+        .describe("Generated tokens per request.");
     l.real(&CostParams::prefix_hit, "prefix_hit", "Prefix-cache hit rate", "ratio", 0, 0.999)
         .in_group("Workload");
     l.integer(&CostParams::draft_len, "draft_len", "Draft length N", "tokens", 0, 16).in_group("Speculative");
