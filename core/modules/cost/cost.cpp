@@ -107,7 +107,12 @@ ParamList<CostParams> cost_params() {
 void validate_cost(const CostParams& p, Issues& issues) {
     const ModelConfig m = cost_model(p);
     const Deployment d = cost_deployment(p);
-    if (const std::string e = deployment_error(m, d); !e.empty()) issues.error(p.tp, e);
+    if (const std::string e = deployment_error(m, d); !e.empty()) {
+        if (e.find("of ep") != std::string::npos)
+            issues.error(p.ep, e);
+        else
+            issues.error(p.tp, e);
+    }
     if (p.dp_attention && p.tp != 1)
         issues.error(p.tp, "attention data parallelism runs attention at width 1: set tp to 1");
     if (p.ep > 1 && m.moe.experts % p.ep != 0)

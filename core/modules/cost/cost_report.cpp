@@ -107,6 +107,17 @@ void tables(const CostParams& p, const CostResult& c, Report& r) {
                                                                 : "speculative scratch (RecoverSSM records)"),
              m.scratch_per_sequence / kGiB, m.scratch_per_sequence * n / kGiB,
              m.scratch_per_sequence * x / kGiB});
+    if (p.draft_len > 0) {
+        // The other way of holding the speculative state, for comparison (not in the total).
+        CostParams q = p;
+        q.spec_memory =
+            p.spec_memory == SpecMemory::snapshots ? SpecMemory::recoverssm : SpecMemory::snapshots;
+        const double o = cost_memory(q, c.model).scratch_per_sequence;
+        mem.add({std::string(q.spec_memory == SpecMemory::snapshots
+                                 ? "(instead) snapshot pages, not counted"
+                                 : "(instead) RecoverSSM records, not counted"),
+                 o / kGiB, o * n / kGiB, o * x / kGiB});
+    }
     mem.add({std::string("total"), m.per_sequence() / kGiB, m.used(m.sequences_per_rank) / kGiB,
              m.used(m.max_per_rank) / kGiB});
     mem.add({std::string("usable"), 0.0, m.capacity / kGiB, m.capacity / kGiB});

@@ -74,6 +74,7 @@ TEST_CASE("cost: refuses what cannot run, naming the limit") {
     CHECK(issues({}).empty());
     CHECK(first_key({{"tp", "5"}}) == "tp");
     CHECK(first_key({{"gpus", "2"}, {"tp", "2"}, {"ep", "2"}}) == "gpus");  // 2.78T does not fit on two
+    CHECK(first_key({{"ep", "3"}}) == "ep");
     CHECK(first_key({{"concurrency", "60000"}}) == "concurrency");
     CHECK(first_key({{"draft_len", "2"}, {"acceptance_len", "3.5"}}) == "acceptance_len");
     CHECK(first_key({{"acceptance_len", "2"}}) == "acceptance_len");
