@@ -1,11 +1,11 @@
 #include "core/boundaries/affinity_sweep.h"
 
-#include "core/fleet/cost_model.h"
+#include "core/fleet/fleet_cost.h"
 
 namespace k3::boundaries {
 
 double prefill_capacity_per_s(const FleetConfig& f, const ReuseMixConfig& w) {
-    const CostModel m(f.model, f.hardware, f.gpus, f.efficiency);
+    const CostModel m(f);
     const double tokens_per_s = m.prefill_tokens_per_s(double(f.max_batch_tokens), 0);
     return double(f.instances) * tokens_per_s / (double(w.prefix_len) + w.suffix_len_mean);
 }

@@ -1,60 +1,55 @@
 #include "core/fleet/batch_roofline.h"
 
-#include <algorithm>
-#include <cmath>
-
-#include "core/fleet/tp_layout.h"
-
 namespace k3 {
 
-BatchRoofline::BatchRoofline(const ModelConfig& model, const Hardware& per_gpu, int gpus,
-                             const Efficiency& eff, bool attention_dp)
-    : model_(model), hw_(per_gpu), eff_(eff) {
-    hw_.peak_flops *= double(std::max(gpus, 1));
-    hw_.mem_bytes_per_s *= double(std::max(gpus, 1));
-    const TpLayout l = tp_layout(model, gpus, attention_dp);
-    state_bytes_ = double(l.state_bytes());
-    kv_bytes_per_token_ = double(l.kv_bytes_per_token());
-}
+namespace {
 
-// decode_step_cost's terms for one sequence: its token at its context, its state, its KV read.
-void BatchRoofline::add_decode(Pass& p, uint64_t context, Pass* next) {
-    const double flops = flops_at(context);
-    p.flops += flops;
-    p.bytes += 2.0 * state_bytes_ + kv_bytes_per_token_ * double(context);
+enum : size_t { kDecode = 0, kPrefill = 1, kState = 2 };
+
+}  // namespace
+
+// One decode: its KV read and attention over its context, its state read and written.
+void BatchRoofline::add_decode(Pass& p, uint64_t context, Pass* next) const {
+    const StepModel::SequenceCoefficients& q = model_.sequence();
+    const double x = double(context);
+    p.flops[kDecode] += q.decode_flops_per_context * x;
+    p.bytes[kDecode] += q.kv_bytes_per_token * x;
+    p.flops[kState] += q.state_decode_flops;
+    p.bytes[kState] += q.state_bytes;
     p.tokens += 1;
     if (next) {
-        next->flops += flops_at(context + 1) - flops;
-        next->bytes += kv_bytes_per_token_;
+        next->flops[kDecode] += q.decode_flops_per_context;
+        next->bytes[kDecode] += q.kv_bytes_per_token;
     }
 }
 
-double BatchRoofline::flops_at(uint64_t context) {
-    constexpr uint64_t kRemembered = uint64_t(1) << 20;  // contexts; longer ones are computed each time
-    if (context >= kRemembered) return flops_per_token(model_, double(context));
-    if (context >= flops_at_.size())
-        flops_at_.resize(std::min(kRemembered, std::max<uint64_t>(context + 1, 2 * flops_at_.size())), NAN);
-    double& f = flops_at_[context];
-    if (std::isnan(f)) f = flops_per_token(model_, double(context));
-    return f;
-}
-
-// prefill_cost's terms for one chunk: its tokens at the context plus half of themselves, its state,
-// its KV written.
+// One chunk: its tokens' attention at the context plus half of themselves, its KV written, its state.
 void BatchRoofline::add_chunk(Pass& p, double context, double tokens) const {
-    p.flops += tokens * flops_per_token(model_, context + tokens / 2);
-    p.bytes += 2.0 * state_bytes_ + kv_bytes_per_token_ * tokens;
+    const StepModel::SequenceCoefficients& q = model_.sequence();
+    p.flops[kPrefill] += q.prefill_flops_per_pair * (tokens * (context + tokens / 2));
+    p.bytes[kPrefill] += q.kv_bytes_per_token * tokens;
+    p.flops[kState] += q.state_chunk_flops_per_token * tokens;
+    p.bytes[kState] += q.state_bytes;
     p.tokens += tokens;
+    p.prefill = true;
 }
 
 double BatchRoofline::step_seconds(const Pass& first, const Pass& next, double j) const {
-    return seconds({first.flops + j * next.flops, first.bytes + j * next.bytes, first.tokens});
+    Pass p = first;
+    for (size_t i = 0; i < p.flops.size(); ++i) {
+        p.flops[i] += j * next.flops[i];
+        p.bytes[i] += j * next.bytes[i];
+    }
+    return seconds(p);
 }
 
 double BatchRoofline::seconds(const Pass& p) const {
     if (p.tokens == 0) return 0;
-    const double weights = 2.0 * std::min(model_.total_params, p.tokens * model_.active_params);
-    return work_cost(p.flops, p.bytes + weights, hw_, eff_).seconds;
+    StepTerms s = model_.batch_terms(p.tokens, p.prefill);
+    const StepTerm per_sequence[3] = {StepTerm::attn_decode, StepTerm::attn_prefill, StepTerm::state};
+    for (size_t i = 0; i < 3; ++i)
+        s.term[size_t(per_sequence[i])] = model_.roof(per_sequence[i], p.flops[i], p.bytes[i]);
+    return s.seconds();
 }
 
 }  // namespace k3

@@ -6,8 +6,8 @@
 
 namespace k3 {
 
-CostModel::CostModel(const ModelConfig& model, const Hardware& hw, int gpus, const Efficiency& eff,
-                     bool attention_dp)
+RooflineCostModel::RooflineCostModel(const ModelConfig& model, const Hardware& hw, int gpus,
+                                     const Efficiency& eff, bool attention_dp)
     : hw_(hw), eff_(eff), gpus_(std::max(gpus, 1)), layout_(tp_layout(model, gpus, attention_dp)) {
     hw_.peak_flops *= double(gpus_);
     hw_.mem_bytes_per_s *= double(gpus_);
@@ -23,7 +23,7 @@ CostModel::CostModel(const ModelConfig& model, const Hardware& hw, int gpus, con
     kv_bytes_ = acc.kv_bytes_per_token;
 }
 
-WorkCost CostModel::cost(const IterationWork& w) const {
+WorkCost RooflineCostModel::cost(const IterationWork& w) const {
     WorkCost r;
     if (w.empty()) return r;
     const double T = double(w.decode) + w.prefill_tokens;
@@ -42,9 +42,9 @@ WorkCost CostModel::cost(const IterationWork& w) const {
     return r;
 }
 
-double CostModel::seconds(const IterationWork& w) const { return cost(w).seconds; }
+double RooflineCostModel::seconds(const IterationWork& w) const { return cost(w).seconds; }
 
-double CostModel::prefill_tokens_per_s(double chunk, double context) const {
+double RooflineCostModel::prefill_tokens_per_s(double chunk, double context) const {
     IterationWork w;
     w.add_chunk(context, chunk);
     const double s = seconds(w);

@@ -1,3 +1,7 @@
+// The uncalibrated roofline of an iteration (the fleet's cost before issue 16; the fleet now runs on the
+// calibrated step model, core/fleet/fleet_cost.h). Module 14 `boundaries` keeps it for its ledger, whose
+// other maps are all this roofline at the module's own efficiencies.
+//
 // How long one iteration of an instance takes: a roofline ESTIMATE from the model preset and a
 // hardware preset (core/model/roofline.h), for a continuous batch that mixes decode steps with
 // chunks of prefill.
@@ -20,36 +24,17 @@
 #include <cstdint>
 #include <string>
 
+#include "core/fleet/iteration_work.h"
 #include "core/fleet/tp_layout.h"
 #include "core/model/roofline.h"
 
 namespace k3 {
 
-// What an iteration contains.
-struct IterationWork {
-    uint32_t decode = 0;           // decoding sequences (one token each)
-    double decode_context = 0;     // sum of their contexts (tokens already in their KV)
-    uint32_t prefill_chunks = 0;   // sequences prefilling a chunk
-    double prefill_tokens = 0;     // sum of chunk lengths
-    double prefill_attention = 0;  // sum over chunks of n x (context before the chunk + n / 2)
-
-    void add_decode(double context) {
-        ++decode;
-        decode_context += context;
-    }
-    void add_chunk(double context, double n) {
-        ++prefill_chunks;
-        prefill_tokens += n;
-        prefill_attention += n * (context + n / 2);
-    }
-    bool empty() const { return decode == 0 && prefill_chunks == 0; }
-};
-
-class CostModel {
+class RooflineCostModel {
   public:
-    CostModel() = default;
-    CostModel(const ModelConfig& model, const Hardware& hw, int gpus, const Efficiency& eff = {},
-              bool attention_dp = false);
+    RooflineCostModel() = default;
+    RooflineCostModel(const ModelConfig& model, const Hardware& hw, int gpus, const Efficiency& eff = {},
+                      bool attention_dp = false);
 
     // Seconds one iteration takes (an estimate).
     double seconds(const IterationWork& w) const;

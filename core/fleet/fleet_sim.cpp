@@ -91,9 +91,8 @@ FleetSim::FleetSim(std::shared_ptr<const Workload> w, const FleetConfig& c)
     slots_ = running_state_slots(c_);
     // kv_read_sharded: the iterations cost the KV a decode reads as if spread over the ranks (the
     // merged view of DP attention) while the instance runs tensor parallel attention.
-    const bool dp_view = c_.attention_dp || c_.falsify == FleetSimFalsify::kv_read_sharded;
-    cost_ = CostModel(c_.model, c_.hardware, c_.gpus, c_.efficiency, dp_view);
-    roofline_ = BatchRoofline(c_.model, c_.hardware, c_.gpus, c_.efficiency, dp_view);
+    cost_ = CostModel(c_, c_.falsify == FleetSimFalsify::kv_read_sharded);
+    roofline_ = BatchRoofline(cost_.step_model());
     const size_t n = w_->requests.size();
     live_.resize(n);
     out_.resize(n);
@@ -238,7 +237,6 @@ void FleetSim::finish_if_done(double now) {
         I.pool.reset();
     }
     host_.reset();
-    roofline_ = BatchRoofline();  // and its remembered FLOPs
     repl_.clear();
     repl_.shrink_to_fit();
     std::vector<Live>().swap(live_);

@@ -50,6 +50,8 @@ MoeSplit moe_split(const ModelConfig& m) {
     return s;
 }
 
+bool ships_mxfp4_experts(const ModelConfig& m) { return m.id == preset_id(ModelPreset::kimi_k3); }
+
 std::string deployment_error(const ModelConfig& m, const Deployment& d) {
     if (d.gpus < 1 || d.tp < 1 || d.ep < 1) return "gpus, tp and ep must be at least 1";
     if (d.gpus % d.tp != 0) return "gpus must be a multiple of tp";
@@ -61,52 +63,16 @@ std::string deployment_error(const ModelConfig& m, const Deployment& d) {
 
 namespace {
 
-struct Rates {
-    double gemm = 0, expert = 0, attn = 0, bw = 0;
-};
-
-Rates rates_of(const Deployment& d, const StepFactors& f) {
-    Rates r;
-    r.gemm = d.gpu.peak_flops * f.f_gemm;
-    const double fp4 = d.gpu.fp4_flops > 0 ? d.gpu.fp4_flops : d.gpu.peak_flops;
-    r.expert = (d.mxfp4_experts ? fp4 : d.gpu.peak_flops) * f.f_gemm;
-    r.attn = d.gpu.peak_flops * f.f_attn;
-    r.bw = d.gpu.mem_bytes_per_s * f.f_mem;
-    return r;
-}
-
-TermCost roof(double flops, double bytes, double peak, double bw) {
-    TermCost t;
-    t.flops = flops;
-    t.bytes = bytes;
-    const double tc = peak > 0 ? flops / peak : 0;
-    const double tm = bw > 0 ? bytes / bw : 0;
-    t.compute_bound = tc >= tm;
-    t.seconds = std::max(tc, tm);
-    return t;
+double rate_of(const StepModel::Rates& r, StepTerm t) {
+    if (t == StepTerm::dense_weights) return r.gemm;
+    if (t == StepTerm::moe_experts) return r.expert;
+    return r.attn;
 }
 
 int ceil_log2(int p) {
     int n = 0;
     while ((1 << n) < p) ++n;
     return n;
-}
-
-// What one rank of the deployment sees: widths, shares and its KV / state bytes.
-struct RankView {
-    double ta = 1, dp = 1, kv_per_token = 0, state = 0;
-};
-
-RankView rank_view(const ModelConfig& m, const Deployment& d) {
-    RankView v;
-    v.ta = d.dp_attention ? 1.0 : double(d.tp);
-    v.dp = double(d.gpus) / v.ta;
-    ModelConfig c = m;
-    c.kv_dtype = d.kv_dtype;
-    const MemoryAccount a = account_memory(shard_for_tp(c, int(v.ta)));
-    v.kv_per_token = double(a.kv_bytes_per_token);
-    v.state = double(a.state_bytes);
-    return v;
 }
 
 // Attention FLOPs per (query, key) pair per layer per head: decode in MLA's absorbed form, prefill
@@ -120,82 +86,113 @@ double prefill_pair_flops(const ModelConfig& m) {
     return 4.0 * double(m.attn_head_dim);
 }
 
-void weight_terms(StepTerms& s, const ModelConfig& m, const Deployment& d, const Rates& r, double T,
-                  const RankView& v) {
-    const MoeSplit ms = moe_split(m);
-    const double Tr = T / v.dp;
+}  // namespace
+
+StepModel::StepModel(const ModelConfig& m, const Deployment& d, const StepFactors& f)
+    : m_(m), d_(d), f_(f), split_(moe_split(m)) {
+    r_.gemm = d.gpu.peak_flops * f.f_gemm;
+    const double fp4 = d.gpu.fp4_flops > 0 ? d.gpu.fp4_flops : d.gpu.peak_flops;
+    r_.expert = (d.mxfp4_experts ? fp4 : d.gpu.peak_flops) * f.f_gemm;
+    r_.attn = d.gpu.peak_flops * f.f_attn;
+    r_.bw = d.gpu.mem_bytes_per_s * f.f_mem;
+    // What one rank sees: widths, shares and its KV / state bytes.
+    ta_ = d.dp_attention ? 1.0 : double(d.tp);
+    dp_ = double(std::max(d.gpus, 1)) / ta_;
+    ModelConfig c = m;
+    c.kv_dtype = d.kv_dtype;
+    const MemoryAccount a = account_memory(shard_for_tp(c, int(ta_)));
+    const double kv = double(a.kv_bytes_per_token), state = double(a.state_bytes);
+    const double heads = double(m.attn_heads) / ta_, La = double(m.n_attention());
+    seq_.decode_flops_per_context = decode_pair_flops(m) * heads * La / dp_;
+    seq_.kv_bytes_per_token = kv / dp_;
+    seq_.prefill_flops_per_pair = prefill_pair_flops(m) * heads * La / dp_;
+    const double hv = double(m.lin_v_heads) / ta_, K = double(m.head_k), V = double(m.head_v);
+    const double Ll = double(m.n_linear());
+    seq_.state_decode_flops = 8.0 * hv * K * V * Ll / dp_;
+    seq_.state_chunk_flops_per_token = (8.0 * K * V + 4.0 * 64.0 * (K + V)) * hv * Ll / dp_;
+    seq_.state_bytes = 2.0 * state / dp_;
+}
+
+TermCost StepModel::roof(StepTerm t, double flops, double bytes) const {
+    TermCost c;
+    c.flops = flops;
+    c.bytes = bytes;
+    const double peak = rate_of(r_, t);
+    const double tc = peak > 0 ? flops / peak : 0;
+    const double tm = r_.bw > 0 ? bytes / r_.bw : 0;
+    c.compute_bound = tc >= tm;
+    c.seconds = std::max(tc, tm);
+    return c;
+}
+
+void StepModel::weight_terms(StepTerms& s, double T) const {
+    const double Tr = T / dp_;
     s.term[size_t(StepTerm::dense_weights)] =
-        roof(2.0 * ms.dense_params * Tr / v.ta, 2.0 * ms.dense_params / v.ta, r.gemm, r.bw);
-    if (ms.moe_layers == 0) return;
-    const double E = double(m.moe.experts), k = double(m.moe.top_k);
+        roof(StepTerm::dense_weights, 2.0 * split_.dense_params * Tr / ta_, 2.0 * split_.dense_params / ta_);
+    if (split_.moe_layers == 0) return;
+    const double E = double(m_.moe.experts), k = double(m_.moe.top_k);
     const double touched = E * (1.0 - exp_f64(T * log1p_f64(-k / E)));
     s.experts_touched = touched;
-    const double share = d.ep > 1 ? double(d.ep) : double(d.gpus);
-    const double bytes_per_param = d.mxfp4_experts ? 0.53125 : 2.0;
-    const double L = double(ms.moe_layers);
+    const double share = d_.ep > 1 ? double(d_.ep) : double(d_.gpus);
+    const double bytes_per_param = d_.mxfp4_experts ? 0.53125 : 2.0;
+    const double L = double(split_.moe_layers);
     s.term[size_t(StepTerm::moe_experts)] =
-        roof(2.0 * T * k * ms.expert_params * L / double(d.gpus),
-             L * touched / share * ms.expert_params * bytes_per_param, r.expert, r.bw);
+        roof(StepTerm::moe_experts, 2.0 * T * k * split_.expert_params * L / double(d_.gpus),
+             L * touched / share * split_.expert_params * bytes_per_param);
 }
 
-void attention_terms(StepTerms& s, const ModelConfig& m, const Rates& r, const IterationWork& w,
-                     const RankView& v) {
-    const double heads = double(m.attn_heads) / v.ta, La = double(m.n_attention());
-    s.term[size_t(StepTerm::attn_decode)] = roof(decode_pair_flops(m) * heads * La * w.decode_context / v.dp,
-                                                 v.kv_per_token * w.decode_context / v.dp, r.attn, r.bw);
-    s.term[size_t(StepTerm::attn_prefill)] =
-        roof(prefill_pair_flops(m) * heads * La * w.prefill_attention / v.dp,
-             v.kv_per_token * w.prefill_tokens / v.dp, r.attn, r.bw);
-}
-
-void state_term(StepTerms& s, const ModelConfig& m, const Rates& r, const IterationWork& w,
-                const RankView& v) {
-    const double hv = double(m.lin_v_heads) / v.ta, K = double(m.head_k), V = double(m.head_v);
-    const double Ll = double(m.n_linear());
-    const double decode_flops = 8.0 * hv * K * V * Ll * double(w.decode) / v.dp;
-    const double chunk_flops = (8.0 * K * V + 4.0 * 64.0 * (K + V)) * hv * Ll * w.prefill_tokens / v.dp;
-    const double seqs = (double(w.decode) + double(w.prefill_chunks)) / v.dp;
-    s.term[size_t(StepTerm::state)] = roof(decode_flops + chunk_flops, 2.0 * v.state * seqs, r.attn, r.bw);
-}
-
-void comm_terms(StepTerms& s, const ModelConfig& m, const Deployment& d, const StepFactors& f, double T,
-                const RankView& v) {
-    const double link = d.gpu.nvlink_bytes_per_s > 0 ? d.gpu.nvlink_bytes_per_s : 1e30;
-    const double Tr = T / v.dp;
-    if (v.ta > 1) {
-        const double p = v.ta, bytes = Tr * double(m.d_model) * 2.0;
-        const double one = 2.0 * double(ceil_log2(int(p))) * f.alpha_s + 2.0 * (p - 1.0) / p * bytes / link;
+void StepModel::comm_terms(StepTerms& s, double T) const {
+    const double link = d_.gpu.nvlink_bytes_per_s > 0 ? d_.gpu.nvlink_bytes_per_s : 1e30;
+    const double Tr = T / dp_;
+    if (ta_ > 1) {
+        const double p = ta_, bytes = Tr * double(m_.d_model) * 2.0;
+        const double one = 2.0 * double(ceil_log2(int(p))) * f_.alpha_s + 2.0 * (p - 1.0) / p * bytes / link;
         TermCost& t = s.term[size_t(StepTerm::tp_allreduce)];
-        t.bytes = 2.0 * double(m.n_layers()) * bytes;
-        t.seconds = 2.0 * double(m.n_layers()) * one;
+        t.bytes = 2.0 * double(m_.n_layers()) * bytes;
+        t.seconds = 2.0 * double(m_.n_layers()) * one;
     }
-    const MoeSplit ms = moe_split(m);
-    if (d.ep > 1 && ms.moe_layers > 0) {
-        const double p = double(d.ep), width = double(m.moe.latent ? m.moe.latent : m.d_model);
-        const double bytes = Tr * double(m.moe.top_k) * width * 2.0;
-        const double one = double(ceil_log2(d.ep)) * f.alpha_s + (p - 1.0) / p * bytes / link;
+    if (d_.ep > 1 && split_.moe_layers > 0) {
+        const double p = double(d_.ep), width = double(m_.moe.latent ? m_.moe.latent : m_.d_model);
+        const double bytes = Tr * double(m_.moe.top_k) * width * 2.0;
+        const double one = double(ceil_log2(d_.ep)) * f_.alpha_s + (p - 1.0) / p * bytes / link;
         TermCost& t = s.term[size_t(StepTerm::ep_alltoall)];
-        t.bytes = 2.0 * double(ms.moe_layers) * bytes;
-        t.seconds = 2.0 * double(ms.moe_layers) * one;
+        t.bytes = 2.0 * double(split_.moe_layers) * bytes;
+        t.seconds = 2.0 * double(split_.moe_layers) * one;
     }
 }
 
-}  // namespace
+StepTerms StepModel::batch_terms(double tokens, bool prefill) const {
+    StepTerms s;
+    if (tokens <= 0) return s;
+    weight_terms(s, tokens);
+    comm_terms(s, tokens);
+    s.term[size_t(StepTerm::overhead)].seconds =
+        f_.overhead_s[size_t(d_.engine)] + (prefill ? f_.prefill_step_s : 0.0);
+    return s;
+}
+
+StepTerms StepModel::terms(const IterationWork& w) const {
+    if (w.empty()) return {};
+    StepTerms s = batch_terms(double(w.decode) + w.prefill_tokens, w.prefill_chunks > 0);
+    const SequenceCoefficients& q = seq_;
+    s.term[size_t(StepTerm::attn_decode)] =
+        roof(StepTerm::attn_decode, q.decode_flops_per_context * w.decode_context,
+             q.kv_bytes_per_token * w.decode_context);
+    s.term[size_t(StepTerm::attn_prefill)] =
+        roof(StepTerm::attn_prefill, q.prefill_flops_per_pair * w.prefill_attention,
+             q.kv_bytes_per_token * w.prefill_tokens);
+    const double seqs = double(w.decode) + double(w.prefill_chunks);
+    s.term[size_t(StepTerm::state)] =
+        roof(StepTerm::state,
+             q.state_decode_flops * double(w.decode) + q.state_chunk_flops_per_token * w.prefill_tokens,
+             q.state_bytes * seqs);
+    return s;
+}
 
 StepTerms step_terms(const ModelConfig& m, const Deployment& d, const StepFactors& f,
                      const IterationWork& w) {
-    StepTerms s;
-    if (w.empty()) return s;
-    const Rates r = rates_of(d, f);
-    const RankView v = rank_view(m, d);
-    const double T = double(w.decode) + w.prefill_tokens;
-    weight_terms(s, m, d, r, T, v);
-    attention_terms(s, m, r, w, v);
-    state_term(s, m, r, w, v);
-    comm_terms(s, m, d, f, T, v);
-    s.term[size_t(StepTerm::overhead)].seconds =
-        f.overhead_s[size_t(d.engine)] + (w.prefill_chunks > 0 ? f.prefill_step_s : 0.0);
-    return s;
+    if (w.empty()) return {};
+    return StepModel(m, d, f).terms(w);
 }
 
 IterationWork decode_work(double batch, double context) {

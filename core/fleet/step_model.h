@@ -42,7 +42,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/fleet/cost_model.h"
+#include "core/fleet/iteration_work.h"
 #include "core/model/config.h"
 #include "core/model/roofline.h"
 
@@ -104,6 +104,51 @@ MoeSplit moe_split(const ModelConfig& m);
 
 // Why the deployment cannot run ("" when it can): gpus a multiple of tp and of ep, heads divisible.
 std::string deployment_error(const ModelConfig& m, const Deployment& d);
+
+// Whether the preset's published checkpoint has its routed experts in MXFP4 (Kimi K3's).
+bool ships_mxfp4_experts(const ModelConfig& m);
+
+// The model evaluated for one deployment (its rates and a rank's per-sequence coefficients computed
+// once): the terms of an iteration. A step's terms split into what the batch's token count decides
+// (weights, experts, communication, overhead: batch_terms) and what each sequence adds, linear in its
+// context and chunk (SequenceCoefficients: attention and state, per rank).
+class StepModel {
+  public:
+    struct Rates {
+        double gemm = 0, expert = 0, attn = 0, bw = 0;
+    };
+    struct SequenceCoefficients {
+        double decode_flops_per_context = 0;  // attn_decode FLOPs per token of a decode's context
+        double kv_bytes_per_token = 0;        // KV read (decode context) or written (prefill token)
+        double prefill_flops_per_pair = 0;    // attn_prefill FLOPs per unit of n (context + n / 2)
+        double state_decode_flops = 0;        // state FLOPs of one decode
+        double state_chunk_flops_per_token = 0;
+        double state_bytes = 0;  // state read and written by one sequence (decode or chunk)
+    };
+
+    StepModel() = default;
+    StepModel(const ModelConfig& m, const Deployment& d, const StepFactors& f);
+    StepTerms terms(const IterationWork& w) const;
+    double seconds(const IterationWork& w) const { return terms(w).seconds(); }
+    // The terms the batch's `tokens` decide (and the overhead; `prefill`: the step holds a chunk).
+    StepTerms batch_terms(double tokens, bool prefill) const;
+    const SequenceCoefficients& sequence() const { return seq_; }
+    // A term's time for its FLOPs and bytes: max over the term's peak and the bandwidth.
+    TermCost roof(StepTerm t, double flops, double bytes) const;
+    const Deployment& deployment() const { return d_; }
+    const StepFactors& factors() const { return f_; }
+
+  private:
+    ModelConfig m_;
+    Deployment d_;
+    StepFactors f_;
+    MoeSplit split_;
+    Rates r_;
+    double ta_ = 1, dp_ = 1;
+    SequenceCoefficients seq_;
+    void weight_terms(StepTerms& s, double T) const;
+    void comm_terms(StepTerms& s, double T) const;
+};
 
 StepTerms step_terms(const ModelConfig& m, const Deployment& d, const StepFactors& f, const IterationWork& w);
 inline double step_seconds(const ModelConfig& m, const Deployment& d, const StepFactors& f,

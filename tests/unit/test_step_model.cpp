@@ -7,6 +7,7 @@
 
 #include <doctest/doctest.h>
 #include "core/fleet/calibration.h"
+#include "core/fleet/cost_model.h"
 
 using namespace k3;
 
@@ -42,7 +43,7 @@ void print_fleet_switch() {
     if (!std::getenv("K3_CALIBRATION_PRINT")) return;
     const ModelConfig m = *model_preset("kimi-linear-48b");
     const Hardware h = *hardware_preset("h100");
-    const CostModel old(m, h, 2);
+    const RooflineCostModel old(m, h, 2);
     Deployment d;
     d.gpu = h;
     d.gpus = d.tp = 2;

@@ -3,7 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "core/fleet/cost_model.h"
-#include "core/fleet/fleet_config.h"
+#include "core/fleet/fleet_cost.h"
 #include "core/fleet/tp_layout.h"
 #include "core/model/accounting.h"
 
@@ -42,7 +42,10 @@ TEST_CASE("tp layout: a TP instance holds half the MLA tokens of DP at 2 GPUs an
                     dp = tp_layout(c.model, 2, true).pool_model();
     CHECK(tp.kv_bytes_per_token() == 2 * dp.kv_bytes_per_token());
     CHECK(tp.state_bytes() == dp.state_bytes());
-    const CostModel a(c.model, c.hardware, 2, {}, false), b(c.model, c.hardware, 2, {}, true);
+    c.gpus = 2;
+    FleetConfig cd = c;
+    cd.attention_dp = true;
+    const CostModel a(c), b(cd);
     IterationWork w0, w1;
     w0.add_decode(0);
     w1.add_decode(100000);

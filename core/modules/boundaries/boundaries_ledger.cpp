@@ -35,16 +35,16 @@ double written_size(const BlobLayout& l, uint32_t contents, uint64_t position, u
     return write_blob(r, &out).empty() ? double(out.size()) : NAN;
 }
 
-// The fleet simulator's cost of one device; without the weight stream for work folded into batches
-// that stream the weights anyway.
-CostModel one_device(const BoundaryInputs& in, bool weights) {
+// The uncalibrated roofline of one device (the fleet's cost before issue 16, at the module's efficiencies);
+// without the weight stream for work folded into batches that stream the weights anyway.
+RooflineCostModel one_device(const BoundaryInputs& in, bool weights) {
     ModelConfig c = in.model;
     if (!weights) c.total_params = 0;
-    return CostModel(c, in.hardware, 1, in.eff);
+    return RooflineCostModel(c, in.hardware, 1, in.eff);
 }
 
 // Seconds of a prefill chunk of `tokens` after `cached` ones, alone in its iteration.
-double prefill_s(const CostModel& m, double cached, double tokens) {
+double prefill_s(const RooflineCostModel& m, double cached, double tokens) {
     if (tokens <= 0) return 0;
     IterationWork w;
     w.add_chunk(cached, tokens);
@@ -160,7 +160,7 @@ LedgerValue replay_ledger(const BoundaryInputs& in, int draft_len, double accept
 
 LedgerValue cp_ledger(const BoundaryInputs& in, double tokens_per_rank, int ranks) {
     const ModelConfig& c = in.model;
-    const CostModel rank = one_device(in, true);  // every rank streams all the weights
+    const RooflineCostModel rank = one_device(in, true);  // every rank streams all the weights
     const double n = tokens_per_rank, T = n * ranks, layers = c.n_linear();
     const double single = prefill_s(rank, 0, T);
     double last = prefill_s(rank, T - n, n);  // its causal attention sees every earlier token
@@ -182,8 +182,8 @@ LedgerValue cp_ledger(const BoundaryInputs& in, double tokens_per_rank, int rank
 }
 
 LedgerValue migration_ledger(const BoundaryInputs& in, const BlobSizes& b, double bandwidth, double context) {
-    const double P = std::floor(context), ids = P + 1;  // the pending token travels too
-    const CostModel batch = one_device(in, false);      // the destination recomputes inside its batches
+    const double P = std::floor(context), ids = P + 1;      // the pending token travels too
+    const RooflineCostModel batch = one_device(in, false);  // the destination recomputes inside its batches
     const double recompute = b.ids(ids) / bandwidth + prefill_s(batch, 0, P);
     double move = b.all(P, ids) / bandwidth;
     const double d = in.checkpoint_distance;

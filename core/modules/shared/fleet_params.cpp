@@ -2,6 +2,7 @@
 
 #include "core/base/numfmt.h"
 #include "core/experiments/module_doc.h"
+#include "core/fleet/calibration.h"
 #include "core/fleet/fleet_engine.h"
 #include "core/model/accounting.h"
 #include "core/modules/shared/choices.h"
@@ -125,10 +126,6 @@ void fleet_instance_params(ParamList<FleetInstanceParams>& l) {
         inst(l.choice(&P::spec_state, "spec_state", "Speculative decoding's state",
                       choices_from<SpecState>(spec_state_ids(), spec_state_labels(), parse_spec_state))));
     documented(inst(l.integer(&P::draft_len, "draft_len", "Draft tokens N", "tokens", 1, 16)));
-    inst(l.real(&P::compute_efficiency, "compute_efficiency", "Compute efficiency", "fraction", 0.05, 1))
-        .describe("Share of the peak FLOP/s an engine reaches (an assumption).");
-    inst(l.real(&P::memory_efficiency, "memory_efficiency", "Memory efficiency", "fraction", 0.05, 1))
-        .describe("Share of the peak bandwidth an engine reaches (an assumption).");
 }
 
 void fleet_cost_params(ParamList<FleetCostParams>& l) {
@@ -176,7 +173,9 @@ FleetConfig fleet_config(const FleetRouterParams& router, const FleetCacheParams
     c.hardware = instances.hardware;
     c.gpus = instances.gpus;
     c.attention_dp = instances.attention_dp;
-    c.efficiency = {instances.compute_efficiency, instances.memory_efficiency};
+    // The iterations run on the calibrated step model (core/fleet/fleet_cost.h); a migration's
+    // roofline (core/lifecycle) takes its fitted GEMM and bandwidth fractions.
+    c.efficiency = {kFittedFactors.f_gemm, kFittedFactors.f_mem};
     c.instances = instances.instances;
     c.working_bytes = uint64_t(instances.working_gib * kGiB);
     c.max_running = instances.max_running;

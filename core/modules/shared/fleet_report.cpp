@@ -317,18 +317,22 @@ void report_model_notes(Report& r, const FleetSim& s) {
     IterationWork d, pf;
     for (int i = 0; i < 32; ++i) d.add_decode(4096);
     pf.add_chunk(0, 8192);
-    const Hardware& hw = m.instance_hardware();
-    r.notes.push_back("Times are roofline ESTIMATES, not measurements: " + c.model.name + " on " + hw.name +
-                      " (" + format_si(hw.peak_flops, 3) + "FLOP/s dense BF16, " +
-                      format_bytes(hw.mem_bytes_per_s) + "/s), at " +
-                      format_sig(c.efficiency.compute * 100, 3) + " % of peak compute and " +
-                      format_sig(c.efficiency.memory * 100, 3) + " % of peak bandwidth; " +
-                      std::to_string(std::max(c.gpus, 1)) +
-                      " ranks, no communication cost (the KV layout: Attention layout below), no "
-                      "kernel-launch, scheduling or network overhead. A "
-                      "decode step of 32 requests at 4,096 tokens: " +
-                      format_sig(m.seconds(d) * 1000, 3) +
-                      " ms; a prefill of 8,192 tokens: " + format_sig(m.seconds(pf) * 1000, 3) + " ms.");
+    const Deployment& dep = m.deployment();
+    const StepFactors& f = m.step_model().factors();
+    r.notes.push_back(
+        "Times are ESTIMATES of the calibrated step-time model (module 15 cost's; fitted on published "
+        "measurements, not measured here): " +
+        c.model.name + " on " + std::to_string(dep.gpus) + " x " + dep.gpu.name + ", tensor parallel " +
+        std::to_string(dep.tp) + (dep.dp_attention ? " with DP attention" : "") +
+        ", experts sharded over the ranks, step overhead of " + engine_name(dep.engine) +
+        (c.engine == CacheEngine::ideal ? " (engine ideal takes the lowest fitted overhead)" : "") + ": " +
+        format_sig(f.overhead_s[size_t(dep.engine)] * 1000, 3) + " ms a step, " +
+        format_sig(f.prefill_step_s * 1000, 3) + " ms more with a prefill chunk; each term at its fitted " +
+        "fraction of peak (GEMMs " + format_sig(f.f_gemm * 100, 3) + " %, attention " +
+        format_sig(f.f_attn * 100, 3) + " %, bandwidth " + format_sig(f.f_mem * 100, 3) +
+        " %), all-reduces over NVLink. A decode step of 32 requests at 4,096 tokens: " +
+        format_sig(m.seconds(d) * 1000, 3) +
+        " ms; a prefill of 8,192 tokens: " + format_sig(m.seconds(pf) * 1000, 3) + " ms.");
     r.notes.push_back(
         "One state checkpoint: " + format_bytes(double(m.state_bytes())) +
         "; KV per token: " + format_bytes(double(m.kv_bytes_per_token())) + " (" +

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/base/numfmt.h"
+#include "core/fleet/calibration.h"
 #include "core/memory/hybrid_blocks.h"
 #include "core/model/accounting.h"
 #include "core/model/tp_shard.h"
@@ -68,7 +69,7 @@ double recount_kv_read_seconds(const FleetConfig& c) {
     const double ranks = double(std::max(c.gpus, 1));
     const double per_rank =
         double(rank_account(c).kv_bytes_per_token) * kProbeContext * (c.attention_dp ? 1.0 : ranks);
-    return per_rank / (c.hardware.mem_bytes_per_s * c.efficiency.memory);
+    return per_rank / (c.hardware.mem_bytes_per_s * kFittedFactors.f_mem);
 }
 
 struct Probe {

@@ -1,6 +1,6 @@
 // Module 12 `tenants`: the tenants' workload with and without the bursting tenant, simulated under
 // the chosen mechanism, without isolation and under every other mechanism with quotas.
-#include "core/fleet/cost_model.h"
+#include "core/fleet/fleet_cost.h"
 #include "core/fleet/workload_tenants.h"
 #include "core/modules/tenants/tenants.h"
 
@@ -28,7 +28,7 @@ FleetConfig tenants_config(const TenantsParams& p) {
     c.falsify = p.sim_falsify;
     c.tenants.assign(p.tenants, TenantConfig{});
     c.drr_quantum_tokens = p.drr_quantum;
-    const CostModel cm(c.model, c.hardware, c.gpus, c.efficiency);
+    const CostModel cm(c);
     c.bucket_rate_tokens_per_s =
         p.bucket_share * double(c.instances) * cm.prefill_tokens_per_s(c.max_batch_tokens, 4096);
     return c;

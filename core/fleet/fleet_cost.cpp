@@ -1,0 +1,65 @@
+#include "core/fleet/fleet_cost.h"
+
+#include <algorithm>
+#include <string>
+
+#include "core/fleet/calibration.h"
+#include "core/model/accounting.h"
+
+namespace k3 {
+
+Engine fleet_step_engine(CacheEngine e) {
+    if (e == CacheEngine::sglang) return Engine::sglang;
+    if (e == CacheEngine::vllm) return Engine::vllm;
+    return Engine::trtllm;
+}
+
+Deployment fleet_deployment(const FleetConfig& c) {
+    Deployment d;
+    d.gpu = c.hardware;
+    d.gpus = std::max(c.gpus, 1);
+    d.tp = d.gpus;
+    d.ep = 1;
+    d.dp_attention = c.attention_dp;
+    d.kv_dtype = c.model.kv_dtype;
+    d.mxfp4_experts = ships_mxfp4_experts(c.model);
+    d.engine = fleet_step_engine(c.engine);
+    return d;
+}
+
+CostModel::CostModel(const FleetConfig& c, bool kv_view_dp)
+    : hw_(c.hardware), gpus_(std::max(c.gpus, 1)), layout_(tp_layout(c.model, c.gpus, c.attention_dp)) {
+    Deployment d = fleet_deployment(c);
+    d.dp_attention = d.dp_attention || kv_view_dp;
+    step_ = StepModel(c.model, d, kFittedFactors);
+    hw_.peak_flops *= double(gpus_);
+    hw_.mem_bytes_per_s *= double(gpus_);
+    hw_.mem_bytes *= double(gpus_);
+    if (gpus_ > 1) hw_.name = std::to_string(gpus_) + " x " + c.hardware.name;
+    const MemoryAccount acc = account_memory(c.model);
+    state_bytes_ = acc.state_bytes;
+    kv_bytes_ = acc.kv_bytes_per_token;
+}
+
+WorkCost CostModel::cost(const IterationWork& w) const {
+    const StepTerms s = step_.terms(w);
+    WorkCost r;
+    double compute_s = 0, other_s = 0;
+    for (const TermCost& t : s.term) {
+        r.flops += t.flops;
+        r.bytes += t.bytes;
+        (t.compute_bound && t.flops > 0 ? compute_s : other_s) += t.seconds;
+    }
+    r.seconds = s.seconds();
+    r.compute_bound = compute_s >= other_s && compute_s > 0;
+    return r;
+}
+
+double CostModel::prefill_tokens_per_s(double chunk, double context) const {
+    IterationWork w;
+    w.add_chunk(context, chunk);
+    const double s = seconds(w);
+    return s > 0 ? chunk / s : 0;
+}
+
+}  // namespace k3

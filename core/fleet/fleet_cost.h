@@ -1,0 +1,62 @@
+// How long one iteration of a fleet instance takes: the calibrated step-time model (core/fleet/step_model.h)
+// at the fitted factors (core/fleet/calibration.h), the same terms, factors and Deployment module 15
+// `cost` evaluates. fleet_deployment is the one mapping of a FleetConfig to a Deployment:
+//   gpu = hardware, gpus = tp = gpus (one instance's ranks, tensor parallel), ep = 1 (the routed experts
+//   tensor-sharded over the ranks), dp_attention = attention_dp, kv_dtype = the model's, MXFP4 experts
+//   for the preset whose checkpoint ships them (ships_mxfp4_experts, as module 15), engine sglang / vllm
+//   = theirs; engine ideal takes TensorRT-LLM's fitted overhead (the lowest of the three: the ideal
+//   engine is the upper bound, and so takes the fastest engine's step).
+// FleetConfig::efficiency does not enter the iteration time (it was the uncalibrated roofline's, now
+// core/fleet/cost_model.h's RooflineCostModel); migrations (core/lifecycle) still read it.
+#pragma once
+
+#include <cstdint>
+
+#include "core/fleet/fleet_config.h"
+#include "core/fleet/iteration_work.h"
+#include "core/fleet/step_model.h"
+#include "core/fleet/tp_layout.h"
+
+namespace k3 {
+
+Engine fleet_step_engine(CacheEngine e);
+Deployment fleet_deployment(const FleetConfig& c);
+
+class CostModel {
+  public:
+    CostModel() = default;
+    // `kv_view_dp`: cost the iterations with DP attention whatever c.attention_dp says (the falsifier
+    // kv_read_sharded); the layout (what the ranks hold) stays c's.
+    explicit CostModel(const FleetConfig& c, bool kv_view_dp = false);
+
+    // Seconds one iteration takes (an estimate), its terms, and their FLOPs and bytes summed
+    // (compute_bound: the compute-bound terms take at least as long as the others).
+    double seconds(const IterationWork& w) const { return step_.seconds(w); }
+    StepTerms terms(const IterationWork& w) const { return step_.terms(w); }
+    WorkCost cost(const IterationWork& w) const;
+    const StepModel& step_model() const { return step_; }
+    const Deployment& deployment() const { return step_.deployment(); }
+    // The hardware of one instance (g GPUs combined: what a migration's recompute runs on).
+    const Hardware& instance_hardware() const { return hw_; }
+    int gpus() const { return gpus_; }
+    // One copy of a request's state and of a token's KV (what a checkpoint, the host tier or a link
+    // holds and moves).
+    uint64_t state_bytes() const { return state_bytes_; }
+    uint64_t kv_bytes_per_token() const { return kv_bytes_; }
+    // The same summed over the ranks that hold them (TpLayout).
+    uint64_t held_state_bytes() const { return layout_.state_bytes(); }
+    uint64_t held_kv_bytes_per_token() const { return layout_.kv_bytes_per_token(); }
+    const TpLayout& layout() const { return layout_; }
+    // Prefill tokens per second of one instance for chunks of `chunk` tokens after `context` cached
+    // tokens (capacity figures for token budgets and for the text).
+    double prefill_tokens_per_s(double chunk, double context) const;
+
+  private:
+    StepModel step_;
+    Hardware hw_;
+    int gpus_ = 1;
+    uint64_t state_bytes_ = 0, kv_bytes_ = 0;
+    TpLayout layout_;
+};
+
+}  // namespace k3

@@ -1,0 +1,29 @@
+// What one iteration of an instance contains: the input of the step-time model (core/fleet/step_model.h)
+// and of the uncalibrated roofline (core/fleet/cost_model.h).
+#pragma once
+
+#include <cstdint>
+
+namespace k3 {
+
+// What an iteration contains.
+struct IterationWork {
+    uint32_t decode = 0;           // decoding sequences (one token each)
+    double decode_context = 0;     // sum of their contexts (tokens already in their KV)
+    uint32_t prefill_chunks = 0;   // sequences prefilling a chunk
+    double prefill_tokens = 0;     // sum of chunk lengths
+    double prefill_attention = 0;  // sum over chunks of n x (context before the chunk + n / 2)
+
+    void add_decode(double context) {
+        ++decode;
+        decode_context += context;
+    }
+    void add_chunk(double context, double n) {
+        ++prefill_chunks;
+        prefill_tokens += n;
+        prefill_attention += n * (context + n / 2);
+    }
+    bool empty() const { return decode == 0 && prefill_chunks == 0; }
+};
+
+}  // namespace k3
