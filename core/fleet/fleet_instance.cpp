@@ -432,12 +432,13 @@ FleetSim::Hits FleetSim::find_hits(uint32_t k, uint32_t r) {
     return h;
 }
 
-// The admitted request resumes at `resume`: count consistency violations (a KV hit used without
-// its state), what the guard held back, and the request's hits.
+// The admitted request resumes at `resume`: count consistency violations (a KV hit used past its
+// state: a whole-context hit that recomputes its last token onto a state there uses none), what the
+// guard held back, and the request's hits.
 void FleetSim::account_resume(uint32_t r, const Hits& h, uint64_t resume) {
     Live& L = live_[r];
     RequestOutcome& o = out_[r];
-    if (!c_.guard && h.kv > h.state) {
+    if (!c_.guard && h.kv > h.state && resume > h.state) {
         ++t_.violations;
         if (L.carry) ++t_.violations_moved;
         ++o.violations;

@@ -71,7 +71,9 @@ TEST_CASE("tenants: a burst outside the run is refused, named by its field") {
 }
 
 TEST_CASE("tenants: Kimi-K3's instances pass every check") {
-    const Report r = test::run_module("tenants", {{"preset", "kimi-k3"}});
+    // On the calibrated step model K3's decode step on 2 x H100 reads its routed experts (MXFP4) every
+    // step: an eighth of Kimi-Linear's default load keeps the fleet below its capacity.
+    const Report r = test::run_module("tenants", {{"preset", "kimi-k3"}, {"sessions_per_s", "0.05"}});
     test::all_checks_pass(r);
     bool state_noted = false;  // one checkpoint is K3's 449,372,160 B of state (reference/kimi_k3.md §2.1)
     for (const std::string& n : r.notes) state_noted |= n.find("428.6 MiB") != std::string::npos;
