@@ -1,13 +1,16 @@
 // The calibrated step-time model (core/fleet/step_model.h) and its calibration
 // (core/fleet/calibration.h). K3_CALIBRATION_PRINT=1 prints the fitted factors and the table.
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
 #include <doctest/doctest.h>
+#include "core/fleet/batch_roofline.h"
 #include "core/fleet/calibration.h"
 #include "core/fleet/cost_model.h"
+#include "core/fleet/fleet_cost.h"
 
 using namespace k3;
 
@@ -131,4 +134,44 @@ TEST_CASE("step model: terms") {
     CHECK(deployment_error(k3m, d) == "");
     d.tp = 5;
     CHECK(deployment_error(k3m, d) != "");
+}
+
+// The fleet's iteration time is module 15's step model of fleet_deployment(FleetConfig), and the
+// request-by-request recount the fleet checks its clock against gives the same time, run steps included.
+TEST_CASE("step model: the fleet's cost is the step model of its deployment, recounted request by request") {
+    FleetConfig c;
+    c.model = *model_preset("kimi-linear-48b");
+    c.hardware = *hardware_preset("h100");
+    c.gpus = 2;
+    c.engine = CacheEngine::sglang;
+    const Deployment d = fleet_deployment(c);
+    CHECK(d.tp == 2);
+    CHECK(d.ep == 1);
+    CHECK(d.engine == Engine::sglang);
+    CHECK(!d.mxfp4_experts);
+    CHECK(fleet_step_engine(CacheEngine::ideal) == Engine::trtllm);
+    FleetConfig k = c;
+    k.model = *model_preset("kimi-k3");
+    CHECK(fleet_deployment(k).mxfp4_experts);
+    const CostModel cm(c);
+    const BatchRoofline recount(cm.step_model());
+    IterationWork w;
+    BatchRoofline::Pass first, next;
+    for (uint64_t ctx : {0u, 517u, 4096u, 70000u}) {
+        w.add_decode(double(ctx));
+        recount.add_decode(first, ctx, &next);
+    }
+    CHECK(cm.seconds(w) == step_seconds(c.model, d, kFittedFactors, w));
+    for (double j : {0.0, 1.0, 37.0}) {
+        IterationWork wj = w;
+        wj.decode_context += j * double(w.decode);
+        const double s = cm.seconds(wj);
+        CHECK(std::abs(recount.step_seconds(first, next, j) - s) <= 1e-12 * s);
+    }
+    w.add_chunk(1024, 2048);
+    recount.add_chunk(first, 1024, 2048);
+    const double mixed = cm.seconds(w);
+    CHECK(std::abs(recount.seconds(first) - mixed) <= 1e-12 * mixed);
+    CHECK(mixed >
+          cm.seconds(decode_work(4, 0)) + kFittedFactors.prefill_step_s);  // the prefill step's overhead
 }
