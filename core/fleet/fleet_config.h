@@ -145,7 +145,8 @@ enum class FleetSimFalsify : uint8_t {
 };
 
 struct FleetConfig {
-    // Cost model: roofline estimate of one instance of `gpus` GPUs.
+    // Cost model: the calibrated step model of one instance of `gpus` GPUs (core/fleet/fleet_cost.h);
+    // `efficiency` is only a migration's roofline's (core/lifecycle), not the iterations'.
     ModelConfig model;
     Hardware hardware;
     int gpus = 2;

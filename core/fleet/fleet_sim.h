@@ -15,7 +15,7 @@
 //     recompute preemption: its memory is freed and it later resumes from the cache);
 //     (that is engine ideal's batching; engines sglang and vllm form batches by their own schedulers,
 //     core/fleet/batch_former.h);
-//   - an iteration time from the roofline cost model (core/fleet/cost_model.h): an estimate.
+//   - an iteration time from the calibrated step model (core/fleet/fleet_cost.h): an estimate.
 // Requests arrive, a router (core/fleet/router.h) picks an instance, the instance's wait queue
 // (core/fleet/wait_queue.h) orders admission. Faults crash or drain instances; requests move,
 // resume from a host tier or migrate; a consistency guard decides where they may resume, and an
@@ -162,9 +162,9 @@ struct FleetTotals {
     uint64_t guard_held_back = 0;   // tokens the guard recomputed because the state was shallower
     uint64_t host_inserts = 0, host_restores = 0;
     uint64_t gateway_waits = 0;  // requests held because no instance was up
-    // The simulated clock against the roofline of each iteration's batch evaluated request by
+    // The simulated clock against the step time of each iteration's batch recounted request by
     // request (core/fleet/batch_roofline.h): both summed over the iterations that ended, the largest
-    // gap of one iteration relative to its roofline time, and the iterations whose gap exceeds the
+    // gap of one iteration relative to its recounted time, and the iterations whose gap exceeds the
     // clock's own rounding (each step's end rounded at the event time, and 1e-12 of the time for the
     // two evaluations' orders of summation).
     double clock_ms = 0, roofline_ms = 0, worst_clock_gap = 0;

@@ -35,7 +35,7 @@ inline const std::vector<FleetCheckFalsifier>& fleet_check_falsifiers() {
          "hits_backed_by_routed_requests*", FleetSimFalsify::phantom_hit},
         {"leak_pages", "the first request to complete keeps its working-memory pages", "caches_released*",
          FleetSimFalsify::leak_pages},
-        {"late_iteration", "the first iteration ends 1 % later than its batch's roofline time",
+        {"late_iteration", "the first iteration ends 1 % later than its batch's step time",
          "iteration_times_match_roofline*", FleetSimFalsify::late_iteration},
         {"state_slot_one_page",
          "with speculative snapshots, the first instance's state slots hold one state page instead of 2 + N",

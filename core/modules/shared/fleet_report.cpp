@@ -85,12 +85,12 @@ void clock_check(Report& r, const FleetSim& s, const std::string& key, const std
     const FleetTotals& t = s.totals();
     r.check(key,
             name +
-                "Every iteration lasts the roofline time of its batch, evaluated request by request "
-                "(core/model/roofline.h)",
+                "Every iteration lasts the step-model time of its batch, recounted request by request "
+                "(core/fleet/batch_roofline.h)",
             t.clock_gaps == 0,
             grouped(t.iterations_timed) + " iterations: " + format_sig(t.clock_ms / 1000, 9) +
                 " s on the simulated clock vs " + format_sig(t.roofline_ms / 1000, 9) +
-                " s by the roofline; largest gap of one iteration " + format_sig(t.worst_clock_gap, 3) +
+                " s by the recount; largest gap of one iteration " + format_sig(t.worst_clock_gap, 3) +
                 " of its time; " + grouped(t.clock_gaps) + " beyond the clock's rounding");
 }
 

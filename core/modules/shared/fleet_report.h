@@ -34,7 +34,7 @@ Series ttft_by_arrival(std::string name, std::string plot, const std::vector<Req
 // Checks every fleet run must pass (their falsifiers: fleet_falsifiers.h): every request completed
 // with its output or failed; the iterations' work ledger equals a recount from the requests; every
 // cache hit is backed by an earlier request's tokens on its instance (fleet_recount.h); caches and
-// pools audit clean and are released; every iteration lasts its batch's roofline time; the pools held
+// pools audit clean and are released; every iteration lasts its batch's step time; the pools held
 // each running request's state as the accounting sizes it; under an engine, the fleet's hits against
 // module 5's replay when the run qualifies, and (the module's own run) the engine's counters as scalars
 // (fleet_engine_report.h).
