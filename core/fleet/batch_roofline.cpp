@@ -17,6 +17,7 @@ void BatchRoofline::add_decode(Pass& p, uint64_t context, Pass* next) const {
     p.flops[kState] += q.state_decode_flops;
     p.bytes[kState] += q.state_bytes;
     p.tokens += 1;
+    p.decodes += 1;
     if (next) {
         next->flops[kDecode] += q.decode_flops_per_context;
         next->bytes[kDecode] += q.kv_bytes_per_token;
@@ -26,13 +27,44 @@ void BatchRoofline::add_decode(Pass& p, uint64_t context, Pass* next) const {
 // One chunk: its tokens' attention at the context plus half of themselves, its KV written, its state.
 void BatchRoofline::add_chunk(Pass& p, double context, double tokens) const {
     const StepModel::SequenceCoefficients& q = model_.sequence();
-    p.flops[kPrefill] += q.prefill_flops_per_pair * (tokens * (context + tokens / 2));
+    const double pairs = tokens * (context + tokens / 2);
+    p.flops[kPrefill] += q.prefill_flops_per_pair * pairs;
     p.bytes[kPrefill] += q.kv_bytes_per_token * tokens;
     p.flops[kState] += q.state_chunk_flops_per_token * tokens;
     p.bytes[kState] += q.state_bytes;
     p.tokens += tokens;
     p.prefill = true;
+    p.chunks += 1;
+    p.chunk_tokens += tokens;
+    p.chunk_pairs += pairs;
+    p.chunk_state_flops += q.state_chunk_flops_per_token * tokens;
+    if (tokens > p.largest) {
+        p.largest = tokens;
+        p.largest_pairs = pairs;
+    }
 }
+
+namespace {
+
+// The busiest DP group's part of a pass (core/fleet/step_model.h): decodes at 1/dp, chunks at their
+// shares; at dp = 1 the pass itself.
+BatchRoofline::Pass busiest_group_pass(const BatchRoofline::Pass& p, double dp, double state_bytes) {
+    if (dp <= 1) return p;
+    const GroupShare g =
+        busiest_group(dp, p.chunks, p.chunk_tokens, p.chunk_pairs, p.largest, p.largest_pairs);
+    BatchRoofline::Pass r = p;
+    r.flops[kDecode] *= g.decode;
+    r.bytes[kDecode] *= g.decode;
+    r.flops[kPrefill] *= g.chunk_attention;
+    r.bytes[kPrefill] *= g.chunk_tokens;
+    r.flops[kState] =
+        (p.flops[kState] - p.chunk_state_flops) * g.decode + p.chunk_state_flops * g.chunk_tokens;
+    r.bytes[kState] = state_bytes * (p.decodes * g.decode + p.chunks * g.chunks);
+    r.tokens = p.decodes * g.decode + p.chunk_tokens * g.chunk_tokens;
+    return r;
+}
+
+}  // namespace
 
 double BatchRoofline::step_seconds(const Pass& first, const Pass& next, double j) const {
     Pass p = first;
@@ -45,10 +77,11 @@ double BatchRoofline::step_seconds(const Pass& first, const Pass& next, double j
 
 double BatchRoofline::seconds(const Pass& p) const {
     if (p.tokens == 0) return 0;
-    StepTerms s = model_.batch_terms(p.tokens, p.prefill);
+    const Pass g = busiest_group_pass(p, model_.dp_groups(), model_.sequence().state_bytes);
+    StepTerms s = model_.batch_terms(p.tokens, g.tokens, p.prefill);
     const StepTerm per_sequence[3] = {StepTerm::attn_decode, StepTerm::attn_prefill, StepTerm::state};
     for (size_t i = 0; i < 3; ++i)
-        s.term[size_t(per_sequence[i])] = model_.roof(per_sequence[i], p.flops[i], p.bytes[i]);
+        s.term[size_t(per_sequence[i])] = model_.roof(per_sequence[i], g.flops[i], g.bytes[i]);
     return s.seconds();
 }
 

@@ -22,6 +22,10 @@ class BatchRoofline {
         std::array<double, 3> flops{}, bytes{};
         double tokens = 0;
         bool prefill = false;
+        // What the busiest DP group's share needs (core/fleet/step_model.h busiest_group): the
+        // decodes, the chunks, their tokens and pairs, the largest chunk, the chunks' state FLOPs.
+        double decodes = 0, chunks = 0, chunk_tokens = 0, chunk_pairs = 0, largest = 0, largest_pairs = 0;
+        double chunk_state_flops = 0;
     };
 
     BatchRoofline() = default;

@@ -8,11 +8,15 @@ namespace k3 {
 
 // What an iteration contains.
 struct IterationWork {
-    uint32_t decode = 0;           // decoding sequences (one token each)
-    double decode_context = 0;     // sum of their contexts (tokens already in their KV)
-    uint32_t prefill_chunks = 0;   // sequences prefilling a chunk
-    double prefill_tokens = 0;     // sum of chunk lengths
-    double prefill_attention = 0;  // sum over chunks of n x (context before the chunk + n / 2)
+    uint32_t decode = 0;                 // decoding sequences (one token each)
+    double decode_context = 0;           // sum of their contexts (tokens already in their KV)
+    uint32_t prefill_chunks = 0;         // sequences prefilling a chunk
+    double prefill_tokens = 0;           // sum of chunk lengths
+    double prefill_attention = 0;        // sum over chunks of n x (context before the chunk + n / 2)
+    double largest_chunk = 0;            // the longest chunk's n and its n x (context + n / 2): under DP
+    double largest_chunk_attention = 0;  // attention a chunk runs on one rank (core/fleet/step_model.h)
+    double draft_tokens = 0;     // speculative draft tokens the decodes verify (query tokens, no chunk)
+    double draft_attention = 0;  // their sum of (context + position) over the draft window
 
     void add_decode(double context) {
         ++decode;
@@ -21,7 +25,12 @@ struct IterationWork {
     void add_chunk(double context, double n) {
         ++prefill_chunks;
         prefill_tokens += n;
-        prefill_attention += n * (context + n / 2);
+        const double pairs = n * (context + n / 2);
+        prefill_attention += pairs;
+        if (n > largest_chunk) {
+            largest_chunk = n;
+            largest_chunk_attention = pairs;
+        }
     }
     bool empty() const { return decode == 0 && prefill_chunks == 0; }
 };

@@ -103,14 +103,14 @@ StepModel::StepModel(const ModelConfig& m, const Deployment& d, const StepFactor
     const MemoryAccount a = account_memory(shard_for_tp(c, int(ta_)));
     const double kv = double(a.kv_bytes_per_token), state = double(a.state_bytes);
     const double heads = double(m.attn_heads) / ta_, La = double(m.n_attention());
-    seq_.decode_flops_per_context = decode_pair_flops(m) * heads * La / dp_;
-    seq_.kv_bytes_per_token = kv / dp_;
-    seq_.prefill_flops_per_pair = prefill_pair_flops(m) * heads * La / dp_;
+    seq_.decode_flops_per_context = decode_pair_flops(m) * heads * La;
+    seq_.kv_bytes_per_token = kv;
+    seq_.prefill_flops_per_pair = prefill_pair_flops(m) * heads * La;
     const double hv = double(m.lin_v_heads) / ta_, K = double(m.head_k), V = double(m.head_v);
     const double Ll = double(m.n_linear());
-    seq_.state_decode_flops = 8.0 * hv * K * V * Ll / dp_;
-    seq_.state_chunk_flops_per_token = (8.0 * K * V + 4.0 * 64.0 * (K + V)) * hv * Ll / dp_;
-    seq_.state_bytes = 2.0 * state / dp_;
+    seq_.state_decode_flops = 8.0 * hv * K * V * Ll;
+    seq_.state_chunk_flops_per_token = (8.0 * K * V + 4.0 * 64.0 * (K + V)) * hv * Ll;
+    seq_.state_bytes = 2.0 * state;
 }
 
 TermCost StepModel::roof(StepTerm t, double flops, double bytes) const {
@@ -125,8 +125,7 @@ TermCost StepModel::roof(StepTerm t, double flops, double bytes) const {
     return c;
 }
 
-void StepModel::weight_terms(StepTerms& s, double T) const {
-    const double Tr = T / dp_;
+void StepModel::weight_terms(StepTerms& s, double T, double Tr) const {
     s.term[size_t(StepTerm::dense_weights)] =
         roof(StepTerm::dense_weights, 2.0 * split_.dense_params * Tr / ta_, 2.0 * split_.dense_params / ta_);
     if (split_.moe_layers == 0) return;
@@ -141,9 +140,8 @@ void StepModel::weight_terms(StepTerms& s, double T) const {
              L * touched / share * split_.expert_params * bytes_per_param);
 }
 
-void StepModel::comm_terms(StepTerms& s, double T) const {
+void StepModel::comm_terms(StepTerms& s, double Tr) const {
     const double link = d_.gpu.nvlink_bytes_per_s > 0 ? d_.gpu.nvlink_bytes_per_s : 1e30;
-    const double Tr = T / dp_;
     if (ta_ > 1) {
         const double p = ta_, bytes = Tr * double(m_.d_model) * 2.0;
         const double one = 2.0 * double(ceil_log2(int(p))) * f_.alpha_s + 2.0 * (p - 1.0) / p * bytes / link;
@@ -161,30 +159,48 @@ void StepModel::comm_terms(StepTerms& s, double T) const {
     }
 }
 
-StepTerms StepModel::batch_terms(double tokens, bool prefill) const {
+StepTerms StepModel::batch_terms(double tokens, double group_tokens, bool prefill) const {
     StepTerms s;
     if (tokens <= 0) return s;
-    weight_terms(s, tokens);
-    comm_terms(s, tokens);
+    weight_terms(s, tokens, group_tokens);
+    comm_terms(s, group_tokens);
     s.term[size_t(StepTerm::overhead)].seconds =
         f_.overhead_s[size_t(d_.engine)] + (prefill ? f_.prefill_step_s : 0.0);
     return s;
 }
 
+GroupShare busiest_group(double dp, double chunks, double chunk_tokens, double chunk_attention,
+                         double largest_chunk, double largest_chunk_attention) {
+    GroupShare g;
+    if (dp <= 1) return g;
+    g.decode = 1.0 / dp;
+    g.chunk_tokens = chunk_tokens > 0 ? std::max(largest_chunk, chunk_tokens / dp) / chunk_tokens : 0;
+    g.chunk_attention =
+        chunk_attention > 0 ? std::max(largest_chunk_attention, chunk_attention / dp) / chunk_attention : 0;
+    g.chunks = chunks > 0 ? std::max(1.0, chunks / dp) / chunks : 0;
+    return g;
+}
+
 StepTerms StepModel::terms(const IterationWork& w) const {
     if (w.empty()) return {};
-    StepTerms s = batch_terms(double(w.decode) + w.prefill_tokens, w.prefill_chunks > 0);
+    const GroupShare g = busiest_group(dp_, double(w.prefill_chunks), w.prefill_tokens, w.prefill_attention,
+                                       w.largest_chunk, w.largest_chunk_attention);
+    // The busiest group's decodes (with their drafts), chunk tokens, pairs and sequences.
+    const double decodes = double(w.decode) * g.decode, drafts = w.draft_tokens * g.decode;
+    const double chunk_tokens = w.prefill_tokens * g.chunk_tokens;
+    const double query_tokens = chunk_tokens + drafts;
+    const double pairs = w.prefill_attention * g.chunk_attention + w.draft_attention * g.decode;
+    StepTerms s = batch_terms(double(w.decode) + w.draft_tokens + w.prefill_tokens, decodes + query_tokens,
+                              w.prefill_chunks > 0);
     const SequenceCoefficients& q = seq_;
+    const double context = w.decode_context * g.decode;
     s.term[size_t(StepTerm::attn_decode)] =
-        roof(StepTerm::attn_decode, q.decode_flops_per_context * w.decode_context,
-             q.kv_bytes_per_token * w.decode_context);
+        roof(StepTerm::attn_decode, q.decode_flops_per_context * context, q.kv_bytes_per_token * context);
     s.term[size_t(StepTerm::attn_prefill)] =
-        roof(StepTerm::attn_prefill, q.prefill_flops_per_pair * w.prefill_attention,
-             q.kv_bytes_per_token * w.prefill_tokens);
-    const double seqs = double(w.decode) + double(w.prefill_chunks);
+        roof(StepTerm::attn_prefill, q.prefill_flops_per_pair * pairs, q.kv_bytes_per_token * query_tokens);
+    const double seqs = decodes + double(w.prefill_chunks) * g.chunks;
     s.term[size_t(StepTerm::state)] =
-        roof(StepTerm::state,
-             q.state_decode_flops * double(w.decode) + q.state_chunk_flops_per_token * w.prefill_tokens,
+        roof(StepTerm::state, q.state_decode_flops * decodes + q.state_chunk_flops_per_token * query_tokens,
              q.state_bytes * seqs);
     return s;
 }

@@ -3,12 +3,15 @@
 // An ESTIMATE; its free factors are fitted on named published points (core/fleet/calibration.h).
 //
 // Deployment: G = gpus, tp, ep, dp_attention. Attention and the linear layers run at width
-// ta = (dp_attention ? 1 : tp) on dp = G / ta groups, each group taking 1/dp of the sequences; the
-// routed experts are split over ep ranks (ep > 1: whole experts, E / ep per rank) or tensor-sharded
-// over the G ranks (ep = 1). All ranks run in lockstep: the step is one rank's time.
+// ta = (dp_attention ? 1 : tp) on dp = G / ta groups; the routed experts are split over ep ranks
+// (ep > 1: whole experts, E / ep per rank) or tensor-sharded over the G ranks (ep = 1). All ranks run
+// in lockstep: the step is the busiest group's rank's time (busiest_group). Decodes spread evenly over
+// the groups; a prompt's chunk runs whole on one group, each chunk on a group of its own while groups
+// are left, so the busiest group holds the largest chunk or 1/dp of the chunk tokens, whichever is more.
 //
 // Shapes (per iteration): B decoding sequences with context sum Cd, chunks with n_total new tokens
-// and pairs P = sum n (context + n / 2); T = B + n_total tokens; per rank Tr = T / dp, Br = B / dp.
+// and pairs P = sum n (context + n / 2); T = B + n_total tokens; the busiest group's Tr tokens, Br
+// decodes, Cd / dp context and its chunks' pairs (at dp = 1 the iteration itself).
 // Model: L layers, La attention (MLA or GQA), Ll linear (KDA/GDN), Lm MoE layers (L - dense layers),
 // E experts, top-k, one expert p_e = 3 w I parameters (w = expert width: latent or d_model),
 // routed parameters R = Lm E p_e, dense parameters D = active - Lm k p_e (attention, linear layers,
@@ -17,8 +20,9 @@
 // Each term is max(FLOPs / (peak_class x f_class), bytes / (HBM x f_mem)), summed (not one max):
 //   dense_weights   FLOPs 2 D Tr / ta              bytes 2 D / ta
 //   moe_experts     FLOPs 2 T k p_e Lm / G          bytes Lm x E (1 - (1 - k/E)^T) / ep' x p_e x b_e
-//                   (ep' = ep, or G when tensor-sharded; b_e = 2, or 0.53125 for MXFP4: 4 bits + an
-//                   E8M0 scale per 32; peak = FP4 tensor peak where the part has one, else BF16)
+//                   (the experts see every group's tokens; ep' = ep, or G when tensor-sharded;
+//                   b_e = 2, or 0.53125 for MXFP4: 4 bits + an E8M0 scale per 32; peak = FP4 tensor
+//                   peak where the part has one, else BF16)
 //   attn_decode     FLOPs 2 (H/ta) Cd/dp x La x (2 latent + rope) for MLA (absorbed form),
 //                   4 (H/ta) hd x Cd/dp x La for GQA; bytes = a rank's KV of Cd/dp tokens (tp_layout:
 //                   the MLA latent replicated on every rank, GQA K/V heads split)
@@ -35,7 +39,7 @@
 // Free factors (StepFactors): f_gemm (dense and expert GEMMs), f_attn (attention FLOPs), f_mem (every
 // byte class), alpha (one collective step's latency), o_engine for sglang, vllm, trtllm, o_prefill.
 // Not modelled: the up-projection of cached context in chunked MLA prefill, reading the cached
-// context's KV during prefill, load imbalance across experts or DP ranks, overlap of terms.
+// context's KV during prefill, load imbalance across experts, overlap of terms.
 #pragma once
 
 #include <array>
@@ -108,6 +112,14 @@ std::string deployment_error(const ModelConfig& m, const Deployment& d);
 // Whether the preset's published checkpoint has its routed experts in MXFP4 (Kimi K3's).
 bool ships_mxfp4_experts(const ModelConfig& m);
 
+// The share of an iteration's work the busiest attention-DP group carries (all 1 at dp = 1): of the
+// decodes (and their draft tokens), of the chunk tokens, of the chunks' attention pairs, of the chunks.
+struct GroupShare {
+    double decode = 1, chunk_tokens = 1, chunk_attention = 1, chunks = 1;
+};
+GroupShare busiest_group(double dp, double chunks, double chunk_tokens, double chunk_attention,
+                         double largest_chunk, double largest_chunk_attention);
+
 // The model evaluated for one deployment (its rates and a rank's per-sequence coefficients computed
 // once): the terms of an iteration. A step's terms split into what the batch's token count decides
 // (weights, experts, communication, overhead: batch_terms) and what each sequence adds, linear in its
@@ -117,7 +129,7 @@ class StepModel {
     struct Rates {
         double gemm = 0, expert = 0, attn = 0, bw = 0;
     };
-    struct SequenceCoefficients {
+    struct SequenceCoefficients {             // on one rank of the sequence's DP group
         double decode_flops_per_context = 0;  // attn_decode FLOPs per token of a decode's context
         double kv_bytes_per_token = 0;        // KV read (decode context) or written (prefill token)
         double prefill_flops_per_pair = 0;    // attn_prefill FLOPs per unit of n (context + n / 2)
@@ -130,8 +142,10 @@ class StepModel {
     StepModel(const ModelConfig& m, const Deployment& d, const StepFactors& f);
     StepTerms terms(const IterationWork& w) const;
     double seconds(const IterationWork& w) const { return terms(w).seconds(); }
-    // The terms the batch's `tokens` decide (and the overhead; `prefill`: the step holds a chunk).
-    StepTerms batch_terms(double tokens, bool prefill) const;
+    // The terms the batch's `tokens` decide, `group_tokens` of them on the busiest DP group (and the
+    // overhead; `prefill`: the step holds a chunk).
+    StepTerms batch_terms(double tokens, double group_tokens, bool prefill) const;
+    double dp_groups() const { return dp_; }
     const SequenceCoefficients& sequence() const { return seq_; }
     // A term's time for its FLOPs and bytes: max over the term's peak and the bandwidth.
     TermCost roof(StepTerm t, double flops, double bytes) const;
@@ -146,8 +160,8 @@ class StepModel {
     Rates r_;
     double ta_ = 1, dp_ = 1;
     SequenceCoefficients seq_;
-    void weight_terms(StepTerms& s, double T) const;
-    void comm_terms(StepTerms& s, double T) const;
+    void weight_terms(StepTerms& s, double T, double Tr) const;
+    void comm_terms(StepTerms& s, double Tr) const;
 };
 
 StepTerms step_terms(const ModelConfig& m, const Deployment& d, const StepFactors& f, const IterationWork& w);

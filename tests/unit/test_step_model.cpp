@@ -136,6 +136,57 @@ TEST_CASE("step model: terms") {
     CHECK(deployment_error(k3m, d) != "");
 }
 
+// Under DP attention a step takes its busiest rank's time: decodes spread over the ranks, a prompt's
+// chunk runs whole on one rank (each chunk on its own while ranks are left), and the request-by-request
+// recount charges the same.
+TEST_CASE("step model: DP attention costs the busiest rank") {
+    const ModelConfig k3m = *model_preset("kimi-k3");
+    Deployment dep;
+    dep.gpu = *hardware_preset("gb300");
+    dep.gpus = dep.ep = 16;
+    dep.dp_attention = true;
+    dep.mxfp4_experts = true;
+    const StepFactors& f = kFittedFactors;
+    const double D = moe_split(k3m).dense_params;
+    // 64 decodes: 4 on each rank. One 8192-token chunk: all of it on one rank.
+    CHECK(close_rel(step_terms(k3m, dep, f, decode_work(64, 1000))[StepTerm::dense_weights].flops, 2 * D * 4,
+                    1e-12));
+    IterationWork one = decode_work(64, 1000), spread = one;
+    one.add_chunk(0, 8192);
+    const StepTerms t1 = step_terms(k3m, dep, f, one);
+    CHECK(close_rel(t1[StepTerm::dense_weights].flops, 2 * D * (4 + 8192), 1e-12));
+    // Sixteen chunks run side by side: the busiest rank holds one, as with a single chunk.
+    for (int i = 0; i < 16; ++i) spread.add_chunk(0, 8192);
+    const StepTerms t16 = step_terms(k3m, dep, f, spread);
+    CHECK(t16[StepTerm::dense_weights].flops == t1[StepTerm::dense_weights].flops);
+    CHECK(t16[StepTerm::attn_prefill].flops == t1[StepTerm::attn_prefill].flops);
+    CHECK(t16[StepTerm::moe_experts].flops >
+          15 * t1[StepTerm::moe_experts].flops);  // experts see every rank's
+    // Seventeen chunks of 8192 and one of 100: the busiest rank has 17/16 of a chunk's tokens.
+    spread.add_chunk(0, 8192);
+    spread.add_chunk(0, 100);
+    CHECK(close_rel(step_terms(k3m, dep, f, spread)[StepTerm::dense_weights].flops,
+                    2 * D * (4 + (17 * 8192.0 + 100) / 16), 1e-12));
+    // At dp = 1 every share is 1.
+    const GroupShare g = busiest_group(1, 3, 300, 9e4, 200, 5e4);
+    CHECK((g.decode == 1 && g.chunk_tokens == 1 && g.chunk_attention == 1 && g.chunks == 1));
+    // The recount: every sequence on its own, then the busiest rank's share.
+    const StepModel sm(k3m, dep, f);
+    const BatchRoofline recount(sm);
+    BatchRoofline::Pass p, next;
+    IterationWork w;
+    for (uint64_t ctx : {10u, 5000u, 9000u}) {
+        w.add_decode(double(ctx));
+        recount.add_decode(p, ctx, &next);
+    }
+    for (double n : {8192.0, 300.0}) {
+        w.add_chunk(700, n);
+        recount.add_chunk(p, 700, n);
+    }
+    const double s = sm.seconds(w);
+    CHECK(std::abs(recount.seconds(p) - s) <= 1e-12 * s);
+}
+
 // The fleet's iteration time is module 15's step model of fleet_deployment(FleetConfig), and the
 // request-by-request recount the fleet checks its clock against gives the same time, run steps included.
 TEST_CASE("step model: the fleet's cost is the step model of its deployment, recounted request by request") {

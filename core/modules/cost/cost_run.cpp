@@ -88,8 +88,8 @@ StepTerms cost_step(const CostParams& p, const ModelConfig& m, const Deployment&
     // extra query tokens (attention over the context, in the prefill form), no prefill-step overhead.
     IterationWork w = decode_work(decodes, context);
     const double drafts = decodes * double(p.draft_len);
-    w.prefill_tokens = drafts;
-    w.prefill_attention = drafts * (context + double(p.draft_len + 1) / 2);
+    w.draft_tokens = drafts;
+    w.draft_attention = drafts * (context + double(p.draft_len + 1) / 2);
     if (chunk > 0) w.add_chunk(chunk_ctx, chunk);
     StepTerms s = step_terms(m, dd, f, w);
     if (p.falsify == CostFalsify::step_fast)
