@@ -2,25 +2,16 @@
 
 #include <algorithm>
 
-#include "core/model/accounting.h"
-
 namespace k3 {
 
 RooflineCostModel::RooflineCostModel(const ModelConfig& model, const Hardware& hw, int gpus,
                                      const Efficiency& eff, bool attention_dp)
-    : hw_(hw), eff_(eff), gpus_(std::max(gpus, 1)), layout_(tp_layout(model, gpus, attention_dp)) {
-    hw_.peak_flops *= double(gpus_);
-    hw_.mem_bytes_per_s *= double(gpus_);
-    hw_.mem_bytes *= double(gpus_);
-    if (gpus_ > 1) hw_.name = std::to_string(gpus_) + " x " + hw.name;
+    : InstanceShape(model, hw, gpus, attention_dp), eff_(eff) {
     // flops_per_token is affine in the context: probe it rather than restating its terms.
     a_ = flops_per_token(model, 0);
     c_ = flops_per_token(model, 1) - a_;
     total_params_ = model.total_params;
     active_params_ = model.active_params;
-    const MemoryAccount acc = account_memory(model);
-    state_bytes_ = acc.state_bytes;
-    kv_bytes_ = acc.kv_bytes_per_token;
 }
 
 WorkCost RooflineCostModel::cost(const IterationWork& w) const {
@@ -33,22 +24,15 @@ WorkCost RooflineCostModel::cost(const IterationWork& w) const {
     const double prefill_flops = a_ * w.prefill_tokens + c_ * w.prefill_attention;
     r.flops = decode_flops + prefill_flops;
     const double weights = 2.0 * std::min(total_params_, T * active_params_);
-    r.bytes = weights + 2.0 * double(layout_.state_bytes()) * seqs +
-              double(layout_.kv_bytes_per_token()) * (w.decode_context + w.prefill_tokens);
-    const double tc = r.flops / (hw_.peak_flops * eff_.compute);
-    const double tm = r.bytes / (hw_.mem_bytes_per_s * eff_.memory);
+    r.bytes = weights + 2.0 * double(layout().state_bytes()) * seqs +
+              double(layout().kv_bytes_per_token()) * (w.decode_context + w.prefill_tokens);
+    const double tc = r.flops / (instance_hardware().peak_flops * eff_.compute);
+    const double tm = r.bytes / (instance_hardware().mem_bytes_per_s * eff_.memory);
     r.compute_bound = tc >= tm;
     r.seconds = std::max(tc, tm);
     return r;
 }
 
 double RooflineCostModel::seconds(const IterationWork& w) const { return cost(w).seconds; }
-
-double RooflineCostModel::prefill_tokens_per_s(double chunk, double context) const {
-    IterationWork w;
-    w.add_chunk(context, chunk);
-    const double s = seconds(w);
-    return s > 0 ? chunk / s : 0;
-}
 
 }  // namespace k3

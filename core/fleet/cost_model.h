@@ -24,13 +24,13 @@
 #include <cstdint>
 #include <string>
 
+#include "core/fleet/instance_shape.h"
 #include "core/fleet/iteration_work.h"
-#include "core/fleet/tp_layout.h"
 #include "core/model/roofline.h"
 
 namespace k3 {
 
-class RooflineCostModel {
+class RooflineCostModel : public InstanceShape {
   public:
     RooflineCostModel() = default;
     RooflineCostModel(const ModelConfig& model, const Hardware& hw, int gpus, const Efficiency& eff = {},
@@ -39,30 +39,15 @@ class RooflineCostModel {
     // Seconds one iteration takes (an estimate).
     double seconds(const IterationWork& w) const;
     WorkCost cost(const IterationWork& w) const;
-    // The hardware of one instance (g GPUs combined).
-    const Hardware& instance_hardware() const { return hw_; }
     const Efficiency& efficiency() const { return eff_; }
-    int gpus() const { return gpus_; }
-    // One copy of a request's state and of a token's KV (what a checkpoint, the host tier or a link
-    // holds and moves).
-    uint64_t state_bytes() const { return state_bytes_; }
-    uint64_t kv_bytes_per_token() const { return kv_bytes_; }
-    // The same summed over the ranks that hold them (TpLayout): what an iteration reads.
-    uint64_t held_state_bytes() const { return layout_.state_bytes(); }
-    uint64_t held_kv_bytes_per_token() const { return layout_.kv_bytes_per_token(); }
-    const TpLayout& layout() const { return layout_; }
-    // Prefill tokens per second of one instance for chunks of `chunk` tokens after `context` cached
-    // tokens (capacity figures for token budgets and for the text).
-    double prefill_tokens_per_s(double chunk, double context) const;
+    double prefill_tokens_per_s(double chunk, double context) const {
+        return chunk_tokens_per_s(*this, chunk, context);
+    }
 
   private:
-    Hardware hw_;
     Efficiency eff_;
-    int gpus_ = 1;
     double a_ = 0, c_ = 0;  // flops_per_token(x) = a + c x
     double total_params_ = 0, active_params_ = 0;
-    uint64_t state_bytes_ = 0, kv_bytes_ = 0;
-    TpLayout layout_;
 };
 
 }  // namespace k3

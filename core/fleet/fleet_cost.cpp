@@ -4,7 +4,6 @@
 #include <string>
 
 #include "core/fleet/calibration.h"
-#include "core/model/accounting.h"
 
 namespace k3 {
 
@@ -28,17 +27,10 @@ Deployment fleet_deployment(const FleetConfig& c) {
 }
 
 CostModel::CostModel(const FleetConfig& c, bool kv_view_dp)
-    : hw_(c.hardware), gpus_(std::max(c.gpus, 1)), layout_(tp_layout(c.model, c.gpus, c.attention_dp)) {
+    : InstanceShape(c.model, c.hardware, c.gpus, c.attention_dp) {
     Deployment d = fleet_deployment(c);
     d.dp_attention = d.dp_attention || kv_view_dp;
     step_ = StepModel(c.model, d, kFittedFactors);
-    hw_.peak_flops *= double(gpus_);
-    hw_.mem_bytes_per_s *= double(gpus_);
-    hw_.mem_bytes *= double(gpus_);
-    if (gpus_ > 1) hw_.name = std::to_string(gpus_) + " x " + c.hardware.name;
-    const MemoryAccount acc = account_memory(c.model);
-    state_bytes_ = acc.state_bytes;
-    kv_bytes_ = acc.kv_bytes_per_token;
 }
 
 WorkCost CostModel::cost(const IterationWork& w) const {
@@ -53,13 +45,6 @@ WorkCost CostModel::cost(const IterationWork& w) const {
     r.seconds = s.seconds();
     r.compute_bound = compute_s >= other_s && compute_s > 0;
     return r;
-}
-
-double CostModel::prefill_tokens_per_s(double chunk, double context) const {
-    IterationWork w;
-    w.add_chunk(context, chunk);
-    const double s = seconds(w);
-    return s > 0 ? chunk / s : 0;
 }
 
 }  // namespace k3

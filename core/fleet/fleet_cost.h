@@ -13,16 +13,16 @@
 #include <cstdint>
 
 #include "core/fleet/fleet_config.h"
+#include "core/fleet/instance_shape.h"
 #include "core/fleet/iteration_work.h"
 #include "core/fleet/step_model.h"
-#include "core/fleet/tp_layout.h"
 
 namespace k3 {
 
 Engine fleet_step_engine(CacheEngine e);
 Deployment fleet_deployment(const FleetConfig& c);
 
-class CostModel {
+class CostModel : public InstanceShape {
   public:
     CostModel() = default;
     // `kv_view_dp`: cost the iterations with DP attention whatever c.attention_dp says (the falsifier
@@ -36,27 +36,12 @@ class CostModel {
     WorkCost cost(const IterationWork& w) const;
     const StepModel& step_model() const { return step_; }
     const Deployment& deployment() const { return step_.deployment(); }
-    // The hardware of one instance (g GPUs combined: what a migration's recompute runs on).
-    const Hardware& instance_hardware() const { return hw_; }
-    int gpus() const { return gpus_; }
-    // One copy of a request's state and of a token's KV (what a checkpoint, the host tier or a link
-    // holds and moves).
-    uint64_t state_bytes() const { return state_bytes_; }
-    uint64_t kv_bytes_per_token() const { return kv_bytes_; }
-    // The same summed over the ranks that hold them (TpLayout).
-    uint64_t held_state_bytes() const { return layout_.state_bytes(); }
-    uint64_t held_kv_bytes_per_token() const { return layout_.kv_bytes_per_token(); }
-    const TpLayout& layout() const { return layout_; }
-    // Prefill tokens per second of one instance for chunks of `chunk` tokens after `context` cached
-    // tokens (capacity figures for token budgets and for the text).
-    double prefill_tokens_per_s(double chunk, double context) const;
+    double prefill_tokens_per_s(double chunk, double context) const {
+        return chunk_tokens_per_s(*this, chunk, context);
+    }
 
   private:
     StepModel step_;
-    Hardware hw_;
-    int gpus_ = 1;
-    uint64_t state_bytes_ = 0, kv_bytes_ = 0;
-    TpLayout layout_;
 };
 
 }  // namespace k3
