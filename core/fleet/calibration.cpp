@@ -7,11 +7,11 @@
 namespace k3 {
 
 // fit_step_factors() on the 10 fitted points below (K1 KL 4K / 1M, K1 MLA 1M, K2 MLA 4K, K2 KL and MLA 1M,
-// S1 TPOT, V1 TPOT and TTFT, TRT TEP16 TPOT), loss 0.0036 at the fit; rounded to three significant
+// S1 TPOT, V1 TPOT and TTFT, TRT TEP16 TPOT), loss 0.0022 at the fit; rounded to three significant
 // figures (tests/unit/test_step_model.cpp re-runs the fit and checks these to 0.5 %). The fit puts
 // TensorRT-LLM's per-step overhead at its bound, zero: its one fitted point (TEP16) is explained by the
-// collectives (186 all-reduces and 184 all-to-alls a step at 7.08 us per collective step).
-const StepFactors kFittedFactors = {0.704, 0.691, 0.765, 7.08e-6, {2.00e-3, 2.43e-3, 0.0}, 0.0473};
+// collectives (186 all-reduces and 184 all-to-alls a step at 6.64 us per collective step).
+const StepFactors kFittedFactors = {0.773, 0.690, 0.783, 6.64e-6, {2.18e-3, 2.56e-3, 0.0}, 0.0476};
 
 namespace {
 
@@ -25,6 +25,14 @@ Deployment deploy(const char* gpu, int gpus, int tp, int ep, bool dp, Engine e, 
     d.engine = e;
     d.mxfp4_experts = mxfp4;
     return d;
+}
+
+// A point measured by a serving benchmark: `prompts` at most c at a time, its median or mean, the
+// engine's token budget per step (per DP group).
+void benchmark(CalibrationPoint& p, int prompts, bool median, double budget = 8192) {
+    p.prompts = prompts;
+    p.median = median;
+    p.chunk = budget;
 }
 
 CalibrationPoint point(const char* id, const char* model, Deployment d, PointKind kind, int c, double in,
@@ -81,9 +89,12 @@ void add_qwen3_next(std::vector<CalibrationPoint>& v) {
     v.push_back(point("S1 TPOT", q, h100, PointKind::tpot, 1, 1000, 1000, 5.330, true));
     v.push_back(point("S1 TTFT", q, h100, PointKind::ttft, 1, 1000, 1000, 113.9, false));
     v.back().assumption = v[v.size() - 2].assumption =
-        "lengths not in the excerpt: ISL = OSL = 1000 (calibration.md: input ~ output throughput, ~1K)";
-    for (auto* p : {&v[v.size() - 2], &v.back()})
+        "lengths not in the excerpt: ISL = OSL = 1000 (calibration.md: input ~ output throughput, ~1K); "
+        "one request at a time, so the prompt count does not matter";
+    for (auto* p : {&v[v.size() - 2], &v.back()}) {
         p->source = "sgl-project/sglang PR #10233, TP4 H100, c = 1 (calibration.md S1)";
+        benchmark(*p, 1, false);
+    }
     const int gpus[2] = {4, 8};
     const double step_ms[2] = {32e3 / 2233.44, 32e3 / 2704.56};
     for (int i = 0; i < 2; ++i) {
@@ -92,18 +103,23 @@ void add_qwen3_next(std::vector<CalibrationPoint>& v) {
             point(i ? "S3 TP8" : "S3 TP4", q, d, PointKind::derived_step, 32, 1000, 2000, step_ms[i], false));
         v.back().what = "step = 32 / output throughput at c = 32, 1000 / 2000";
         v.back().source = "sgl-project/sglang PR #10467, H20 TP4/TP8 (calibration.md S3)";
+        benchmark(v.back(), 100, false);
     }
     const Deployment ep = deploy("h20", 4, 4, 4, false, Engine::vllm);
     v.push_back(point("V1 TPOT", q, ep, PointKind::tpot, 32, 2048, 1024, 14.09, true));
     v.push_back(point("V1 TTFT", q, ep, PointKind::ttft, 32, 2048, 1024, 1101.49, true));
-    v.back().assumption =
-        "32 prompts sent at once (the benchmark's burst), vLLM's 8192-token budget per step";
-    for (auto* p : {&v[v.size() - 2], &v.back()})
+    for (auto* p : {&v[v.size() - 2], &v.back()}) {
         p->source = "vllm-project/vllm PR #28095, H20 x 4, TP4 + expert parallel (calibration.md V1)";
+        p->assumption = "32 prompts sent at once (the benchmark's burst), vLLM's 8192-token budget per step";
+        benchmark(*p, 32, false);
+    }
     v.push_back(point("V2 TPOT", q, deploy("h200", 2, 2, 1, false, Engine::vllm), PointKind::tpot, 8, 237,
                       300, 9.85, false));
     v.back().source = "vllm-project/vllm PR #35777 baseline, H200, c = 8 (calibration.md V2)";
-    v.back().assumption = "GPU count cut off in the excerpt: 2 x H200 TP2 (the smallest that holds BF16 80B)";
+    v.back().assumption =
+        "GPU count cut off in the excerpt: 2 x H200 TP2 (the smallest that holds BF16 80B); "
+        "every prompt 237 tokens (the excerpt's mean)";
+    benchmark(v.back(), 1000, false);
 }
 
 void add_kimi_k3(std::vector<CalibrationPoint>& v) {
@@ -115,11 +131,20 @@ void add_kimi_k3(std::vector<CalibrationPoint>& v) {
     v.push_back(point("TRT TEP16 TTFT", "kimi-k3", tep, PointKind::ttft, 4, 8192, 1024, 1769.2, false));
     v.push_back(point("TRT DEP16 TPOT", "kimi-k3", dep, PointKind::tpot, 64, 8192, 1024, 34.06, false));
     v.push_back(point("TRT DEP16 TTFT", "kimi-k3", dep, PointKind::ttft, 64, 8192, 1024, 4512.3, false));
-    for (size_t i = v.size() - 4; i < v.size(); ++i) {
-        v[i].source = src;
-        v[i].assumption =
-            "medians taken as means; TTFT as one prompt's 8192-token chunk next to the other "
-            "c - 1 decoding requests (steady state)";
+    v.push_back(point("TRT DEP16 c256 TPOT", "kimi-k3", dep, PointKind::tpot, 256, 8192, 1024, 62.24, false));
+    v.push_back(
+        point("TRT DEP16 c256 TTFT", "kimi-k3", dep, PointKind::ttft, 256, 8192, 1024, 4586.7, false));
+    for (size_t i = v.size() - 6; i < v.size(); ++i) {
+        CalibrationPoint& p = v[i];
+        p.source = src;
+        p.what = p.kind == PointKind::tpot ? "median decode TPOT" : "median TTFT";
+        // perf_sweep.sbatch: c x 5 prompts (c x 3 from 256), max_num_tokens = ISL + MAX_BATCH_SIZE
+        // (16 for TEP16; 64 per rank for DEP16).
+        const bool tep = p.deploy.tp == 16;
+        benchmark(p, p.concurrency * (p.concurrency >= 256 ? 3 : 5), true, tep ? 8192 + 16 : 8192 + 64);
+        p.assumption =
+            tep ? "the sweep's c x 5 prompts; a step budget of 8,208 tokens (8192 + the 16-request batch)"
+                : "the sweep's c x 5 prompts (x 3 from c = 256); 8,256 tokens per rank a step";
     }
 }
 
@@ -149,40 +174,46 @@ ModelConfig calibration_model(const std::string& id) {
     return m;
 }
 
+ClosedLoop deployment_benchmark(const Deployment& d, int concurrency, int prompts, double in, double out,
+                                double budget) {
+    ClosedLoop b;
+    b.concurrency = concurrency;
+    b.prompts = prompts;
+    b.input_tokens = in;
+    b.output_tokens = out;
+    b.step_budget = budget;
+    b.prefill_first = d.engine == Engine::sglang;
+    b.dp_groups = std::max(1, d.dp_attention ? d.gpus : d.gpus / std::max(d.tp, 1));
+    return b;
+}
+
 namespace {
 
-// One step of `decodes` sequences at `context` plus, optionally, a chunk.
-double mixed_step(const ModelConfig& m, const CalibrationPoint& p, const StepFactors& f, int decodes,
-                  double context, double chunk_ctx, double chunk) {
-    IterationWork w = decode_work(double(decodes), context);
-    if (chunk > 0) w.add_chunk(chunk_ctx, chunk);
-    return step_seconds(m, p.deploy, f, w);
+// The point's benchmark on the step model of its deployment.
+ClosedLoopResult run_benchmark(const ModelConfig& m, const CalibrationPoint& p, const StepFactors& f) {
+    const ClosedLoop b =
+        deployment_benchmark(p.deploy, p.concurrency, p.prompts, p.input_tokens, p.output_tokens, p.chunk);
+    const StepModel sm(m, p.deploy, f);
+    return run_closed_loop(b, [&sm](const IterationWork& w) { return sm.seconds(w); });
 }
 
 }  // namespace
 
 double estimate_point(const CalibrationPoint& p, const StepFactors& f) {
     const ModelConfig m = calibration_model(p.model);
-    const double ctx = p.input_tokens + p.output_tokens / 2;
-    const int c = p.concurrency;
-    switch (p.kind) {
-        case PointKind::tpot: return mixed_step(m, p, f, c, ctx, 0, 0);
-        case PointKind::derived_step: {
-            double marginal = 0;
-            for (double done = 0; done < p.input_tokens; done += p.chunk) {
-                const double n = std::min(p.chunk, p.input_tokens - done);
-                marginal += mixed_step(m, p, f, c - 1, ctx, done, n) - mixed_step(m, p, f, c - 1, ctx, 0, 0);
-            }
-            return mixed_step(m, p, f, c, ctx, 0, 0) + double(c) * marginal / p.output_tokens;
-        }
-        case PointKind::ttft: break;
+    if (p.prompts == 0) {
+        if (p.kind == PointKind::ttft) return prefill_seconds(m, p.deploy, f, p.input_tokens, p.chunk);
+        const double ctx = p.input_tokens + p.output_tokens / 2;
+        return step_seconds(m, p.deploy, f, decode_work(double(p.concurrency), ctx));
     }
-    if (c == 1) return prefill_seconds(m, p.deploy, f, p.input_tokens, p.chunk);
-    if (p.model == "qwen3-next-80b") return burst_ttft_seconds(m, p.deploy, f, c, p.input_tokens, p.chunk);
-    double s = 0;
-    for (double done = 0; done < p.input_tokens; done += p.chunk)
-        s += mixed_step(m, p, f, c - 1, ctx, done, std::min(p.chunk, p.input_tokens - done));
-    return s;
+    const ClosedLoopResult r = run_benchmark(m, p, f);
+    auto stat = [&p](const std::vector<double>& v) { return p.median ? median_of(v) : mean_of(v); };
+    switch (p.kind) {
+        case PointKind::tpot: return stat(r.tpot_s);
+        case PointKind::ttft: return stat(r.ttft_s);
+        case PointKind::derived_step: break;
+    }
+    return double(p.concurrency) * r.duration_s / (double(p.prompts) * p.output_tokens);
 }
 
 std::vector<CalibrationRow> calibration_table(const StepFactors& f) {

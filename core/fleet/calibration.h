@@ -3,12 +3,14 @@
 //
 // Every point models the mechanism of its setup (model, engine, GPU, TP/EP, batch, lengths); nothing is
 // tuned per point. Where the source does not state the setup, the point states the assumption it makes
-// (`assumption`). A point is a TPOT (one decode step at batch c and the mean context of the decode), a
-// TTFT (the prompt's prefill in the engine's chunks; several prompts arriving together are a burst), or
-// a step derived from output throughput (the decode step plus each request's prefill spread over its
-// output tokens).
+// (`assumption`). A point is a TPOT, a TTFT or a step derived from output throughput (c / output tokens
+// per second). A point from a serving benchmark is estimated by running the benchmark's closed loop
+// (core/fleet/closed_loop.h) on the step model: its prompts, its concurrency, the engine's scheduling
+// and token budget; so its TPOT holds the steps that carry other requests' prefills, and its TTFT the
+// wait for the prompts sent before it. A point measured on one request alone is one decode step at
+// the context, or the prompt's prefill by itself.
 //
-// Fitted subset (CalibrationPoint::fitted, 10 of 31): K1 KL 4K and 1M, K1 MLA 1M, K2 MLA 4K, K2 KL and
+// Fitted subset (CalibrationPoint::fitted, 10 of 33): K1 KL 4K and 1M, K1 MLA 1M, K2 MLA 4K, K2 KL and
 // MLA 1M, S1 TPOT, V1 TPOT and TTFT, TRT TEP16 TPOT; every other point is validation.
 // Fit (fit_step_factors): least squares on the log error, sum over the FITTED points of
 // ln(estimate / measured)^2, by coordinate descent in log space: every factor is tried at x e^(+-h),
@@ -22,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "core/fleet/closed_loop.h"
 #include "core/fleet/step_model.h"
 
 namespace k3 {
@@ -35,7 +38,12 @@ struct CalibrationPoint {
     PointKind kind = PointKind::tpot;
     int concurrency = 1;
     double input_tokens = 0, output_tokens = 0;
-    double chunk = 8192;  // the engine's prefill token budget per step
+    double chunk = 8192;  // the engine's token budget per step (per DP group)
+    // The benchmark's closed loop (core/fleet/closed_loop.h): `prompts` requests at most `concurrency`
+    // at a time, the TPOT / TTFT its median or mean over them. 0: one request measured alone (a step
+    // at the mean context, a prefill by itself), as Kimi Linear's figures are.
+    int prompts = 0;
+    bool median = false;
     double measured_s = 0;
     double tolerance = 0.25;  // |estimate / measured - 1| allowed: 25 % TPOT, 35 % TTFT (issue 16)
     bool fitted = false;
@@ -51,6 +59,12 @@ struct CalibrationRow {
 // The factors the product uses: fit_step_factors() on the fitted points of calibration_points() (the
 // provenance beside each value in calibration.cpp).
 extern const StepFactors kFittedFactors;
+
+// The closed loop a benchmark runs on a deployment (core/fleet/closed_loop.h): `prompts` of `in` / `out`
+// tokens at most `concurrency` at a time, the engine's scheduling (SGLang prefill-first) and its
+// budget per step, one group per attention-DP rank group.
+ClosedLoop deployment_benchmark(const Deployment& d, int concurrency, int prompts, double in, double out,
+                                double budget);
 
 const std::vector<CalibrationPoint>& calibration_points();
 ModelConfig calibration_model(const std::string& id);

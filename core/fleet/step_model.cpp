@@ -229,32 +229,4 @@ double prefill_seconds(const ModelConfig& m, const Deployment& d, const StepFact
     return s;
 }
 
-double burst_ttft_seconds(const ModelConfig& m, const Deployment& d, const StepFactors& f, int requests,
-                          double tokens, double chunk) {
-    // Steps take `chunk` tokens off the queue (request by request, each request's chunk at its own
-    // context); a request finishes at the end of the step that takes its last token.
-    double clock = 0, sum = 0, left = tokens;  // left: what the first waiting request still needs
-    int next = 0;
-    while (next < requests) {
-        IterationWork w;
-        double room = chunk, partial = tokens;
-        int finished = 0;
-        for (int r = next; r < requests && room > 0; ++r) {
-            const double remaining = r == next ? left : tokens;
-            const double n = std::min(room, remaining);
-            w.add_chunk(tokens - remaining, n);
-            room -= n;
-            if (n < remaining)
-                partial = remaining - n;
-            else
-                ++finished;
-        }
-        clock += step_seconds(m, d, f, w);
-        sum += clock * double(finished);
-        next += finished;
-        left = partial;
-    }
-    return requests > 0 ? sum / double(requests) : 0;
-}
-
 }  // namespace k3

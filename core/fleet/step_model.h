@@ -176,9 +176,4 @@ IterationWork decode_work(double batch, double context);
 // steps (each step its own overhead).
 double prefill_seconds(const ModelConfig& m, const Deployment& d, const StepFactors& f, double tokens,
                        double chunk);
-// Mean TTFT of `requests` prompts of `tokens` each arriving together, served first come in steps of
-// `chunk` tokens: a request's TTFT is the end of the step holding its last token.
-double burst_ttft_seconds(const ModelConfig& m, const Deployment& d, const StepFactors& f, int requests,
-                          double tokens, double chunk);
-
 }  // namespace k3

@@ -85,13 +85,13 @@ TEST_CASE("step model: the calibration table against the issue's tolerances") {
         within += r.within;
         if (!r.within) outside += r.point->id + "; ";
     }
-    CHECK(rows.size() == 31);
+    CHECK(rows.size() == 33);
     CHECK(fitted == 10);
-    // Every fitted point within its tolerance, and all but three TTFTs of the validation points: S1's
-    // (SGLang, lengths not in the excerpt) and TensorRT-LLM's two K3 TTFTs (5x and 40x the prefill's
-    // physics; queueing the guide does not describe).
-    CHECK(outside == "S1 TTFT; TRT TEP16 TTFT; TRT DEP16 TTFT; ");
-    CHECK(within == 28);
+    // Every fitted point within its tolerance, every TPOT and step, and all but four TTFTs of the
+    // validation points: S1's (SGLang, lengths not in the excerpt) and TensorRT-LLM's three K3 TTFTs
+    // (about 5x the estimate on both deployments, with the guide's own benchmark run).
+    CHECK(outside == "S1 TTFT; TRT TEP16 TTFT; TRT DEP16 TTFT; TRT DEP16 c256 TTFT; ");
+    CHECK(within == 29);
 }
 
 TEST_CASE("step model: the physical checks hold and can fail") {
@@ -125,12 +125,10 @@ TEST_CASE("step model: terms") {
     CHECK(close_rel(t[StepTerm::moe_experts].bytes, bf16 * 0.53125 / 2.0, 1e-12));
     CHECK(close_rel(t[StepTerm::attn_decode].bytes,
                     step_terms(k3m, d, f, decode_work(8, 8192))[StepTerm::attn_decode].bytes / 2, 1e-12));
-    // A burst of two prompts of one chunk each: the first ends after one step, the second after two.
-    const double one = prefill_seconds(k3m, d, f, 8192, 8192);
+    // A prompt of one chunk alone is one step.
     IterationWork w;
     w.add_chunk(0, 8192);
-    CHECK(close_rel(burst_ttft_seconds(k3m, d, f, 2, 8192, 8192), 1.5 * one, 1e-12));
-    CHECK(close_rel(one, step_seconds(k3m, d, f, w), 1e-12));
+    CHECK(close_rel(prefill_seconds(k3m, d, f, 8192, 8192), step_seconds(k3m, d, f, w), 1e-12));
     CHECK(deployment_error(k3m, d) == "");
     d.tp = 5;
     CHECK(deployment_error(k3m, d) != "");

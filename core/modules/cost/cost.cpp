@@ -34,7 +34,7 @@ void deployment_params(ParamList<CostParams>& l) {
         .in_group("Deployment");
     l.real(&CostParams::memory_fraction, "memory_fraction", "Usable memory fraction", "ratio", 0.05, 1)
         .in_group("Deployment");
-    l.integer(&CostParams::chunk, "chunk", "Prefill tokens per step", "tokens", 64, 1048576)
+    l.integer(&CostParams::chunk, "chunk", "Tokens per step", "tokens", 64, 1048576)
         .log()
         .in_group("Deployment");
 }
@@ -42,6 +42,8 @@ void deployment_params(ParamList<CostParams>& l) {
 void workload_params(ParamList<CostParams>& l) {
     l.integer(&CostParams::concurrency, "concurrency", "Concurrency", "requests", 1, 65536)
         .log()
+        .in_group("Workload");
+    l.integer(&CostParams::rounds, "rounds", "Prompts per request slot", "rounds", 1, 100)
         .in_group("Workload");
     l.integer(&CostParams::input_tokens, "input_tokens", "Input tokens", "tokens", 1, 4194304)
         .log()
@@ -130,6 +132,8 @@ void validate_cost(const CostParams& p, Issues& issues) {
                                  " GiB usable (" + p.gpu.id + " x memory_fraction): more GPUs, tp or ep");
         return;
     }
+    if (const std::string e = closed_loop_error(cost_benchmark(p, p.concurrency)); !e.empty())
+        issues.error(p.concurrency, e);
     if (p.concurrency > c.max_batch)
         issues.error(p.concurrency, "at most " + std::to_string(c.max_batch) + " sequences of " +
                                         std::to_string(p.input_tokens + p.output_tokens) + " tokens fit (" +

@@ -7,6 +7,7 @@
 
 #include "core/experiments/module.h"
 #include "core/fleet/calibration.h"
+#include "core/fleet/closed_loop.h"
 #include "core/fleet/step_model.h"
 
 namespace k3 {
@@ -37,7 +38,8 @@ struct CostParams {
     int draft_len = 0;
     double acceptance_len = 1;
     SpecMemory spec_memory = SpecMemory::recoverssm;
-    int chunk = 8192;
+    int chunk = 8208;  // TensorRT-LLM's TEP16 recipe: the prompt plus its batch of 16
+    int rounds = 5;    // the benchmark sends rounds x concurrency prompts
     double memory_fraction = 0.9;
     double price_per_gpu_hour = 4.0;
     CostFalsify falsify = CostFalsify::none;  // not a declared parameter
@@ -57,9 +59,13 @@ struct CostMemory {
     double used(int seqs) const { return weights + double(seqs) * per_sequence(); }
 };
 
+// One concurrency's benchmark (core/fleet/closed_loop.h): the decode step at the concurrency, the
+// median TTFT and TPOT over the benchmark's requests, its throughputs, its duration and the part of it
+// the prefills take beyond the decode steps they ride with.
 struct CostPoint {
     int concurrency = 0;
-    double step_s = 0, tpot_s = 0, ttft_s = 0, prefill_share_s = 0, output_per_s = 0, total_per_s = 0;
+    double step_s = 0, tpot_s = 0, ttft_s = 0, output_per_s = 0, total_per_s = 0;
+    double duration_s = 0, prefill_share_s = 0;
 };
 
 struct CostResult {
@@ -70,6 +76,7 @@ struct CostResult {
     StepTerms decode_terms, prefill_terms;
     CostPoint at;                  // at the chosen concurrency
     std::vector<CostPoint> sweep;  // 1, 2, 4, ... up to max_batch, and the chosen concurrency
+    int sweep_cut = 0;             // the largest concurrency left out: its benchmark over the limit
     std::vector<CalibrationRow> calibration;
 };
 
@@ -82,6 +89,8 @@ CostMemory cost_memory(const CostParams& p, const ModelConfig& m);
 // `chunk` new tokens after `chunk_ctx` (chunk 0: none), under the run's corruption.
 StepTerms cost_step(const CostParams& p, const ModelConfig& m, const Deployment& d, const StepFactors& f,
                     double decodes, double context, double chunk_ctx, double chunk);
+// The benchmark at `concurrency`: rounds x concurrency prompts, the engine's scheduling and budget.
+ClosedLoop cost_benchmark(const CostParams& p, int concurrency);
 CostPoint cost_point(const CostParams& p, const ModelConfig& m, const Deployment& d, const StepFactors& f,
                      int concurrency);
 CostResult run_cost(const CostParams& p);

@@ -16,22 +16,25 @@ double usd_per_second(const CostParams& p) { return p.price_per_gpu_hour * doubl
 void scalars(const CostParams& p, const CostResult& c, Report& r) {
     const CostPoint& a = c.at;
     const CostMemory& m = c.memory;
-    const double out = double(p.output_tokens), in = double(p.input_tokens), B = double(p.concurrency);
-    const double decode_s = out / p.acceptance_len * a.step_s;  // per cycle of B requests
+    const double prompts = double(p.rounds) * double(p.concurrency);
+    const double out = prompts * double(p.output_tokens), in = prompts * double(p.input_tokens);
+    const double decode_s = a.duration_s - a.prefill_share_s;  // the benchmark's GPU time, less prefill
     r.scalar("ttft_ms", "Time to first token", "ms", a.ttft_s * 1e3, true).help =
-        "The prompt's uncached tokens in chunks, next to the other requests' decode steps (estimate).";
+        "The median over the benchmark's requests: the wait for the prompts sent before, then the "
+        "prompt's chunks (estimate).";
     r.scalar("tpot_ms", "Time per output token", "ms", a.tpot_s * 1e3, true).help =
-        "One decode (verify) step divided by the acceptance length (estimate).";
+        "The median over the benchmark's requests of (last token - first) / (tokens - 1): the decode "
+        "steps and the other requests' prefills among them (estimate).";
     r.scalar("output_tokens_per_s", "Output throughput", "tokens/s", a.output_per_s, true);
     r.scalar("total_tokens_per_s", "Input + output throughput", "tokens/s", a.total_per_s);
     r.scalar("tokens_per_s_per_gpu", "Output tokens per second per GPU", "tokens/s", a.output_per_s / p.gpus,
              true);
     r.scalar("max_batch", "Largest batch that fits", "sequences", double(m.max_batch), true);
     r.scalar("usd_per_m_output_tokens", "USD per million output tokens", "USD",
-             usd_per_second(p) * decode_s / (B * out) * 1e6, true)
+             usd_per_second(p) * decode_s / out * 1e6, true)
         .help = "The decode steps' GPU time at the price per GPU-hour, over the output tokens.";
     r.scalar("usd_per_m_input_tokens", "USD per million input tokens", "USD",
-             usd_per_second(p) * a.prefill_share_s / (B * in) * 1e6)
+             usd_per_second(p) * a.prefill_share_s / in * 1e6)
         .help = "The prefill chunks' GPU time beyond the decode steps they ride with, over the input tokens.";
     r.scalar("step_ms", "Decode step", "ms", a.step_s * 1e3);
     r.scalar("experts_touched", "Distinct experts per MoE layer in the step", "experts",
@@ -71,7 +74,10 @@ void plots(const CostParams& p, const CostResult& c, Report& r) {
         thr.add(a.concurrency, a.output_per_s);
         tot.add(a.concurrency, a.total_per_s);
     }
-    (void)p;
+    if (c.sweep_cut > 0)
+        r.notes.push_back("The sweep stops below " + std::to_string(c.sweep_cut) +
+                          " requests: that benchmark (" + std::to_string(p.rounds) + " x " +
+                          std::to_string(c.sweep_cut) + " prompts) is over the closed loop's work limit.");
     r.series = {tpot, ttft, thr, tot};
 }
 

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/fleet/closed_loop.h"
 #include "core/model/accounting.h"
 #include "core/model/tp_shard.h"
 #include "core/modules/cost/cost.h"
@@ -73,28 +74,51 @@ CostMemory cost_memory(const CostParams& p, const ModelConfig& m) {
     return c;
 }
 
-StepTerms cost_step(const CostParams& p, const ModelConfig& m, const Deployment& d, const StepFactors& f,
-                    double decodes, double context, double chunk_ctx, double chunk) {
+namespace {
+
+// The deployment the run's corruption leaves (bandwidth: inverted about the preset's).
+Deployment falsified_deployment(const CostParams& p, const Deployment& d) {
     Deployment dd = d;
     if (p.falsify == CostFalsify::bandwidth) {
         const double base = hardware_preset(p.gpu.id)->mem_bytes_per_s;
         dd.gpu.mem_bytes_per_s = base * base / d.gpu.mem_bytes_per_s;
     }
+    return dd;
+}
+
+// The verify step: each decoding sequence reads its KV and state once; its N draft tokens ride as
+// extra query tokens (attention over its context, in the prefill form), no prefill-step overhead.
+StepTerms verify_step(const CostParams& p, const StepModel& sm, IterationWork w) {
+    if (w.decode > 0 && p.draft_len > 0) {
+        const double drafts = double(w.decode) * double(p.draft_len);
+        w.draft_tokens = drafts;
+        w.draft_attention = drafts * (w.decode_context / double(w.decode) + double(p.draft_len + 1) / 2);
+    }
+    StepTerms s = sm.terms(w);
+    if (p.falsify == CostFalsify::step_fast)
+        for (TermCost& t : s.term) t.seconds *= 0.01;
+    return s;
+}
+
+}  // namespace
+
+StepTerms cost_step(const CostParams& p, const ModelConfig& m, const Deployment& d, const StepFactors& f,
+                    double decodes, double context, double chunk_ctx, double chunk) {
     if (p.falsify == CostFalsify::context) {
         const double base = double(p.input_tokens) + double(p.output_tokens) / 2;
         context = base * base / context;
     }
-    // The verify step: each decoding sequence reads its KV and state once; its N draft tokens ride as
-    // extra query tokens (attention over the context, in the prefill form), no prefill-step overhead.
     IterationWork w = decode_work(decodes, context);
-    const double drafts = decodes * double(p.draft_len);
-    w.draft_tokens = drafts;
-    w.draft_attention = drafts * (context + double(p.draft_len + 1) / 2);
     if (chunk > 0) w.add_chunk(chunk_ctx, chunk);
-    StepTerms s = step_terms(m, dd, f, w);
-    if (p.falsify == CostFalsify::step_fast)
-        for (TermCost& t : s.term) t.seconds *= 0.01;
-    return s;
+    return verify_step(p, StepModel(m, falsified_deployment(p, d), f), w);
+}
+
+ClosedLoop cost_benchmark(const CostParams& p, int concurrency) {
+    ClosedLoop b = deployment_benchmark(cost_deployment(p), concurrency, p.rounds * concurrency,
+                                        double(p.input_tokens), double(p.output_tokens), double(p.chunk));
+    b.cached_tokens = std::round(double(p.input_tokens) * p.prefix_hit);
+    b.tokens_per_decode = p.acceptance_len;
+    return b;
 }
 
 CostPoint cost_point(const CostParams& p, const ModelConfig& m, const Deployment& d, const StepFactors& f,
@@ -102,23 +126,26 @@ CostPoint cost_point(const CostParams& p, const ModelConfig& m, const Deployment
     CostPoint c;
     c.concurrency = concurrency;
     const double in = double(p.input_tokens), out = double(p.output_tokens);
-    const double ctx = in + out / 2, A = p.acceptance_len, B = double(concurrency);
-    c.step_s = cost_step(p, m, d, f, B, ctx, 0, 0).seconds();
-    c.tpot_s = c.step_s / A;
-    // TTFT: the prompt's uncached tokens in chunks next to the other c - 1 decoding requests (steady
-    // state); the chunks' time beyond those decode steps is the prefill's share of the instance.
-    const double plain = cost_step(p, m, d, f, B - 1, ctx, 0, 0).seconds();
-    double marginal = 0;
-    for (double done = std::round(in * p.prefix_hit); done < in; done += double(p.chunk)) {
-        const double n = std::min(double(p.chunk), in - done);
-        const double s = cost_step(p, m, d, f, B - 1, ctx, done, n).seconds();
-        c.ttft_s += s;
-        marginal += s - plain;
-    }
-    c.prefill_share_s = B * marginal;
-    const double cycle = out / A * c.step_s + c.prefill_share_s;  // c requests start and finish
-    c.output_per_s = cycle > 0 ? B * out / cycle : 0;
-    c.total_per_s = cycle > 0 ? B * (in + out) / cycle : 0;
+    c.step_s = cost_step(p, m, d, f, double(concurrency), in + out / 2, 0, 0).seconds();
+    // The benchmark's closed loop on the step model; a step's time beyond the decode step of its
+    // decodes is the prefill's (the GPU time the input tokens are charged).
+    const StepModel sm(m, falsified_deployment(p, d), f);
+    const ClosedLoop b = cost_benchmark(p, concurrency);
+    const ClosedLoopResult r = run_closed_loop(b, [&](const IterationWork& w) {
+        const double s = verify_step(p, sm, w).seconds();
+        if (w.prefill_chunks == 0) return s;
+        IterationWork decodes;
+        decodes.decode = w.decode;
+        decodes.decode_context = w.decode_context;
+        c.prefill_share_s += s - verify_step(p, sm, decodes).seconds();
+        return s;
+    });
+    c.ttft_s = median_of(r.ttft_s);
+    c.tpot_s = median_of(r.tpot_s);
+    c.duration_s = r.duration_s;
+    const double prompts = double(b.prompts);
+    c.output_per_s = r.duration_s > 0 ? prompts * out / r.duration_s : 0;
+    c.total_per_s = r.duration_s > 0 ? prompts * (in + out) / r.duration_s : 0;
     return c;
 }
 
@@ -141,7 +168,11 @@ CostResult run_cost(const CostParams& p) {
     xs.push_back(p.concurrency);
     std::sort(xs.begin(), xs.end());
     xs.erase(std::unique(xs.begin(), xs.end()), xs.end());
-    for (int b : xs) c.sweep.push_back(cost_point(p, c.model, c.deploy, c.factors, b));
+    for (int b : xs)
+        if (closed_loop_error(cost_benchmark(p, b)).empty())
+            c.sweep.push_back(cost_point(p, c.model, c.deploy, c.factors, b));
+        else
+            c.sweep_cut = std::max(c.sweep_cut, b);
     c.calibration = calibration_table(c.factors);
     return c;
 }
