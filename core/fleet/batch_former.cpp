@@ -11,11 +11,11 @@ namespace k3 {
 // SGLang: max_running_requests = min(--max-running-requests, mamba slots // ratio), the slots being
 // the mamba pool's (the shared pool's state slots, which the cache's states share). vLLM: its
 // max_num_seqs; its pool refuses what does not fit.
-uint32_t FleetSim::running_cap() const {
+uint32_t FleetSim::running_cap(uint32_t k) const {
     if (c_.engine == CacheEngine::ideal) return slots_.slots;
     if (c_.engine == CacheEngine::vllm || c_.falsify == FleetSimFalsify::sglang_cap_ignored)
         return c_.max_running;
-    const uint64_t mamba = pool_sizes_.empty() ? slots_.slots : pool_sizes_[0].state_slots;
+    const uint64_t mamba = k < pool_sizes_.size() ? pool_sizes_[k].state_slots : slots_.slots;
     const uint32_t cap = sglang_max_running(uint32_t(std::min<uint64_t>(mamba, UINT32_MAX)),
                                             sglang_running_ratio(c_.sglang, c_.caching));
     return std::min(c_.max_running, cap);
@@ -93,7 +93,7 @@ bool FleetSim::sglang_prefill_batch(uint32_t k, double now) {
     }
     count_by_tenant(k);
     double rem_total = sglang_rem_total_tokens(k);
-    const uint32_t cap = running_cap();
+    const uint32_t cap = running_cap(k);
     auto room = [&] {
         if (I.running.size() < cap) return true;
         ++t_.cap_reached;
@@ -263,7 +263,7 @@ void FleetSim::vllm_waiting(uint32_t k, double now, uint64_t budget, uint32_t pa
     const uint64_t threshold = vllm_long_prefill_threshold(v, c_.max_partial_prefills);
     const bool align = v.hybrid && c_.caching;
     count_by_tenant(k);
-    while (budget > 0 && I.status == Inst::up && I.running.size() < running_cap() && !I.queue.empty()) {
+    while (budget > 0 && I.status == Inst::up && I.running.size() < running_cap(k) && !I.queue.empty()) {
         WaitQueue::Entry e;
         if (!pick_waiting(k, now, &e)) return;
         bool stop = false;

@@ -122,12 +122,13 @@ FleetSim::FleetSim(std::shared_ptr<const Workload> w, const FleetConfig& c)
     inst_.resize(c_.instances);
     stats_.resize(c_.instances);
     for (uint32_t k = 0; k < c_.instances && error_.empty(); ++k) reset_instance(k);
-    {  // tenant quotas: shares of the running cap (it reads the pools just made) and of the prefills
+    {  // tenant quotas: shares of the running cap (it reads the pools just made, the same on every
+       // instance) and of the prefills
         double sum = 0;
         for (uint32_t t = 0; t < tenants_; ++t) sum += t < c_.tenants.size() ? c_.tenants[t].weight : 1.0;
         for (uint32_t t = 0; t < tenants_; ++t) {
             const double share = (t < c_.tenants.size() ? c_.tenants[t].weight : 1.0) / sum;
-            cap_run_.push_back(std::max<uint32_t>(1, uint32_t(double(running_cap()) * share)));
+            cap_run_.push_back(std::max<uint32_t>(1, uint32_t(double(running_cap(0)) * share)));
             cap_pre_.push_back(std::max<uint32_t>(1, uint32_t(double(c_.max_prefills) * share)));
         }
         run_t_.assign(tenants_, 0);

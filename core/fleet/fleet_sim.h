@@ -378,7 +378,7 @@ class FleetSim {
   public:
     // The running requests an instance may hold under the engine's scheduler: SGLang caps them at
     // the state slots / ratio (batch_former.h), vLLM and ideal at the state slots.
-    uint32_t running_cap() const;
+    uint32_t running_cap(uint32_t k) const;  // instance k's, from its pool
 
   private:
     // ---- the engines' batch formers (batch_former.cpp) ----

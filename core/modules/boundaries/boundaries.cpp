@@ -52,15 +52,10 @@ void fleet_map_params(ParamList<BoundariesParams>& l) {
 // The engine parameters modules 5 and 11-13 declare (core/modules/shared/engine_params.h).
 void engine_params(ParamList<BoundariesParams>& l) {
     using P = BoundariesParams;
-    const auto engine_group = [](ParamSpec& s) -> ParamSpec& {
-        if (std::string help = doc_param_help("boundaries", s.key); !help.empty()) s.describe(help);
-        return s.in_group("Engine");
-    };
-    engine_param_specs(
-        l,
-        EngineParamFields<P>{&P::engine, &P::sglang_mode, &P::chunked_prefill_tokens, &P::vllm_block_tokens},
-        engine_group);
-    engine_group(vllm_retention_spec(l, &P::retention_interval));
+    engine_param_specs(l,
+                       EngineParamFields<P>{&P::engine, &P::sglang_mode, &P::chunked_prefill_tokens,
+                                            &P::vllm_block_tokens, &P::retention_interval},
+                       doc_help_in_group("boundaries", "Engine"));
 }
 
 using Kv = std::vector<std::pair<std::string, std::string>>;

@@ -57,17 +57,15 @@ void cache_params(ParamList<PrefixParams>& l) {
 // model), and chunks may be as short as 16 tokens.
 void engine_params(ParamList<PrefixParams>& l) {
     using P = PrefixParams;
-    const auto engine_group = [](ParamSpec& s) -> ParamSpec& {
+    const auto engine_group = [doc = doc_help_in_group("prefix", "Engine")](ParamSpec& s) -> ParamSpec& {
         if (s.key == "vllm_block_tokens") s.label = "vLLM block";
         if (s.key == "vllm_block_tokens" || s.key == "chunked_prefill_tokens") s.min = 16;
-        if (std::string help = doc_param_help("prefix", s.key); !help.empty()) s.describe(help);
-        return s.in_group("Engine");
+        return doc(s);
     };
-    engine_param_specs(
-        l,
-        EngineParamFields<P>{&P::engine, &P::sglang_mode, &P::chunked_prefill_tokens, &P::vllm_block_tokens},
-        engine_group);
-    engine_group(vllm_retention_spec(l, &P::retention_interval));
+    engine_param_specs(l,
+                       EngineParamFields<P>{&P::engine, &P::sglang_mode, &P::chunked_prefill_tokens,
+                                            &P::vllm_block_tokens, &P::retention_interval},
+                       engine_group);
 }
 
 using Kv = std::vector<std::pair<std::string, std::string>>;

@@ -9,6 +9,7 @@
 
 #include "core/cache/cache_engine.h"
 #include "core/cache/engine_sglang.h"
+#include "core/experiments/module_doc.h"
 #include "core/experiments/param_list.h"
 #include "core/model/config.h"
 
@@ -17,17 +18,22 @@ namespace k3 {
 Choices<CacheEngine> cache_engine_choices();
 Choices<SglangMode> sglang_mode_choices();
 
-// The members of P the engine parameters bind.
+// The members of P the engine parameters bind; retention_interval may be null (module 5 declares its
+// own, see vllm_retention_spec).
 template <class P>
 struct EngineParamFields {
     CacheEngine P::*engine;
     SglangMode P::*sglang_mode;
     uint32_t P::*chunked_prefill_tokens;
     uint32_t P::*vllm_block_tokens;
+    std::string P::*retention_interval = nullptr;
 };
 
-// engine, sglang_mode, chunked_prefill_tokens, vllm_block_tokens in that order; `style` places each
-// spec (its UI group, the module's help) and returns it.
+template <class P>
+ParamSpec& vllm_retention_spec(ParamList<P>& l, std::string P::*member);
+
+// engine, sglang_mode, chunked_prefill_tokens, vllm_block_tokens (and retention_interval) in that
+// order; `style` places each spec (its UI group, the module's help) and returns it.
 template <class P, class Style>
 void engine_param_specs(ParamList<P>& l, const EngineParamFields<P>& f, Style&& style) {
     style(l.choice(f.engine, "engine", "Engine rules", cache_engine_choices()));
@@ -41,6 +47,16 @@ void engine_param_specs(ParamList<P>& l, const EngineParamFields<P>& f, Style&& 
     style(
         l.integer(f.vllm_block_tokens, "vllm_block_tokens", "vLLM block (0 = derived)", "tokens", 0, 1048576)
             .active_when("engine", "vllm"));
+    if (f.retention_interval) style(vllm_retention_spec(l, f.retention_interval));
+}
+
+// A style for engine_param_specs: the spec in `group`, with module doc `doc`'s help for its key where
+// the doc has one (core/experiments/module_doc.h doc_param_help).
+inline auto doc_help_in_group(std::string doc, std::string group) {
+    return [doc = std::move(doc), group = std::move(group)](ParamSpec& s) -> ParamSpec& {
+        if (std::string help = doc_param_help(doc, s.key); !help.empty()) s.describe(help);
+        return s.in_group(group);
+    };
 }
 
 // vLLM's prefix_cache_retention_interval as a text parameter: `0`, `dense` or a token count (parsed by

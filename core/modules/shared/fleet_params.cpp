@@ -50,14 +50,10 @@ void fleet_cache_params(ParamList<FleetCacheParams>& l) {
     using P = FleetCacheParams;
     auto cache = [](ParamSpec& s) -> ParamSpec& { return s.in_group("Prefix cache"); };
     // The engine's parameters first (which rules apply decides what the rest means), as module 5 lists them.
-    engine_param_specs(
-        l,
-        EngineParamFields<P>{&P::engine, &P::sglang_mode, &P::chunked_prefill_tokens, &P::vllm_block_tokens},
-        [&](ParamSpec& s) -> ParamSpec& {
-            const std::string help = doc_param_help("fleet_params", s.key);
-            return help.empty() ? cache(s) : cache(s).describe(help);
-        });
-    documented(cache(vllm_retention_spec(l, &P::retention_interval)));
+    engine_param_specs(l,
+                       EngineParamFields<P>{&P::engine, &P::sglang_mode, &P::chunked_prefill_tokens,
+                                            &P::vllm_block_tokens, &P::retention_interval},
+                       doc_help_in_group("fleet_params", "Prefix cache"));
     cache(l.choice(&P::policy, "policy", "Checkpoint policy",
                    choices_from<PolicyKind>(policy_ids(), policy_labels(), parse_policy)))
         .active_when("engine", "ideal")
