@@ -95,6 +95,15 @@ void add_qwen3_next(std::vector<CalibrationPoint>& v) {
         p->source = "sgl-project/sglang PR #10233, TP4 H100, c = 1 (calibration.md S1)";
         benchmark(*p, 1, false);
     }
+    // The same PR's c = 4 row: output 589.9 tokens/s (a step of 4 / 589.9 s) and TTFT 197.7 ms.
+    v.push_back(point("S1 c4 step", q, h100, PointKind::derived_step, 4, 1000, 1000, 4e3 / 589.9, false));
+    v.back().what = "step = 4 / output throughput at c = 4, 1000 / 1000";
+    v.push_back(point("S1 c4 TTFT", q, h100, PointKind::ttft, 4, 1000, 1000, 197.7, false));
+    for (auto* p : {&v[v.size() - 2], &v.back()}) {
+        p->source = "sgl-project/sglang PR #10233, TP4 H100, c = 4 (calibration.md S1)";
+        p->assumption = "lengths as S1's; the prompt count not in the excerpt: 5 x c (TensorRT-LLM's sweep)";
+        benchmark(*p, 20, false);
+    }
     const int gpus[2] = {4, 8};
     const double step_ms[2] = {32e3 / 2233.44, 32e3 / 2704.56};
     for (int i = 0; i < 2; ++i) {
