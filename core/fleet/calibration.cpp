@@ -10,8 +10,8 @@ namespace k3 {
 // S1 TPOT, V1 TPOT and TTFT, TRT TEP16 TPOT), loss 0.0022 at the fit; rounded to three significant
 // figures (tests/unit/test_step_model.cpp re-runs the fit and checks these to 0.5 %). The fit puts
 // TensorRT-LLM's per-step overhead at its bound, zero: its one fitted point (TEP16) is explained by the
-// collectives (186 all-reduces and 184 all-to-alls a step at 6.64 us per collective step).
-const StepFactors kFittedFactors = {0.773, 0.690, 0.783, 6.64e-6, {2.18e-3, 2.56e-3, 0.0}, 0.0476};
+// collectives (186 all-reduces and 184 all-to-alls a step at 6.78 us per collective step).
+const StepFactors kFittedFactors = {0.774, 0.690, 0.784, 6.78e-6, {2.13e-3, 2.52e-3, 0.0}, 0.0476};
 
 namespace {
 
@@ -151,6 +151,7 @@ void add_kimi_k3(std::vector<CalibrationPoint>& v) {
         // (16 for TEP16; 64 per rank for DEP16).
         const bool tep = p.deploy.tp == 16;
         benchmark(p, p.concurrency * (p.concurrency >= 256 ? 3 : 5), true, tep ? 8192 + 16 : 8192 + 64);
+        p.overlap = true;  // the sweep's "disable_overlap_scheduler: false"
         p.assumption =
             tep ? "the sweep's c x 5 prompts; a step budget of 8,208 tokens (8192 + the 16-request batch)"
                 : "the sweep's c x 5 prompts (x 3 from c = 256); 8,256 tokens per rank a step";
@@ -184,7 +185,7 @@ ModelConfig calibration_model(const std::string& id) {
 }
 
 ClosedLoop deployment_benchmark(const Deployment& d, int concurrency, int prompts, double in, double out,
-                                double budget) {
+                                double budget, bool overlap) {
     ClosedLoop b;
     b.concurrency = concurrency;
     b.prompts = prompts;
@@ -192,6 +193,7 @@ ClosedLoop deployment_benchmark(const Deployment& d, int concurrency, int prompt
     b.output_tokens = out;
     b.step_budget = budget;
     b.prefill_first = d.engine == Engine::sglang;
+    b.overlap = overlap;
     b.dp_groups = std::max(1, d.dp_attention ? d.gpus : d.gpus / std::max(d.tp, 1));
     return b;
 }
@@ -200,8 +202,8 @@ namespace {
 
 // The point's benchmark on the step model of its deployment.
 ClosedLoopResult run_benchmark(const ModelConfig& m, const CalibrationPoint& p, const StepFactors& f) {
-    const ClosedLoop b =
-        deployment_benchmark(p.deploy, p.concurrency, p.prompts, p.input_tokens, p.output_tokens, p.chunk);
+    const ClosedLoop b = deployment_benchmark(p.deploy, p.concurrency, p.prompts, p.input_tokens,
+                                              p.output_tokens, p.chunk, p.overlap);
     const StepModel sm(m, p.deploy, f);
     return run_closed_loop(b, [&sm](const IterationWork& w) { return sm.seconds(w); });
 }

@@ -44,6 +44,7 @@ struct CalibrationPoint {
     // at the mean context, a prefill by itself), as Kimi Linear's figures are.
     int prompts = 0;
     bool median = false;
+    bool overlap = false;  // the engine's overlap scheduler (closed_loop.h) on in the measured run
     double measured_s = 0;
     double tolerance = 0.25;  // |estimate / measured - 1| allowed: 25 % TPOT, 35 % TTFT (issue 16)
     bool fitted = false;
@@ -64,7 +65,7 @@ extern const StepFactors kFittedFactors;
 // tokens at most `concurrency` at a time, the engine's scheduling (SGLang prefill-first) and its
 // budget per step, one group per attention-DP rank group.
 ClosedLoop deployment_benchmark(const Deployment& d, int concurrency, int prompts, double in, double out,
-                                double budget);
+                                double budget, bool overlap);
 
 const std::vector<CalibrationPoint>& calibration_points();
 ModelConfig calibration_model(const std::string& id);

@@ -36,7 +36,8 @@ struct Live {
     double sent = 0, first = 0;
     double left = 0, context = 0, decoded = 0;  // tokens still to prefill, in the KV, generated
     int group = 0;
-    double chunk = 0;  // this step's chunk (0: a decode, or waiting)
+    uint64_t eligible = 0;  // the first step (by count) that may hold it
+    double chunk = 0;       // this step's chunk (0: a decode, or waiting)
     bool in_step = false;
 };
 
@@ -44,7 +45,7 @@ class Loop {
   public:
     Loop(const ClosedLoop& b, const StepSeconds& step_s) : b_(b), step_s_(step_s), in_flight_(b.dp_groups) {}
     ClosedLoopResult run() {
-        while (sent_ < b_.concurrency && sent_ < b_.prompts) send(0);
+        while (sent_ < b_.concurrency && sent_ < b_.prompts) send(0, false);
         r_.ttft_s.assign(size_t(b_.prompts), 0);
         r_.tpot_s.assign(size_t(b_.prompts), 0);
         while (!live_.empty()) {
@@ -69,11 +70,15 @@ class Loop {
     double now_ = 0;
     ClosedLoopResult r_;
 
-    void send(double t) {
+    // `busy`: the engine has other requests in flight (and so has formed its next step already).
+    void send(double t, bool busy) {
         Live q;
         q.sent = t;
         q.left = std::max(b_.input_tokens - b_.cached_tokens, 1.0);
         q.context = b_.input_tokens - q.left;
+        // Under an overlap scheduler the step after the one that just ended is already formed, if
+        // the engine had work for it.
+        q.eligible = r_.steps + (b_.overlap && busy ? 1 : 0);
         q.group = int(std::min_element(in_flight_.begin(), in_flight_.end()) - in_flight_.begin());
         ++in_flight_[size_t(q.group)];
         live_.push_back(q);
@@ -82,7 +87,7 @@ class Loop {
     IterationWork form_step() {
         IterationWork w;
         bool waiting = false;
-        for (const Live& q : live_) waiting = waiting || q.left > 0;
+        for (const Live& q : live_) waiting = waiting || (q.left > 0 && q.eligible <= r_.steps);
         const bool prefill_only = b_.prefill_first && waiting;
         std::vector<double> room(in_flight_.size(), b_.step_budget);
         for (Live& q : live_) {
@@ -93,7 +98,7 @@ class Loop {
             if (!b_.prefill_first) room[size_t(q.group)] -= 1;
         }
         for (Live& q : live_) {
-            if (q.left == 0 || (b_.prefill_first && !prefill_only)) continue;
+            if (q.left == 0 || q.eligible > r_.steps || (b_.prefill_first && !prefill_only)) continue;
             const double n = std::min(q.left, room[size_t(q.group)]);
             if (n <= 0) continue;
             w.add_chunk(q.context, n);
@@ -156,7 +161,8 @@ class Loop {
         }
         live_.resize(kept);
         id_.resize(kept);
-        for (; done > 0 && sent_ < b_.prompts; --done) send(now_);
+        const bool busy = !live_.empty();
+        for (; done > 0 && sent_ < b_.prompts; --done) send(now_, busy);
     }
 };
 

@@ -9,7 +9,11 @@
 //   - prefill-first (SGLang): while any prompt waits, the step is a prefill step (chunks only, the
 //     decodes wait); otherwise a decode step;
 //   - a prompt's last chunk gives its first token at the end of that step; each decode step then adds
-//     `tokens_per_decode` tokens (speculative decoding's acceptance length; 1 without).
+//     `tokens_per_decode` tokens (speculative decoding's acceptance length; 1 without);
+//   - with an overlap scheduler (TensorRT-LLM's and SGLang's; vLLM's async scheduling) the engine forms
+//     step i + 1 while step i runs: a request sent when step i ends, while others are in flight, misses
+//     step i + 1 (already formed) and joins i + 2 at the earliest (TensorRT-LLM PyExecutor's overlap
+//     loop). Its first token still leaves when its own step ends.
 // Per request: TTFT = first token - sent; TPOT = (last token - first token) / (output - 1), as the
 // benchmarks define them; so a TPOT holds the steps that carry other requests' prefills.
 #pragma once
@@ -29,6 +33,7 @@ struct ClosedLoop {
     double cached_tokens = 0;    // of each prompt, a prefix hit: not prefilled
     double step_budget = 8192;   // tokens per step per DP group (decodes count in mixed engines)
     bool prefill_first = false;  // SGLang's scheduling
+    bool overlap = false;        // the next step is formed while one runs
     int dp_groups = 1;
     double tokens_per_decode = 1;
 };

@@ -83,6 +83,24 @@ TEST_CASE("closed loop: a TPOT holds the steps that carry other prompts, timed b
     CHECK(run_closed_loop(b, kOneSecond).tpot_s[0] == 2.0 / 8.0);
 }
 
+TEST_CASE("closed loop: under an overlap scheduler a request sent as one finishes misses the next step") {
+    ClosedLoop b;
+    b.concurrency = 2;
+    b.prompts = 3;
+    b.input_tokens = 8000;
+    b.output_tokens = 3;
+    b.overlap = true;
+    const ClosedLoopResult r = run_closed_loop(b, kOneSecond);
+    // The first two arrive with the engine idle: steps 1 and 2 (as without overlap). The first
+    // finishes at step 3; the third, sent then, misses step 4 (formed while step 3 ran) and is
+    // prefilled in step 5.
+    CHECK(r.ttft_s[0] == 1.0);
+    CHECK(r.ttft_s[1] == 2.0);
+    CHECK(r.ttft_s[2] == 2.0);
+    b.overlap = false;
+    CHECK(run_closed_loop(b, kOneSecond).ttft_s[2] == 1.0);
+}
+
 TEST_CASE("closed loop: refuses what cannot run, naming the limit") {
     ClosedLoop b;
     CHECK(closed_loop_error(b) == "");

@@ -37,6 +37,7 @@ void deployment_params(ParamList<CostParams>& l) {
     l.integer(&CostParams::chunk, "chunk", "Tokens per step", "tokens", 64, 1048576)
         .log()
         .in_group("Deployment");
+    l.flag(&CostParams::overlap, "overlap", "Overlap scheduler").in_group("Deployment");
 }
 
 void workload_params(ParamList<CostParams>& l) {

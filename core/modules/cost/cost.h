@@ -38,8 +38,9 @@ struct CostParams {
     int draft_len = 0;
     double acceptance_len = 1;
     SpecMemory spec_memory = SpecMemory::recoverssm;
-    int chunk = 8208;  // TensorRT-LLM's TEP16 recipe: the prompt plus its batch of 16
-    int rounds = 5;    // the benchmark sends rounds x concurrency prompts
+    int chunk = 8208;     // TensorRT-LLM's TEP16 recipe: the prompt plus its batch of 16
+    int rounds = 5;       // the benchmark sends rounds x concurrency prompts
+    bool overlap = true;  // the engine's overlap scheduler (TensorRT-LLM's recipe: on)
     double memory_fraction = 0.9;
     double price_per_gpu_hour = 4.0;
     CostFalsify falsify = CostFalsify::none;  // not a declared parameter

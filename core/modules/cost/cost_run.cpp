@@ -114,8 +114,9 @@ StepTerms cost_step(const CostParams& p, const ModelConfig& m, const Deployment&
 }
 
 ClosedLoop cost_benchmark(const CostParams& p, int concurrency) {
-    ClosedLoop b = deployment_benchmark(cost_deployment(p), concurrency, p.rounds * concurrency,
-                                        double(p.input_tokens), double(p.output_tokens), double(p.chunk));
+    ClosedLoop b =
+        deployment_benchmark(cost_deployment(p), concurrency, p.rounds * concurrency, double(p.input_tokens),
+                             double(p.output_tokens), double(p.chunk), p.overlap);
     b.cached_tokens = std::round(double(p.input_tokens) * p.prefix_hit);
     b.tokens_per_decode = p.acceptance_len;
     return b;
