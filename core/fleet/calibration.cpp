@@ -101,7 +101,9 @@ void add_qwen3_next(std::vector<CalibrationPoint>& v) {
     v.push_back(point("S1 c4 TTFT", q, h100, PointKind::ttft, 4, 1000, 1000, 197.7, false));
     for (auto* p : {&v[v.size() - 2], &v.back()}) {
         p->source = "sgl-project/sglang PR #10233, TP4 H100, c = 4 (calibration.md S1)";
-        p->assumption = "lengths as S1's; the prompt count not in the excerpt: 5 x c (TensorRT-LLM's sweep)";
+        p->assumption =
+            "lengths as S1's; the prompt count not in the excerpt: 5 x c (TensorRT-LLM's sweep); "
+            "no overlap scheduler (SGLang turns it off for its mamba cache without the extra buffer)";
         benchmark(*p, 20, false);
     }
     const int gpus[2] = {4, 8};
@@ -112,6 +114,7 @@ void add_qwen3_next(std::vector<CalibrationPoint>& v) {
             point(i ? "S3 TP8" : "S3 TP4", q, d, PointKind::derived_step, 32, 1000, 2000, step_ms[i], false));
         v.back().what = "step = 32 / output throughput at c = 32, 1000 / 2000";
         v.back().source = "sgl-project/sglang PR #10467, H20 TP4/TP8 (calibration.md S3)";
+        v.back().assumption = "no overlap scheduler (as S1)";
         benchmark(v.back(), 100, false);
     }
     const Deployment ep = deploy("h20", 4, 4, 4, false, Engine::vllm);
@@ -119,7 +122,9 @@ void add_qwen3_next(std::vector<CalibrationPoint>& v) {
     v.push_back(point("V1 TTFT", q, ep, PointKind::ttft, 32, 2048, 1024, 1101.49, true));
     for (auto* p : {&v[v.size() - 2], &v.back()}) {
         p->source = "vllm-project/vllm PR #28095, H20 x 4, TP4 + expert parallel (calibration.md V1)";
-        p->assumption = "32 prompts sent at once (the benchmark's burst), vLLM's 8192-token budget per step";
+        p->assumption =
+            "32 prompts sent at once (the benchmark's burst), vLLM's 8192-token budget per step, "
+            "no async scheduling (vLLM's default then)";
         benchmark(*p, 32, false);
     }
     v.push_back(point("V2 TPOT", q, deploy("h200", 2, 2, 1, false, Engine::vllm), PointKind::tpot, 8, 237,
@@ -127,7 +132,7 @@ void add_qwen3_next(std::vector<CalibrationPoint>& v) {
     v.back().source = "vllm-project/vllm PR #35777 baseline, H200, c = 8 (calibration.md V2)";
     v.back().assumption =
         "GPU count cut off in the excerpt: 2 x H200 TP2 (the smallest that holds BF16 80B); "
-        "every prompt 237 tokens (the excerpt's mean)";
+        "every prompt 237 tokens (the excerpt's mean); no async scheduling";
     benchmark(v.back(), 1000, false);
 }
 
