@@ -83,29 +83,35 @@ void add_kimi_linear(std::vector<CalibrationPoint>& v) {
     }
 }
 
+// The last two points (one run's TPOT or step and its TTFT): their source, assumption and benchmark
+// (`prompts`, the mean).
+void describe_last_two(std::vector<CalibrationPoint>& v, const char* source, const char* assumption,
+                       int prompts) {
+    for (auto* p : {&v[v.size() - 2], &v.back()}) {
+        p->source = source;
+        p->assumption = assumption;
+        benchmark(*p, prompts, false);
+    }
+}
+
 void add_qwen3_next(std::vector<CalibrationPoint>& v) {
     const char* q = "qwen3-next-80b";
     const Deployment h100 = deploy("h100", 4, 4, 1, false, Engine::sglang);
     v.push_back(point("S1 TPOT", q, h100, PointKind::tpot, 1, 1000, 1000, 5.330, true));
     v.push_back(point("S1 TTFT", q, h100, PointKind::ttft, 1, 1000, 1000, 113.9, false));
-    v.back().assumption = v[v.size() - 2].assumption =
-        "lengths not in the excerpt: ISL = OSL = 1000 (calibration.md: input ~ output throughput, ~1K); "
-        "one request at a time, so the prompt count does not matter";
-    for (auto* p : {&v[v.size() - 2], &v.back()}) {
-        p->source = "sgl-project/sglang PR #10233, TP4 H100, c = 1 (calibration.md S1)";
-        benchmark(*p, 1, false);
-    }
+    describe_last_two(v, "sgl-project/sglang PR #10233, TP4 H100, c = 1 (calibration.md S1)",
+                      "lengths not in the excerpt: ISL = OSL = 1000 (calibration.md: input ~ output "
+                      "throughput, ~1K); one request at a time, so the prompt count does not matter",
+                      1);
     // The same PR's c = 4 row: output 589.9 tokens/s (a step of 4 / 589.9 s) and TTFT 197.7 ms.
     v.push_back(point("S1 c4 step", q, h100, PointKind::derived_step, 4, 1000, 1000, 4e3 / 589.9, false));
     v.back().what = "step = 4 / output throughput at c = 4, 1000 / 1000";
     v.push_back(point("S1 c4 TTFT", q, h100, PointKind::ttft, 4, 1000, 1000, 197.7, false));
-    for (auto* p : {&v[v.size() - 2], &v.back()}) {
-        p->source = "sgl-project/sglang PR #10233, TP4 H100, c = 4 (calibration.md S1)";
-        p->assumption =
-            "lengths as S1's; the prompt count not in the excerpt: 5 x c (TensorRT-LLM's sweep); "
-            "no overlap scheduler (SGLang turns it off for its mamba cache without the extra buffer)";
-        benchmark(*p, 20, false);
-    }
+    describe_last_two(
+        v, "sgl-project/sglang PR #10233, TP4 H100, c = 4 (calibration.md S1)",
+        "lengths as S1's; the prompt count not in the excerpt: 5 x c (TensorRT-LLM's sweep); "
+        "no overlap scheduler (SGLang turns it off for its mamba cache without the extra buffer)",
+        20);
     const int gpus[2] = {4, 8};
     const double step_ms[2] = {32e3 / 2233.44, 32e3 / 2704.56};
     for (int i = 0; i < 2; ++i) {
@@ -120,13 +126,10 @@ void add_qwen3_next(std::vector<CalibrationPoint>& v) {
     const Deployment ep = deploy("h20", 4, 4, 4, false, Engine::vllm);
     v.push_back(point("V1 TPOT", q, ep, PointKind::tpot, 32, 2048, 1024, 14.09, true));
     v.push_back(point("V1 TTFT", q, ep, PointKind::ttft, 32, 2048, 1024, 1101.49, true));
-    for (auto* p : {&v[v.size() - 2], &v.back()}) {
-        p->source = "vllm-project/vllm PR #28095, H20 x 4, TP4 + expert parallel (calibration.md V1)";
-        p->assumption =
-            "32 prompts sent at once (the benchmark's burst), vLLM's 8192-token budget per step, "
-            "no async scheduling (vLLM's default then)";
-        benchmark(*p, 32, false);
-    }
+    describe_last_two(v, "vllm-project/vllm PR #28095, H20 x 4, TP4 + expert parallel (calibration.md V1)",
+                      "32 prompts sent at once (the benchmark's burst), vLLM's 8192-token budget per step, "
+                      "no async scheduling (vLLM's default then)",
+                      32);
     v.push_back(point("V2 TPOT", q, deploy("h200", 2, 2, 1, false, Engine::vllm), PointKind::tpot, 8, 237,
                       300, 9.85, false));
     v.back().source = "vllm-project/vllm PR #35777 baseline, H200, c = 8 (calibration.md V2)";

@@ -66,6 +66,7 @@ class Loop {
     std::vector<int> in_flight_;  // per DP group
     std::vector<Live> live_;      // in the order sent
     std::vector<int> id_;         // each live request's index in the results
+    std::vector<double> room_;    // form_step's budgets per group
     int sent_ = 0;
     double now_ = 0;
     ClosedLoopResult r_;
@@ -89,7 +90,8 @@ class Loop {
         bool waiting = false;
         for (const Live& q : live_) waiting = waiting || (q.left > 0 && q.eligible <= r_.steps);
         const bool prefill_only = b_.prefill_first && waiting;
-        std::vector<double> room(in_flight_.size(), b_.step_budget);
+        std::vector<double>& room = room_;  // each group's budget left, reused step to step
+        room.assign(in_flight_.size(), b_.step_budget);
         for (Live& q : live_) {
             q.chunk = 0;
             q.in_step = q.left == 0 && !prefill_only;
@@ -98,7 +100,7 @@ class Loop {
             if (!b_.prefill_first) room[size_t(q.group)] -= 1;
         }
         for (Live& q : live_) {
-            if (q.left == 0 || q.eligible > r_.steps || (b_.prefill_first && !prefill_only)) continue;
+            if (q.left == 0 || q.eligible > r_.steps) continue;
             const double n = std::min(q.left, room[size_t(q.group)]);
             if (n <= 0) continue;
             w.add_chunk(q.context, n);

@@ -77,7 +77,7 @@ struct CostResult {
     StepTerms decode_terms, prefill_terms;
     CostPoint at;                  // at the chosen concurrency
     std::vector<CostPoint> sweep;  // 1, 2, 4, ... up to max_batch, and the chosen concurrency
-    int sweep_cut = 0;             // the largest concurrency left out: its benchmark over the limit
+    int sweep_cut = 0;             // the smallest concurrency left out: its benchmark over the limit
     std::vector<CalibrationRow> calibration;
 };
 

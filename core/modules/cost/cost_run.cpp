@@ -173,7 +173,7 @@ CostResult run_cost(const CostParams& p) {
         if (closed_loop_error(cost_benchmark(p, b)).empty())
             c.sweep.push_back(cost_point(p, c.model, c.deploy, c.factors, b));
         else
-            c.sweep_cut = std::max(c.sweep_cut, b);
+            c.sweep_cut = c.sweep_cut ? std::min(c.sweep_cut, b) : b;
     c.calibration = calibration_table(c.factors);
     return c;
 }
