@@ -50,7 +50,11 @@ class Loop {
         r_.tpot_s.assign(size_t(b_.prompts), 0);
         while (!live_.empty()) {
             if (decode_run()) continue;
-            const IterationWork w = form_step();
+            IterationWork w = form_step();
+            if (w.empty()) {  // the engine is idle until the requests on their way arrive
+                wake_idle_engine();
+                w = form_step();
+            }
             if (w.empty()) break;  // cannot happen: a live request always decodes or prefills
             now_ += step_s_(w);
             ++r_.steps;
@@ -71,19 +75,32 @@ class Loop {
     double now_ = 0;
     ClosedLoopResult r_;
 
-    // `busy`: the engine has other requests in flight (and so has formed its next step already).
+    // `busy`: the engine has other requests in flight, so it forms its next step without waiting.
+    // A request reaches the engine an instant after it is sent (client, HTTP, tokenizer), after the
+    // engine has formed the steps it forms at that instant: an idle engine starts a step with the first
+    // request of a burst alone, the rest arrive while it runs; a busy engine has formed its next step
+    // (and under an overlap scheduler the one after, formed as the next is launched).
     void send(double t, bool busy) {
         Live q;
         q.sent = t;
         q.left = std::max(b_.input_tokens - b_.cached_tokens, 1.0);
         q.context = b_.input_tokens - q.left;
-        // Under an overlap scheduler the step after the one that just ended is already formed, if
-        // the engine had work for it.
-        q.eligible = r_.steps + (b_.overlap && busy ? 1 : 0);
+        const bool starts_idle_engine = !busy && live_.empty();
+        q.eligible = r_.steps + (starts_idle_engine ? 0 : (b_.overlap ? 2 : 1));
         q.group = int(std::min_element(in_flight_.begin(), in_flight_.end()) - in_flight_.begin());
         ++in_flight_[size_t(q.group)];
         live_.push_back(q);
         id_.push_back(sent_++);
+    }
+    // Nothing to run: the engine waits for the requests sent but not yet arrived; the first to arrive
+    // starts a step alone, as an idle engine's burst does (send).
+    void wake_idle_engine() {
+        bool first = true;
+        for (Live& q : live_) {
+            if (q.eligible <= r_.steps) continue;
+            q.eligible = r_.steps + (first ? 0 : (b_.overlap ? 2 : 1));
+            first = false;
+        }
     }
     IterationWork form_step() {
         IterationWork w;

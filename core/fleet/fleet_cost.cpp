@@ -13,6 +13,16 @@ Engine fleet_step_engine(CacheEngine e) {
     return Engine::trtllm;
 }
 
+StepFactors fleet_step_factors(CacheEngine e) {
+    StepFactors f = kFittedFactors;
+    if (e != CacheEngine::ideal) return f;
+    const double step = *std::min_element(f.overhead_s.begin(), f.overhead_s.end());
+    const double layer = *std::min_element(f.prefill_layer_s.begin(), f.prefill_layer_s.end());
+    f.overhead_s.fill(step);
+    f.prefill_layer_s.fill(layer);
+    return f;
+}
+
 Deployment fleet_deployment(const FleetConfig& c) {
     Deployment d;
     d.gpu = c.hardware;
@@ -30,7 +40,7 @@ CostModel::CostModel(const FleetConfig& c, bool kv_view_dp)
     : InstanceShape(c.model, c.hardware, c.gpus, c.attention_dp) {
     Deployment d = fleet_deployment(c);
     d.dp_attention = d.dp_attention || kv_view_dp;
-    step_ = StepModel(c.model, d, kFittedFactors);
+    step_ = StepModel(c.model, d, fleet_step_factors(c.engine));
 }
 
 WorkCost CostModel::cost(const IterationWork& w) const {

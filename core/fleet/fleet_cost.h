@@ -4,8 +4,8 @@
 //   gpu = hardware, gpus = tp = gpus (one instance's ranks, tensor parallel), ep = 1 (the routed experts
 //   tensor-sharded over the ranks), dp_attention = attention_dp, kv_dtype = the model's, MXFP4 experts
 //   for the preset whose checkpoint ships them (ships_mxfp4_experts, as module 15), engine sglang / vllm
-//   = theirs; engine ideal takes TensorRT-LLM's fitted overhead (the lowest of the three: the ideal
-//   engine is the upper bound, and so takes the fastest engine's step).
+//   = theirs (fleet_step_factors: their fitted overheads); engine ideal, the upper bound, takes each
+//   overhead (per step, per prefill layer) at the lowest any engine was fitted to.
 // FleetConfig::efficiency does not enter the iteration time (it was the uncalibrated roofline's, now
 // core/fleet/cost_model.h's RooflineCostModel); migrations (core/lifecycle) still read it.
 #pragma once
@@ -20,6 +20,9 @@
 namespace k3 {
 
 Engine fleet_step_engine(CacheEngine e);
+// The factors an instance steps with: the fitted ones; under engine ideal every engine's overheads
+// set to the lowest fitted (so the engine the Deployment names does not matter).
+StepFactors fleet_step_factors(CacheEngine e);
 Deployment fleet_deployment(const FleetConfig& c);
 
 class CostModel : public InstanceShape {

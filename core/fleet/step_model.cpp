@@ -69,10 +69,12 @@ double rate_of(const StepModel::Rates& r, StepTerm t) {
     return r.attn;
 }
 
-int ceil_log2(int p) {
-    int n = 0;
-    while ((1 << n) < p) ++n;
-    return n;
+// MXFP4 experts run as W4A8 where the GPU has FP4 tensor cores (Blackwell: TensorRT-LLM's
+// W4A8_MXFP4_MXFP8 and SGLang's FlashInfer W4A8 runner quantise the activations to MXFP8, and an
+// FP8 x FP4 MMA runs at the FP8 rate), else weight-only, dequantised to BF16 (Marlin W4A16 on Hopper).
+double mxfp4_expert_flops(const Hardware& h) {
+    if (h.fp4_flops > 0 && h.fp8_flops > 0) return h.fp8_flops;
+    return h.peak_flops;
 }
 
 // Attention FLOPs per (query, key) pair per layer per head: decode in MLA's absorbed form, prefill
@@ -91,8 +93,7 @@ double prefill_pair_flops(const ModelConfig& m) {
 StepModel::StepModel(const ModelConfig& m, const Deployment& d, const StepFactors& f)
     : m_(m), d_(d), f_(f), split_(moe_split(m)) {
     r_.gemm = d.gpu.peak_flops * f.f_gemm;
-    const double fp4 = d.gpu.fp4_flops > 0 ? d.gpu.fp4_flops : d.gpu.peak_flops;
-    r_.expert = (d.mxfp4_experts ? fp4 : d.gpu.peak_flops) * f.f_gemm;
+    r_.expert = (d.mxfp4_experts ? mxfp4_expert_flops(d.gpu) : d.gpu.peak_flops) * f.f_gemm;
     r_.attn = d.gpu.peak_flops * f.f_attn;
     r_.bw = d.gpu.mem_bytes_per_s * f.f_mem;
     // What one rank sees: widths, shares and its KV / state bytes.
@@ -144,15 +145,15 @@ void StepModel::comm_terms(StepTerms& s, double Tr) const {
     const double link = d_.gpu.nvlink_bytes_per_s > 0 ? d_.gpu.nvlink_bytes_per_s : 1e30;
     if (ta_ > 1) {
         const double p = ta_, bytes = Tr * double(m_.d_model) * 2.0;
-        const double one = 2.0 * double(ceil_log2(int(p))) * f_.alpha_s + 2.0 * (p - 1.0) / p * bytes / link;
+        const double one = 2.0 * f_.alpha_s + 2.0 * (p - 1.0) / p * bytes / link;
         TermCost& t = s.term[size_t(StepTerm::tp_allreduce)];
         t.bytes = 2.0 * double(m_.n_layers()) * bytes;
         t.seconds = 2.0 * double(m_.n_layers()) * one;
     }
-    if (d_.ep > 1 && split_.moe_layers > 0) {
+    if (d_.ep > 1 && d_.dp_attention && split_.moe_layers > 0) {
         const double p = double(d_.ep), width = double(m_.moe.latent ? m_.moe.latent : m_.d_model);
         const double bytes = Tr * double(m_.moe.top_k) * width * 2.0;
-        const double one = double(ceil_log2(d_.ep)) * f_.alpha_s + (p - 1.0) / p * bytes / link;
+        const double one = f_.alpha_s + (p - 1.0) / p * bytes / link;
         TermCost& t = s.term[size_t(StepTerm::ep_alltoall)];
         t.bytes = 2.0 * double(split_.moe_layers) * bytes;
         t.seconds = 2.0 * double(split_.moe_layers) * one;
@@ -165,7 +166,8 @@ StepTerms StepModel::batch_terms(double tokens, double group_tokens, bool prefil
     weight_terms(s, tokens, group_tokens);
     comm_terms(s, group_tokens);
     s.term[size_t(StepTerm::overhead)].seconds =
-        f_.overhead_s[size_t(d_.engine)] + (prefill ? f_.prefill_step_s : 0.0);
+        f_.overhead_s[size_t(d_.engine)] +
+        (prefill ? f_.prefill_layer_s[size_t(d_.engine)] * double(m_.n_layers()) : 0.0);
     return s;
 }
 

@@ -21,8 +21,10 @@
 //   dense_weights   FLOPs 2 D Tr / ta              bytes 2 D / ta
 //   moe_experts     FLOPs 2 T k p_e Lm / G          bytes Lm x E (1 - (1 - k/E)^T) / ep' x p_e x b_e
 //                   (the experts see every group's tokens; ep' = ep, or G when tensor-sharded;
-//                   b_e = 2, or 0.53125 for MXFP4: 4 bits + an E8M0 scale per 32; peak = FP4 tensor
-//                   peak where the part has one, else BF16)
+//                   b_e = 2, or 0.53125 for MXFP4: 4 bits + an E8M0 scale per 32; MXFP4 runs as W4A8
+//                   at the FP8 peak where the GPU has FP4 tensor cores (TensorRT-LLM's W4A8_MXFP4_MXFP8,
+//                   SGLang's FlashInfer W4A8: an FP8 x FP4 MMA runs at the FP8 rate), else weight-only
+//                   at the BF16 peak (Marlin W4A16 on Hopper))
 //   attn_decode     FLOPs 2 (H/ta) Cd/dp x La x (2 latent + rope) for MLA (absorbed form),
 //                   4 (H/ta) hd x Cd/dp x La for GQA; bytes = a rank's KV of Cd/dp tokens (tp_layout:
 //                   the MLA latent replicated on every rank, GQA K/V heads split)
@@ -31,13 +33,20 @@
 //   state           decode: FLOPs 8 (HV/ta) K V Ll Br, bytes 2 x a rank's state x Br (read + write);
 //                   prefill (chunked delta rule, chunk 64): FLOPs (8 K V + 4 x 64 (K + V)) (HV/ta) Ll
 //                   x n_total/dp, bytes 2 x a rank's state per chunk (the FLOPs at f_attn: not GEMMs)
-//   tp_allreduce    ta > 1: 2 L all-reduces of Tr x d x 2 B: 2 ceil(log2 ta) alpha + 2 (ta-1)/ta bytes /
-//   NVLink ep_alltoall     ep > 1: 2 Lm exchanges (dispatch, combine) of Tr k w 2 B:
-//                   ceil(log2 ep) alpha + (ep-1)/ep bytes / NVLink each
-//   overhead        the engine's fixed per-step cost (scheduling, launches, sampling): o_engine, plus
-//                   o_prefill when the step holds a prefill chunk (prefill runs outside CUDA graphs)
+//   tp_allreduce    ta > 1: 2 L all-reduces of Tr x d x 2 B, each 2 alpha + 2 (ta-1)/ta bytes / NVLink:
+//                   a reduce-scatter and an all-gather of one step each, whatever ta (every GPU reaches
+//                   every other through the NVLink switch, as the engines' custom all-reduces use it)
+//   ep_alltoall     ep > 1 under DP attention only: 2 Lm exchanges (dispatch, combine) of Tr k w 2 B,
+//                   each alpha + (ep-1)/ep bytes / NVLink. With TP attention every rank already holds
+//                   every token: each runs its experts on them and the tp_allreduce combines (vLLM's
+//                   use_all2all_kernels needs dp_size > 1; TensorRT-LLM's enable_alltoall needs
+//                   enable_attention_dp)
+//   overhead        the engine's fixed per-step cost (scheduling, launches, sampling): o_engine, plus,
+//                   when the step holds a prefill chunk, L x p_engine: prefill runs outside CUDA graphs,
+//                   so every layer pays the engine's eager prefill path (launches, host syncs, what its
+//                   prefill kernels spend beyond the terms above)
 // Free factors (StepFactors): f_gemm (dense and expert GEMMs), f_attn (attention FLOPs), f_mem (every
-// byte class), alpha (one collective step's latency), o_engine for sglang, vllm, trtllm, o_prefill.
+// byte class), alpha (one collective step's latency), o_engine and p_engine for sglang, vllm, trtllm.
 // Not modelled: the up-projection of cached context in chunked MLA prefill, reading the cached
 // context's KV during prefill, load imbalance across experts, overlap of terms.
 #pragma once
@@ -67,9 +76,9 @@ struct Deployment {
 // The fitted factors (core/fleet/calibration.h holds the values the product uses and their provenance).
 struct StepFactors {
     double f_gemm = 0.5, f_attn = 0.5, f_mem = 0.8;
-    double alpha_s = 10e-6;              // latency of one collective step
-    std::array<double, 3> overhead_s{};  // per engine (Engine order), per step
-    double prefill_step_s = 0;           // more per step that holds a prefill chunk (eager launches)
+    double alpha_s = 10e-6;                   // latency of one collective step
+    std::array<double, 3> overhead_s{};       // per engine (Engine order), per step
+    std::array<double, 3> prefill_layer_s{};  // per engine (Engine order), per layer, in a step with a chunk
 };
 
 enum class StepTerm : uint8_t {

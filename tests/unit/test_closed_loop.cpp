@@ -33,14 +33,15 @@ TEST_CASE("closed loop: prompts sent together wait for each other; later ones ar
     b.input_tokens = 8000;  // one prompt a step in a budget of 8192 (mixed: decodes count)
     b.output_tokens = 5;
     const ClosedLoopResult r = run_closed_loop(b, kOneSecond);
-    CHECK(r.ttft_s[0] == 1.0);
-    CHECK(r.ttft_s[1] == 2.0);  // waited for the first prompt's step
-    // The first finishes at step 5 (its tokens at steps 1, 2, 3, 4, 5), the third is sent then and
-    // prefilled at step 6 beside the second's last decode.
-    CHECK(r.ttft_s[2] == 1.0);
+    CHECK(r.ttft_s[0] == 1.0);  // the idle engine starts a step with the first prompt to arrive
+    CHECK(r.ttft_s[1] == 2.0);  // the second arrives while it runs
+    // The first finishes at step 5 (its tokens at steps 1, 2, 3, 4, 5); the third, sent then, arrives
+    // after step 6 is formed (the second's last decode) and is prefilled at step 7.
+    CHECK(r.ttft_s[2] == 2.0);
+    CHECK(r.ttft_s[3] == 2.0);  // sent at step 6's end, prefilled at step 8 beside the third's decode
     CHECK(r.tpot_s[0] == 1.0);
-    CHECK(median_of(r.ttft_s) == 1.0);
-    CHECK(mean_of(r.ttft_s) == doctest::Approx(5.0 / 4));
+    CHECK(median_of(r.ttft_s) == 2.0);
+    CHECK(mean_of(r.ttft_s) == doctest::Approx(7.0 / 4));
 }
 
 TEST_CASE("closed loop: DP groups each take a prompt, a prefill-first engine makes the decodes wait") {
@@ -50,16 +51,19 @@ TEST_CASE("closed loop: DP groups each take a prompt, a prefill-first engine mak
     b.output_tokens = 3;
     b.dp_groups = 4;
     const ClosedLoopResult dp = run_closed_loop(b, kOneSecond);
-    for (double t : dp.ttft_s) CHECK(t == 1.0);  // one prompt per group, all in the first step
+    CHECK(dp.ttft_s[0] == 1.0);  // the first to arrive runs alone, the others in the next step,
+    for (size_t i = 1; i < 4; ++i) CHECK(dp.ttft_s[i] == 2.0);  // one in each group
     b.dp_groups = 1;
     b.prefill_first = true;
     b.step_budget = 16000;  // two prompts a prefill step
     const ClosedLoopResult sg = run_closed_loop(b, kOneSecond);
     CHECK(sg.ttft_s[0] == 1.0);
-    CHECK(sg.ttft_s[2] == 2.0);
-    // The first two's decodes wait for the second prefill step: 2 tokens after the first in 3 steps.
-    CHECK(sg.tpot_s[0] == 1.5);
-    CHECK(sg.tpot_s[2] == 1.0);
+    CHECK(sg.ttft_s[2] == 2.0);  // the second and third share step 2, the fourth has step 3
+    CHECK(sg.ttft_s[3] == 3.0);
+    // The first's decodes wait for steps 2 and 3: 2 tokens after the first in 4 steps.
+    CHECK(sg.tpot_s[0] == 2.0);
+    CHECK(sg.tpot_s[2] == 1.5);
+    CHECK(sg.tpot_s[3] == 1.0);
 }
 
 TEST_CASE("closed loop: a TPOT holds the steps that carry other prompts, timed by the step model") {
@@ -68,13 +72,13 @@ TEST_CASE("closed loop: a TPOT holds the steps that carry other prompts, timed b
     b.input_tokens = 8000;
     b.output_tokens = 3;
     b.step_budget = 8001;
-    // A step costs one second plus one per 1000 prefill tokens. Step 1: the first prompt and one
-    // token of the second; step 2: the first's decode and the rest of the second.
+    // A step costs one second plus one per 1000 prefill tokens. Step 1: the first prompt alone (the
+    // second arrives while it runs); step 2: the first's decode and the second's prompt.
     const ClosedLoopResult r =
         run_closed_loop(b, [](const IterationWork& w) { return 1.0 + w.prefill_tokens / 1000.0; });
-    CHECK(r.ttft_s[0] == doctest::Approx(9.001));
+    CHECK(r.ttft_s[0] == doctest::Approx(9.0));
     CHECK(r.ttft_s[1] == doctest::Approx(18.0));
-    CHECK(r.tpot_s[0] == doctest::Approx((8.999 + 1.0) / 2));  // a decode beside the second's chunk
+    CHECK(r.tpot_s[0] == doctest::Approx((9.0 + 1.0) / 2));  // a decode beside the second's prompt
     CHECK(r.tpot_s[1] == doctest::Approx(1.0));
     // Speculative decoding: 4 tokens a step, 9 tokens in 2 steps after the first.
     b.concurrency = b.prompts = 1;
@@ -83,7 +87,7 @@ TEST_CASE("closed loop: a TPOT holds the steps that carry other prompts, timed b
     CHECK(run_closed_loop(b, kOneSecond).tpot_s[0] == 2.0 / 8.0);
 }
 
-TEST_CASE("closed loop: under an overlap scheduler a request sent as one finishes misses the next step") {
+TEST_CASE("closed loop: under an overlap scheduler a request sent as one finishes misses two steps") {
     ClosedLoop b;
     b.concurrency = 2;
     b.prompts = 3;
@@ -91,14 +95,37 @@ TEST_CASE("closed loop: under an overlap scheduler a request sent as one finishe
     b.output_tokens = 3;
     b.overlap = true;
     const ClosedLoopResult r = run_closed_loop(b, kOneSecond);
-    // The first two arrive with the engine idle: steps 1 and 2 (as without overlap). The first
-    // finishes at step 3; the third, sent then, misses step 4 (formed while step 3 ran) and is
-    // prefilled in step 5.
+    // The first arrives at the idle engine: step 1. The second arrives while step 1 runs, after step
+    // 2 was formed (as step 1 launched): step 3, beside the first's last decode. The third, sent as
+    // the first finishes at step 3, misses step 4 (formed while step 3 ran) and step 5 (formed as step
+    // 4 launched) and is prefilled in step 6.
     CHECK(r.ttft_s[0] == 1.0);
-    CHECK(r.ttft_s[1] == 2.0);
-    CHECK(r.ttft_s[2] == 2.0);
-    b.overlap = false;
-    CHECK(run_closed_loop(b, kOneSecond).ttft_s[2] == 1.0);
+    CHECK(r.ttft_s[1] == 3.0);
+    CHECK(r.ttft_s[2] == 3.0);
+    b.overlap = false;  // without it, each misses only the step formed when it was sent
+    const ClosedLoopResult plain = run_closed_loop(b, kOneSecond);
+    CHECK(plain.ttft_s[1] == 2.0);
+    CHECK(plain.ttft_s[2] == 2.0);
+}
+
+TEST_CASE("closed loop: an engine with nothing to run waits for the requests on their way") {
+    // Prefill-first under an overlap scheduler: the burst's first request finishes a step before the
+    // others, its successor (sent while they decode) misses two steps, and the others' successors miss
+    // two more: at some step nothing is eligible and nothing decodes. The engine idles until the
+    // first of them arrives; every request still completes.
+    ClosedLoop b;
+    b.concurrency = 4;
+    b.prompts = 12;
+    b.input_tokens = 8000;
+    b.output_tokens = 5;
+    b.step_budget = 16000;
+    b.prefill_first = true;
+    b.overlap = true;
+    const ClosedLoopResult r = run_closed_loop(b, kOneSecond);
+    for (size_t i = 0; i < 12; ++i) {
+        CHECK(r.ttft_s[i] >= 1.0);
+        CHECK(r.tpot_s[i] >= 1.0);
+    }
 }
 
 TEST_CASE("closed loop: refuses what cannot run, naming the limit") {

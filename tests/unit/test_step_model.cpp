@@ -20,11 +20,11 @@ bool close_rel(double a, double b, double rel) { return a <= b * (1 + rel) && a 
 
 void print_fit(const StepFactors& f) {
     if (!std::getenv("K3_CALIBRATION_PRINT")) return;
+    std::printf("f_gemm %.6g f_attn %.6g f_mem %.6g alpha_s %.6g\n", f.f_gemm, f.f_attn, f.f_mem, f.alpha_s);
     std::printf(
-        "f_gemm %.6g f_attn %.6g f_mem %.6g alpha_s %.6g overhead sglang %.6g vllm %.6g trtllm %.6g prefill "
-        "%.6g\n",
-        f.f_gemm, f.f_attn, f.f_mem, f.alpha_s, f.overhead_s[0], f.overhead_s[1], f.overhead_s[2],
-        f.prefill_step_s);
+        "per step sglang %.6g vllm %.6g trtllm %.6g; per prefill layer sglang %.6g vllm %.6g trtllm %.6g\n",
+        f.overhead_s[0], f.overhead_s[1], f.overhead_s[2], f.prefill_layer_s[0], f.prefill_layer_s[1],
+        f.prefill_layer_s[2]);
     for (const CalibrationRow& r : calibration_table(f))
         std::printf("%-16s %-10s measured %10.3f ms estimated %10.3f ms error %+7.1f %% %s\n",
                     r.point->id.c_str(), r.point->fitted ? "fitted" : "validation", r.point->measured_s * 1e3,
@@ -72,7 +72,10 @@ TEST_CASE("step model: the fit reproduces the factors the product uses") {
     CHECK(close_rel(f.f_attn, kFittedFactors.f_attn, 5e-3));
     CHECK(close_rel(f.f_mem, kFittedFactors.f_mem, 5e-3));
     CHECK(close_rel(f.alpha_s, kFittedFactors.alpha_s, 5e-3));
-    for (size_t e = 0; e < 3; ++e) CHECK(close_rel(f.overhead_s[e], kFittedFactors.overhead_s[e], 5e-3));
+    for (size_t e = 0; e < 3; ++e) {
+        CHECK(close_rel(f.overhead_s[e], kFittedFactors.overhead_s[e], 5e-3));
+        CHECK(close_rel(f.prefill_layer_s[e], kFittedFactors.prefill_layer_s[e], 5e-3));
+    }
     CHECK(fit_loss(kFittedFactors) <= fit_loss(StepFactors{}));
 }
 
@@ -85,14 +88,15 @@ TEST_CASE("step model: the calibration table against the issue's tolerances") {
         within += r.within;
         if (!r.within) outside += r.point->id + "; ";
     }
-    CHECK(rows.size() == 35);
-    CHECK(fitted == 10);
-    // Every fitted point within its tolerance, every TPOT and step, and all but five TTFTs of the
-    // validation points: S1's two (SGLang, lengths not in the excerpt) and TensorRT-LLM's three K3
-    // TTFTs (near 3x the estimate on both deployments, with the guide's own benchmark and its overlap
-    // scheduler run).
-    CHECK(outside == "S1 TTFT; S1 c4 TTFT; TRT TEP16 TTFT; TRT DEP16 TTFT; TRT DEP16 c256 TTFT; ");
-    CHECK(within == 30);
+    CHECK(rows.size() == 39);
+    CHECK(fitted == 12);
+    // Every fitted and every validation point within its tolerance (the issue's target); of the
+    // cross-checks (SGLang's Kimi-K3 cookbook on B300) two lie outside: its decode at one request (its
+    // layers run faster than the 2025 Hopper points the collective latency is fitted on) and its TTFT
+    // at 16 requests (the estimate shares a prefill step between two 8K prompts; the run took longer).
+    CHECK(outside == "SG K3 c1 TPOT; SG K3 c16 TTFT; ");
+    CHECK(within == 37);
+    for (const CalibrationRow& r : rows) CHECK((r.within || r.point->cross_check));
 }
 
 TEST_CASE("step model: the physical checks hold and can fail") {
@@ -222,6 +226,7 @@ TEST_CASE("step model: the fleet's cost is the step model of its deployment, rec
     recount.add_chunk(first, 1024, 2048);
     const double mixed = cm.seconds(w);
     CHECK(std::abs(recount.seconds(first) - mixed) <= 1e-12 * mixed);
-    CHECK(mixed >
-          cm.seconds(decode_work(4, 0)) + kFittedFactors.prefill_step_s);  // the prefill step's overhead
+    // The chunk adds at least the engine's eager prefill path, a cost per layer.
+    const double per_layer = kFittedFactors.prefill_layer_s[size_t(d.engine)];
+    CHECK(mixed > cm.seconds(decode_work(4, 0)) + per_layer * double(c.model.n_layers()));
 }

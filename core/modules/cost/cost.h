@@ -21,6 +21,7 @@ enum class CostFalsify : uint8_t {
     weight_share,    // the routed experts' bytes per GPU multiplied by the ranks instead of divided
     step_fast,       // every step counted a hundred times too fast
     max_batch_plus,  // the largest batch reported one sequence per attention group too large
+    prefill_free,    // every engine's eager prefill path costs nothing (the per-layer factors zeroed)
 };
 
 enum class SpecMemory : uint8_t { snapshots, recoverssm };

@@ -143,8 +143,8 @@ void tables(const CostParams& p, const CostResult& c, Report& r) {
     for (const CalibrationRow& row : c.calibration) {
         const CalibrationPoint& q = *row.point;
         cal.add({q.id, q.what, q.model, q.measured_s * 1e3, row.estimated_s * 1e3, row.error * 100,
-                 q.tolerance * 100, std::string(q.fitted ? "fitted" : "validation"),
-                 std::string(row.within ? "yes" : "no"), q.source, q.assumption});
+                 q.tolerance * 100, std::string(point_role(q)), std::string(row.within ? "yes" : "no"),
+                 q.source, q.assumption});
     }
 }
 

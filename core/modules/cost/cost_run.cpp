@@ -156,6 +156,7 @@ CostResult run_cost(const CostParams& p) {
     c.deploy = cost_deployment(p);
     c.factors = kFittedFactors;
     if (p.falsify == CostFalsify::factors) c.factors.f_mem *= 0.5;
+    if (p.falsify == CostFalsify::prefill_free) c.factors.prefill_layer_s.fill(0.0);
     c.memory = cost_memory(p, c.model);
     const double ctx = double(p.input_tokens) + double(p.output_tokens) / 2;
     c.decode_terms = cost_step(p, c.model, c.deploy, c.factors, double(p.concurrency), ctx, 0, 0);

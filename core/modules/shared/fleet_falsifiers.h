@@ -60,9 +60,9 @@ inline const std::vector<FleetCheckFalsifier>& fleet_check_falsifiers() {
          "with engine sglang, every instance's pool charges its cache one KV page too few",
          "caches_released*", FleetSimFalsify::cache_undercharged, false, "sglang"},
         {"sglang_cap_ignored",
-         "with engine sglang and a 2 GiB pool, the running cap at mamba slots / ratio is ignored "
+         "with engine sglang and a 1.5 GiB pool, the running cap at mamba slots / ratio is ignored "
          "(max_running)",
-         "pool_never_overcommitted*", FleetSimFalsify::sglang_cap_ignored, false, "sglang", "2"},
+         "pool_never_overcommitted*", FleetSimFalsify::sglang_cap_ignored, false, "sglang", "1.5"},
         {"vllm_chunk_off_grid",
          "with engine vllm, the first non-final chunk cut on the block grid ends one token early",
          "vllm_chunks_on_aligned_split*", FleetSimFalsify::vllm_chunk_off_grid, false, "vllm"},

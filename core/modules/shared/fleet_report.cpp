@@ -325,11 +325,12 @@ void report_model_notes(Report& r, const FleetSim& s) {
         c.model.name + " on " + std::to_string(dep.gpus) + " x " + dep.gpu.name + ", tensor parallel " +
         std::to_string(dep.tp) + (dep.dp_attention ? " with DP attention" : "") +
         ", experts sharded over the ranks, step overhead of " + engine_name(dep.engine) +
-        (c.engine == CacheEngine::ideal ? " (engine ideal takes the lowest fitted overhead)" : "") + ": " +
+        (c.engine == CacheEngine::ideal ? " (engine ideal takes the lowest fitted overheads)" : "") + ": " +
         format_sig(f.overhead_s[size_t(dep.engine)] * 1000, 3) + " ms a step, " +
-        format_sig(f.prefill_step_s * 1000, 3) + " ms more with a prefill chunk; each term at its fitted " +
-        "fraction of peak (GEMMs " + format_sig(f.f_gemm * 100, 3) + " %, attention " +
-        format_sig(f.f_attn * 100, 3) + " %, bandwidth " + format_sig(f.f_mem * 100, 3) +
+        format_sig(f.prefill_layer_s[size_t(dep.engine)] * 1000, 3) +
+        " ms a layer more with a prefill chunk (" + std::to_string(c.model.n_layers()) +
+        " layers); each term at its fitted " + "fraction of peak (GEMMs " + format_sig(f.f_gemm * 100, 3) +
+        " %, attention " + format_sig(f.f_attn * 100, 3) + " %, bandwidth " + format_sig(f.f_mem * 100, 3) +
         " %), all-reduces over NVLink. A decode step of 32 requests at 4,096 tokens: " +
         format_sig(m.seconds(d) * 1000, 3) +
         " ms; a prefill of 8,192 tokens: " + format_sig(m.seconds(pf) * 1000, 3) + " ms.");

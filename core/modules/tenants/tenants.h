@@ -55,6 +55,17 @@ struct TenantRun {
     std::unique_ptr<FleetSim> sim;
 };
 
+// The claim is judged over kClaimSeeds workloads, the run's seed and the ones after it: the p99 of a
+// burst's well-behaved requests on one seed is nearly their maximum (some tens of requests), so one seed
+// decides nothing. Each other seed runs this run's isolation, the solo run and no isolation.
+inline constexpr uint64_t kClaimSeeds = 8;
+enum class ClaimRole : uint8_t { isolated, solo, none };
+struct ClaimRun {
+    uint64_t seed = 0;
+    ClaimRole role = ClaimRole::isolated;
+    std::unique_ptr<FleetSim> sim;
+};
+
 struct TenantsResult {
     FleetConfig config;  // every run's, but for the queue policy and the quotas
     std::shared_ptr<const Workload> all, solo;
@@ -62,6 +73,8 @@ struct TenantsResult {
     std::optional<Refusal> refusal;
     // This run, the solo run, no isolation (FCFS, shared cache), then every other mechanism with quotas.
     std::vector<TenantRun> runs;
+    // The claim's runs on the other seeds (on the run's own seed they are runs[0], [1] and [2]).
+    std::vector<ClaimRun> claim;
 
     bool in_burst(const RequestOutcome& o) const {
         return o.arrival_ms >= burst_from_ms && o.arrival_ms < burst_to_ms;
@@ -70,6 +83,10 @@ struct TenantsResult {
     RequestSummary well_behaved(const FleetSim& s) const;
     // The bursting tenant's requests that arrived during the burst.
     RequestSummary bursting(const FleetSim& s) const;
+    // The TTFTs of the well-behaved requests that arrived during the burst and completed.
+    std::vector<double> well_behaved_ttfts(const FleetSim& s) const;
+    // The run of `role` on seed number `k` (0: the run's own seed) of the claim.
+    const FleetSim& claim_sim(uint64_t k, ClaimRole role) const;
 };
 
 // Each tenant's tokens completed during the burst against its max-min fair share (this run).

@@ -36,18 +36,36 @@ FleetConfig tenants_config(const TenantsParams& p) {
 
 // The well-behaved tenants alone: the same specs and seed without tenant 0 (tenant 1 from another seed
 // when falsified).
-Workload solo_workload(const TenantsParams& p, const std::vector<TenantSpec>& specs) {
+Workload solo_workload(const TenantsParams& p, const std::vector<TenantSpec>& specs, uint64_t seed,
+                       bool falsify) {
     std::vector<bool> well_behaved(specs.size(), true);
     well_behaved[0] = false;
-    if (p.falsify != TenantsFalsify::solo_seed)
-        return tenant_workload(specs, p.duration_s, p.seed, well_behaved);
+    if (!falsify) return tenant_workload(specs, p.duration_s, seed, well_behaved);
     std::vector<bool> tenant1(specs.size(), false);
     tenant1[1] = true;
     well_behaved[1] = false;
     std::vector<Workload> parts;
-    parts.push_back(tenant_workload(specs, p.duration_s, p.seed + 1, tenant1));
-    parts.push_back(tenant_workload(specs, p.duration_s, p.seed, well_behaved));
+    parts.push_back(tenant_workload(specs, p.duration_s, seed + 1, tenant1));
+    parts.push_back(tenant_workload(specs, p.duration_s, seed, well_behaved));
     return merge_workloads(std::move(parts), "tenants");
+}
+
+// The claim's three runs on each seed after the run's own (isolated as this run, alone, none).
+void add_claim_runs(const TenantsParams& p, const std::vector<TenantSpec>& specs, TenantsResult& t) {
+    for (uint64_t k = 1; k < kClaimSeeds; ++k) {
+        const uint64_t seed = p.seed + k;
+        auto all = std::make_shared<const Workload>(tenant_workload(specs, p.duration_s, seed));
+        auto solo = std::make_shared<const Workload>(solo_workload(p, specs, seed, false));
+        for (ClaimRole role : {ClaimRole::isolated, ClaimRole::solo, ClaimRole::none}) {
+            FleetConfig c = t.config;
+            c.seed = seed;
+            c.queue = role == ClaimRole::none ? QueuePolicy::fcfs : p.mechanism;
+            c.quotas = role != ClaimRole::none && p.quotas &&
+                       !(role == ClaimRole::isolated && p.falsify == TenantsFalsify::quotas_off);
+            t.claim.push_back(
+                {seed, role, std::make_unique<FleetSim>(role == ClaimRole::solo ? solo : all, c)});
+        }
+    }
 }
 
 class TenantsRun final : public FleetModuleRun<TenantsResult> {
@@ -55,6 +73,7 @@ class TenantsRun final : public FleetModuleRun<TenantsResult> {
     TenantsRun(const TenantsParams& p, const Params& raw) : FleetModuleRun("tenants", raw) {
         add_step("generating tenants", 1, [this, p] { result_ = setup_tenants(p); });
         add_simulations("simulating", 10, &TenantsResult::runs);
+        add_simulations("the claim over seeds", 20, &TenantsResult::claim);
         add_report([p](const TenantsResult& t, Report& r) { report_tenants(p, t, r); });
     }
 };
@@ -71,11 +90,24 @@ RequestSummary TenantsResult::bursting(const FleetSim& s) const {
                               [this](const RequestOutcome& o) { return o.tenant == 0 && in_burst(o); });
 }
 
+std::vector<double> TenantsResult::well_behaved_ttfts(const FleetSim& s) const {
+    std::vector<double> v;
+    for (const RequestOutcome& o : s.outcomes())
+        if (o.tenant != 0 && in_burst(o) && o.completed) v.push_back(o.ttft_ms());
+    return v;
+}
+
+const FleetSim& TenantsResult::claim_sim(uint64_t k, ClaimRole role) const {
+    if (k == 0) return *runs[size_t(role)].sim;
+    return *claim[size_t((k - 1) * 3 + uint64_t(role))].sim;
+}
+
 TenantsResult setup_tenants(const TenantsParams& p) {
     TenantsResult t;
     const std::vector<TenantSpec> specs = tenant_specs(p);
     t.all = std::make_shared<const Workload>(tenant_workload(specs, p.duration_s, p.seed));
-    t.solo = std::make_shared<const Workload>(solo_workload(p, specs));
+    t.solo = std::make_shared<const Workload>(
+        solo_workload(p, specs, p.seed, p.falsify == TenantsFalsify::solo_seed));
     t.burst_from_ms = p.burst_start_s * 1000.0;
     t.burst_to_ms = t.burst_from_ms + p.burst_s * 1000.0;
     t.config = tenants_config(p);
@@ -102,8 +134,11 @@ TenantsResult setup_tenants(const TenantsParams& p) {
         const std::string label = std::string(queue_policy_labels()[k]) + ", cache quotas";
         add(label, {label, queue_policy_ids()[k] + "_quotas"}, q, true, false, false);
     }
-    if (const std::string& e = t.runs[0].sim->error(); !e.empty())
+    if (const std::string& e = t.runs[0].sim->error(); !e.empty()) {
         t.refusal = Refusal{"within_memory_budget", "Run within the memory budget", "refused: " + e};
+        return t;
+    }
+    add_claim_runs(p, specs, t);
     return t;
 }
 

@@ -33,8 +33,9 @@ TEST_CASE("tenants: isolation keeps the well-behaved tenants within the SLO no i
     test::all_checks_pass(f);
     CHECK(f.find_check("isolation_keeps_slo") == nullptr);
     CHECK(test::scalar_of(f, "isolation_ratio") == doctest::Approx(test::scalar_of(f, "no_isolation_ratio")));
-    // A burst no worse than the steady stream keeps everyone within the SLO: it tests no mechanism.
-    const Report calm = test::run_module("tenants", {{"burst_factor", "1"}});
+    // A tenant 0 like the others (no burst, the others' message length) keeps everyone within the SLO:
+    // it tests no mechanism. (Its steady 6,000-token messages alone already cost the others 2.5 x.)
+    const Report calm = test::run_module("tenants", {{"burst_factor", "1"}, {"noisy_user_len", "400"}});
     test::all_checks_pass(calm);
     CHECK(calm.find_check("isolation_keeps_slo") == nullptr);
     CHECK(test::scalar_of(calm, "no_isolation_ratio") <= tolerance);
@@ -70,13 +71,18 @@ TEST_CASE("tenants: a burst outside the run is refused, named by its field") {
     CHECK(issues[0].key == "burst_start_s");
 }
 
-TEST_CASE("tenants: Kimi-K3's instances pass every check") {
+TEST_CASE("tenants: Kimi-K3's instances pass every fleet check; the claim is judged over the seeds") {
     // On the calibrated step model K3's decode step on 2 x H100 reads its routed experts (MXFP4) every
-    // step: a tenth of Kimi-Linear's default load keeps the fleet below its capacity. At 0.05 the
-    // isolation claim already fails (3.8 x the solo p99 against 2.5 x): the claim's sensitivity to the
-    // load is issue 20's finding, not fixed here.
+    // step: a tenth of Kimi-Linear's default load keeps the fleet below its capacity. Whether isolation
+    // keeps the SLO there is what the seeds say (at this load it does on about half of them, and the
+    // pooled p99 misses it): the check reports it with the spread, whichever way it goes.
     const Report r = test::run_module("tenants", {{"preset", "kimi-k3"}, {"sessions_per_s", "0.04"}});
-    test::all_checks_pass(r);
+    for (const Check& c : r.checks)
+        if (c.key != "isolation_keeps_slo") CHECK_MESSAGE(c.passed, c.name << ": " << c.detail);
+    CHECK(test::check_keyed(r, "isolation_keeps_slo").detail.find("of 8 seeds within on their own") !=
+          std::string::npos);
+    REQUIRE(test::table_named(r, "The claim over seeds") != nullptr);
+    CHECK(test::table_named(r, "The claim over seeds")->rows.size() == kClaimSeeds);
     bool state_noted = false;  // one checkpoint is K3's 449,372,160 B of state (reference/kimi_k3.md §2.1)
     for (const std::string& n : r.notes) state_noted |= n.find("428.6 MiB") != std::string::npos;
     CHECK(state_noted);
