@@ -7,7 +7,7 @@
 namespace k3 {
 
 // fit_step_factors() on the 12 fitted points below (K1 KL 4K / 1M, K1 MLA 1M, K2 MLA 4K, K2 KL and MLA 1M,
-// S1 TPOT and TTFT, V1 TPOT and TTFT, TRT TEP16 TPOT and TTFT), loss 0.0025 at the fit; rounded to three
+// S1 TPOT and TTFT, V1 TPOT and TTFT, TRT TEP16 TPOT and TTFT), loss 0.0022 at the fit; rounded to three
 // significant figures (tests/unit/test_step_model.cpp re-runs the fit and checks these to 0.5 %).
 // SGLang's per-step overhead falls to its bound, zero: S1's decode floor is explained by its 96
 // all-reduces a step. Each engine's prefill factor rests on its own single-request or
