@@ -141,6 +141,18 @@ void add_qwen3_next(std::vector<CalibrationPoint>& v) {
         "GPU count cut off in the excerpt: 2 x H200 TP2 (the smallest that holds BF16 80B); "
         "every prompt 237 tokens (the excerpt's mean); no async scheduling";
     benchmark(v.back(), 1000, false);
+    // S5: a prefill-heavy run, generated shared prefixes with the radix cache off: 500 requests of
+    // 11,043 tokens on average at c = 5, 128 out; output 338 tokens/s, a step of 5 / 338 s.
+    v.push_back(point("S5 step", q, deploy("h100", 4, 4, 1, false, Engine::sglang), PointKind::derived_step,
+                      5, 11043, 128, 5e3 / 338.0, false));
+    v.back().what = "step = 5 / output throughput at c = 5, 11,043 / 128 (input 29,157.6 tokens/s)";
+    v.back().source =
+        "sgl-project/sglang PR #11214 baseline (--disable-radix-cache), TP4 (calibration.md S5)";
+    v.back().assumption =
+        "GPU not in the excerpt: H100, as the same author's PR #10233; every prompt 11,043 tokens (the "
+        "mean); SGLang's overlap scheduler on (no radix cache, so no no_buffer rule)";
+    benchmark(v.back(), 500, false);
+    v.back().overlap = true;
 }
 
 void add_kimi_k3(std::vector<CalibrationPoint>& v) {

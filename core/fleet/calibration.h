@@ -10,7 +10,7 @@
 // wait for the prompts sent before it. A point measured on one request alone is one decode step at
 // the context, or the prompt's prefill by itself.
 //
-// Fitted subset (CalibrationPoint::fitted, 12 of 39; 4 of the others are cross-checks): K1 KL 4K and 1M, K1
+// Fitted subset (CalibrationPoint::fitted, 12 of 40; 4 of the others are cross-checks): K1 KL 4K and 1M, K1
 // MLA 1M, K2 MLA 4K, K2 KL and MLA 1M, S1 TPOT and TTFT, V1 TPOT and TTFT, TRT TEP16 TPOT and TTFT; every
 // other point is validation. Fit (fit_step_factors): least squares on the log error, sum over the FITTED
 // points of ln(estimate / measured)^2, by coordinate descent in log space: every factor is tried at x
