@@ -138,7 +138,7 @@ TenantsResult setup_tenants(const TenantsParams& p) {
         t.refusal = Refusal{"within_memory_budget", "Run within the memory budget", "refused: " + e};
         return t;
     }
-    add_claim_runs(p, specs, t);
+    if (p.sim_falsify == FleetSimFalsify::none) add_claim_runs(p, specs, t);
     return t;
 }
 
