@@ -92,6 +92,7 @@ inline constexpr double kRunBytesLimit = 1024.0 * 1024.0 * 1024.0;
 struct RunCost {
     double seconds = 0, bytes = 0;
     std::string counted, key;
+    bool larger_is_cheaper = false;  // of the key's parameter: a budget or an interval
 };
 // The refusals of a run past the limits ("the run would take about 37 s natively (...), above the
 // limit of 10 s"), each on the cost's key; none within them.

@@ -88,14 +88,17 @@ TEST_CASE("fleet: Kimi-K3 runs with its parameter counts and state, and too litt
     const FleetConfig c = fleet_module_config(p);
     CHECK(c.model.total_params == 2.78e12);  // reference/kimi_k3.md §1.3: 2.78T total, 104.2B active
     CHECK(c.model.active_params == 104.2e9);
-    const Report r = test::run_module("fleet", {{"preset", "kimi-k3"}, {"compare_routers", "0"}});
+    const Report r = test::run_module(
+        "fleet", {{"preset", "kimi-k3"}, {"hardware", "gb300"}, {"gpus", "8"}, {"compare_routers", "0"}});
     test::all_checks_pass(r);
     bool state_noted = false;  // one checkpoint is K3's 449,372,160 B of state
     for (const std::string& n : r.notes) state_noted |= n.find("428.6 MiB") != std::string::npos;
     CHECK(state_noted);
     // 64 state slots of 428.6 MiB do not fit 16 GiB of working memory: refused, naming both.
     const Experiment& e = *find_experiment("fleet");
-    auto pp = parse_params(e.params, {{"preset", "kimi-k3"}, {"working_gib", "16"}}, RangePolicy::strict);
+    auto pp = parse_params(
+        e.params, {{"preset", "kimi-k3"}, {"hardware", "gb300"}, {"gpus", "8"}, {"working_gib", "16"}},
+        RangePolicy::strict);
     REQUIRE(pp.ok());
     bool refused = false;
     for (const ParamIssue& i : e.check(pp.params))
@@ -121,8 +124,11 @@ TEST_CASE("fleet: speculative decoding's state scratch lowers Kimi-K3's running 
     c.caching = false;  // none mode: 1 + N and 1
     CHECK(running_state_slots(c, SpecState::snapshots).pages == 8);
     CHECK(running_state_slots(c, SpecState::recoverssm).pages == 1);
-    const Report r = test::run_module(
-        "fleet", {{"preset", "kimi-k3"}, {"spec_state", "snapshots"}, {"compare_routers", "0"}});
+    const Report r = test::run_module("fleet", {{"preset", "kimi-k3"},
+                                                {"hardware", "gb300"},
+                                                {"gpus", "8"},
+                                                {"spec_state", "snapshots"},
+                                                {"compare_routers", "0"}});
     test::all_checks_pass(r);
     CHECK(test::scalar_of(r, "running_slots") == 7);
     // RecoverSSM records KDA's corrections: a Gated DeltaNet model is refused.
