@@ -2,14 +2,26 @@
 // tests/data/traces/README.md reproduced through the radix cache.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
+#include "core/base/rng.h"
 #include "core/fleet/trace.h"
+#include "core/fleet/trace_reference.h"
 #include "core/fleet/workload.h"
 #include "core/fleet/workload_replay.h"
 
 using namespace k3;
+
+namespace {
+// Distinct values in v.
+template <class T>
+size_t distinct(std::vector<T> v) {
+    std::sort(v.begin(), v.end());
+    return size_t(std::unique(v.begin(), v.end()) - v.begin());
+}
+}  // namespace
 
 static const std::string kTrace = std::string(K3_TEST_DATA) + "/traces/mooncake_conversation_trace.jsonl";
 
@@ -134,6 +146,43 @@ TEST_CASE("Mooncake workload: block ids expand to pseudo-tokens, the last block 
     CHECK(w.requests[1].arrival_ms == 6);
     CHECK_FALSE(w.requests[0].output_known);
     CHECK(w.requests[0].cache_len() == 600);
+}
+
+TEST_CASE("Mooncake workload: distinct block ids share no token, even where their pseudo-token values do") {
+    // Blocks 17348 and 26151 expand to streams whose first tokens have the same 32-bit value.
+    const auto r = parse_mooncake(
+        "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [17348]}\n"
+        "{\"timestamp\": 1, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [26151]}\n");
+    REQUIRE(r.ok());
+    const Workload w = mooncake_workload(r.trace);
+    const TokenSeq &a = *w.requests[0].tokens, &b = *w.requests[1].tokens;
+    REQUIRE(a.at(0) == b.at(0));
+    CHECK(common_prefix(a, b, 0, 1) == 0);
+    CHECK(a.id_at(0) != b.id_at(0));
+    WorkloadReplay two(w, {});
+    two.run();
+    CHECK(two.totals().kv_hit_tokens == 0);
+    CHECK(trace_reference_hits(r.trace, 512).kv_hit_tokens == 0);
+
+    // Many one-token requests, a quarter of them repeating an earlier block: the tree counts exactly
+    // the block-level hits although some distinct blocks share their first value.
+    MooncakeTrace t;
+    Rng rng(3);
+    for (uint32_t i = 0; i < 200000; ++i) {
+        const bool repeat = i > 0 && rng.below(4) == 0;
+        t.requests.push_back({double(i), 1, 1, i, 1, i + 1});
+        t.ids.push_back(repeat ? t.ids[rng.below(i)] : rng.below(uint64_t(1) << 53));
+    }
+    std::vector<Token> values;
+    for (uint64_t id : t.ids) values.push_back(pseudo_token(mooncake_block_key(id), 0));
+    const size_t blocks = distinct(t.ids);
+    REQUIRE(distinct(values) < blocks);  // some distinct blocks do share a value
+    const TraceReferenceHits ref = trace_reference_hits(t, 512);
+    const Workload mw = mooncake_workload(t);
+    WorkloadReplay many(mw, {});
+    many.run();
+    CHECK(ref.kv_hit_tokens == t.requests.size() - blocks);
+    CHECK(many.totals().kv_hit_tokens == ref.kv_hit_tokens);
 }
 
 TEST_CASE("bundled Mooncake conversation trace: 37.36 % KV-visible, 37.34 % / 37.36 % state-usable") {

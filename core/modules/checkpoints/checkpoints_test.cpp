@@ -104,6 +104,19 @@ TEST_CASE("checkpoints: bad parameters and bad traces are refused with a reason"
     }
 }
 
+TEST_CASE("checkpoints: blocks whose pseudo-tokens share a first value are no hit (the block count agrees)") {
+    // Mooncake blocks 17348 and 26151 expand to streams that start with the same 32-bit value.
+    const std::string path = "k3_test_colliding_blocks.jsonl";
+    REQUIRE(test::write_text_file(
+        path,
+        "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [17348]}\n"
+        "{\"timestamp\": 1, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [26151]}\n"));
+    const Report r = run({{"trace", path}, {"sweeps", "0"}});
+    std::remove(path.c_str());
+    CHECK(test::check_keyed(r, "kv_hit_matches_block_count").passed);
+    CHECK(scalar(r, "token_hit_kv") == 0);
+}
+
 TEST_CASE("checkpoints: the hit recount follows prefixes and checkpoints without the tree") {
     auto request = [](TokenSeqPtr t) {
         Request r;
