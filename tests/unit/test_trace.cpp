@@ -31,15 +31,15 @@ TEST_CASE("trace reader: well-formed lines") {
         "\r\n"
         "  {\"hash_ids\":[0,2,3],\"input_length\":1025,\"output_length\":0,\"timestamp\":12.5,"
         "\"extra\":{\"a\":[1,2,{\"b\":null}],\"s\":\"x\\\"y\\u0041\"}}\r\n"
-        "{\"timestamp\": 3, \"input_length\": 0, \"output_length\": 1, \"hash_ids\": []}");
+        "{\"timestamp\": 13, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [4]}");
     REQUIRE_MESSAGE(r.ok(), r.error);
     REQUIRE(r.trace.requests.size() == 3);
     CHECK(r.trace.requests[1].timestamp_ms == 12.5);
     CHECK(r.trace.requests[1].input_length == 1025);
     CHECK(r.trace.requests[1].n_ids == 3);
     CHECK(r.trace.requests[1].line == 3);
-    CHECK(r.trace.ids == std::vector<uint64_t>{0, 1, 0, 2, 3});
-    CHECK(r.trace.prompt_tokens() == 2025);
+    CHECK(r.trace.ids == std::vector<uint64_t>{0, 1, 0, 2, 3, 4});
+    CHECK(r.trace.prompt_tokens() == 2026);
 }
 
 TEST_CASE("trace reader: a malformed line gets an error naming the line") {
@@ -86,6 +86,9 @@ TEST_CASE("trace reader: a malformed line gets an error naming the line") {
              "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 5, \"hash_ids\": [7], \"x\": \"a") +
              char(1) + "\"}",
          "control character"},
+        {"{\"timestamp\": 0, \"input_length\": 0, \"output_length\": 10, \"hash_ids\": []}",
+         "column 34: input_length: 0; a request needs at least one prompt token"},
+        {std::string("\x7f\x45\x4c\x46\x02\x01\x00\x00", 8), "expected '{' at the start"},
     };
     for (const Bad& b : bad) {
         CAPTURE(b.line);
@@ -95,6 +98,60 @@ TEST_CASE("trace reader: a malformed line gets an error naming the line") {
         CHECK(r.error.rfind("line 3, column ", 0) == 0);
         CHECK_MESSAGE(r.error.find(b.expect) != std::string::npos, r.error);
         CHECK(r.trace.requests.empty());
+    }
+}
+
+TEST_CASE("trace reader: a byte-order mark, LF, CRLF and CR line endings, with the lines counted right") {
+    const std::string ok =
+        "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 5, \"hash_ids\": [7]}";
+    const std::string bad = "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 5}";
+    // Line 5 is malformed, after lines ended by LF, CRLF, CR and CR (a blank line).
+    const std::string body = ok + "\n" + ok + "\r\n" + ok + "\r" + "\r" + bad + "\r\n" + ok;
+    for (const std::string& text : {body, "\xEF\xBB\xBF" + body}) {
+        const auto r = parse_mooncake(text);
+        CHECK(r.error_line == 5);
+        CHECK(r.error == "line 5, column 57: missing key 'hash_ids'");
+    }
+    const std::string good = "\xEF\xBB\xBF" + ok + "\r" + ok + "\r\n\n" + ok + "\r";
+    const auto r = parse_mooncake(good);
+    REQUIRE_MESSAGE(r.ok(), r.error);
+    REQUIRE(r.trace.requests.size() == 3);
+    CHECK(r.trace.requests[1].line == 2);
+    CHECK(r.trace.requests[2].line == 4);
+    // A byte-order mark elsewhere is not whitespace.
+    CHECK(parse_mooncake(ok + "\n\xEF\xBB\xBF" + ok).error.rfind("line 2, column 1: expected '{'", 0) == 0);
+}
+
+TEST_CASE("trace reader: no request, or requests out of arrival order, are refused") {
+    for (const char* text : {"", "\n", "  \r\n\t\r", "\xEF\xBB\xBF"}) {
+        const auto r = parse_mooncake(text);
+        CHECK(r.error == "the trace holds no request");
+        CHECK(r.error_line == 0);
+    }
+    const auto r = parse_mooncake(
+        "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}\n"
+        "{\"timestamp\": 5.5, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [2]}\n\n"
+        "{\"timestamp\": 5.5, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [3]}\n"
+        "{\"timestamp\": 3, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [4]}\n");
+    CHECK(r.error_line == 5);
+    CHECK(r.error ==
+          "line 5: timestamp 3 is earlier than 5.5 on line 4; requests must be in arrival order (sort the "
+          "file by timestamp)");
+    CHECK(r.trace.requests.empty());
+}
+
+TEST_CASE("trace reader: directories, devices and files over the size limit are refused before reading") {
+    auto error_of = [](const std::string& path, const TraceLimits& lim) {
+        return load_mooncake(path, lim).error;
+    };
+    CHECK(error_of(K3_TEST_DATA, {}) == std::string("'") + K3_TEST_DATA + "' is a directory, not a file");
+    TraceLimits lim;
+    lim.max_bytes = 1000;
+    CHECK(error_of(kTrace, lim) ==
+          "'" + kTrace + "' (3,029,533 bytes) is larger than the limit of 1,000 bytes");
+    if (std::FILE* f = std::fopen("/dev/zero", "rb")) {  // POSIX systems
+        std::fclose(f);
+        CHECK(error_of("/dev/zero", {}) == "'/dev/zero' is not a regular file");
     }
 }
 

@@ -71,6 +71,20 @@ TEST_CASE("fleet: bad parameters are refused with a reason") {
     CHECK(issues[0].key == "trace");
 }
 
+TEST_CASE("fleet: a trace request with no prompt token is refused before the run, naming its line") {
+    const Experiment& e = *find_experiment("fleet");
+    const std::string path = "k3_test_empty_prompt.jsonl";
+    REQUIRE(test::write_text_file(
+        path, "{\"timestamp\": 0, \"input_length\": 0, \"output_length\": 10, \"hash_ids\": []}\n"));
+    const auto pp = parse_params(e.params, {{"trace", path}}, RangePolicy::strict);
+    const auto issues = e.check(pp.params);
+    std::remove(path.c_str());
+    REQUIRE(!issues.empty());
+    CHECK(issues[0].key == "trace");
+    CHECK(issues[0].message ==
+          path + ": line 1, column 34: input_length: 0; a request needs at least one prompt token");
+}
+
 TEST_CASE("fleet: blocks whose pseudo-tokens share a first value are no hit under any router") {
     // Mooncake blocks 17348 and 26151 expand to streams that start with the same 32-bit value.
     const std::string path = "k3_test_colliding_blocks_fleet.jsonl";
