@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdio>
 #include <map>
 #include <string>
 #include <utility>
@@ -100,6 +101,14 @@ inline void falsifiers_fail_their_checks(const char* module,
             CHECK(named > 0);
         }
     }
+}
+
+// Writes `text` to `path` (a trace for a module's `trace` parameter); false if it cannot.
+inline bool write_text_file(const std::string& path, const std::string& text) {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    if (!f) return false;
+    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    return std::fclose(f) == 0 && ok;
 }
 
 // The report's JSON without the wall-clock part: equal across runs and builds.

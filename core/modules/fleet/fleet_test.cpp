@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdio>
 
 #include "core/modules/fleet/fleet.h"
 #include "tests/unit/test_module_util.h"
@@ -68,6 +69,51 @@ TEST_CASE("fleet: bad parameters are refused with a reason") {
     issues = e.check(pp.params);
     REQUIRE(!issues.empty());
     CHECK(issues[0].key == "trace");
+}
+
+TEST_CASE("fleet: a trace request with no prompt token is refused before the run, naming its line") {
+    const Experiment& e = *find_experiment("fleet");
+    const std::string path = "k3_test_empty_prompt.jsonl";
+    REQUIRE(test::write_text_file(
+        path, "{\"timestamp\": 0, \"input_length\": 0, \"output_length\": 10, \"hash_ids\": []}\n"));
+    const auto pp = parse_params(e.params, {{"trace", path}}, RangePolicy::strict);
+    const auto issues = e.check(pp.params);
+    std::remove(path.c_str());
+    REQUIRE(!issues.empty());
+    CHECK(issues[0].key == "trace");
+    CHECK(issues[0].message ==
+          path + ": line 1, column 34: input_length: 0; a request needs at least one prompt token");
+}
+
+TEST_CASE("fleet: blocks whose pseudo-tokens share a first value are no hit under any router") {
+    // Mooncake blocks 17348 and 26151 expand to streams that start with the same 32-bit value.
+    const std::string path = "k3_test_colliding_blocks_fleet.jsonl";
+    REQUIRE(test::write_text_file(
+        path,
+        "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [17348]}\n"
+        "{\"timestamp\": 1, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [26151]}\n"));
+    const Report r = test::run_module("fleet", {{"trace", path}});
+    std::remove(path.c_str());
+    test::all_checks_pass(r);
+    for (const Scalar& s : r.scalars)
+        if (s.key.ends_with("token_hit_kv")) CHECK_MESSAGE(s.value == 0, s.key);
+    CHECK(test::scalar_of(r, "cache_aware_token_hit_kv") == 0);
+}
+
+TEST_CASE("fleet: the hit recount tells apart blocks whose pseudo-tokens share a first value") {
+    // The third request extends the second: its 512-token hit is backed by the second, which the
+    // recount must keep apart from the first (block 17348 starts with block 26151's first value).
+    const std::string path = "k3_test_colliding_recount.jsonl";
+    REQUIRE(test::write_text_file(
+        path,
+        "{\"timestamp\": 0, \"input_length\": 512, \"output_length\": 1, \"hash_ids\": [17348]}\n"
+        "{\"timestamp\": 10000, \"input_length\": 512, \"output_length\": 1, \"hash_ids\": [26151]}\n"
+        "{\"timestamp\": 20000, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [26151, 5]}\n"));
+    const Report r =
+        test::run_module("fleet", {{"trace", path}, {"instances", "1"}, {"compare_routers", "0"}});
+    std::remove(path.c_str());
+    test::all_checks_pass(r);
+    CHECK(test::scalar_of(r, "token_hit_kv") == 0.25);
 }
 
 TEST_CASE("fleet: the module's own defaults reach the fleet configuration") {
