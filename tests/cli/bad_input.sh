@@ -23,4 +23,16 @@ expect 2 "bad value 'nan'" run memory budget_gib=nan
 expect 2 "must be a multiple" run memory preset=custom heads=3 v_heads=4
 expect 2 "bad argument" run memory --frobnicate
 expect 2 "unknown command" frobnicate
+# A repeated key is refused, not settled by the last value.
+expect 2 "parameter 'instances' given twice (instances=4, instances=8)" run fleet instances=4 instances=8
+# Numbers a double does not hold as typed, and text that is not a decimal number.
+expect 2 "bad value '1e-400' for parameter 'attn_every': underflows to 0" run memory attn_every=1e-400
+expect 2 "bad value '1e-310' for parameter 'prefix_share': underflows to a denormal" run pool prefix_share=1e-310
+expect 2 "bad value '1e400' for parameter 'prefix_share': overflows" run pool prefix_share=1e400
+expect 2 "bad value '-1e400' for parameter 'instances': overflows" run fleet instances=-1e400
+expect 2 "bad value '0x10' for parameter 'instances': hexadecimal" run fleet instances=0x10
+expect 2 "bad value '8abc' for parameter 'instances': not a decimal number" run fleet instances=8abc
+expect 2 "bad value 'inf' for parameter 'prefix_share': not a finite number" run pool prefix_share=inf
+expect 2 "bad value '-0' for parameter 'instances': out of range" run fleet instances=-0
+expect 2 "bad value '9007199254740993' for parameter 'seed': 2^53 or more" run pool seed=9007199254740993
 exit $fail
