@@ -35,4 +35,22 @@ expect 2 "bad value '8abc' for parameter 'instances': not a decimal number" run 
 expect 2 "bad value 'inf' for parameter 'prefix_share': not a finite number" run pool prefix_share=inf
 expect 2 "bad value '-0' for parameter 'instances': out of range" run fleet instances=-0
 expect 2 "bad value '9007199254740993' for parameter 'seed': 2^53 or more" run pool seed=9007199254740993
+
+# kda-check sizes the work from meta.txt before reading: folders that declare more than the run limits
+# (10 s, 1 GiB) are refused with the estimate. Only meta.txt is written, so a kda-check that went on to
+# read would fail on the missing q.f32 (another message) instead of running for minutes.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkdir "$tmp/slow" "$tmp/big"
+printf 'B 1\nT 200000\nH 1\nHV 1\nK 128\nV 128\nscale 0.088\ninitial_state 0\n' >"$tmp/slow/meta.txt"
+printf 'B 4\nT 10000000\nH 1\nHV 1\nK 1\nV 1\nscale 1\ninitial_state 0\n' >"$tmp/big/meta.txt"
+expect 2 "slow: checking would take about .* s .*more than the run limit of 10 s" kda-check "$tmp/slow"
+expect 2 "big: checking would hold about .* GiB .*more than the run limit of 1.00 GiB" kda-check "$tmp/big"
+# The bundled folders are within the limits and pass.
+golden=$(dirname "$0")/../data/golden
+if out=$($K3CLI kda-check "$golden"/kda/t* "$golden"/kda_bounded/t* 2>&1); then
+  echo "ok   k3cli kda-check (bundled folders) -> 0"
+else
+  echo "FAIL: k3cli kda-check on the bundled folders -> exit $?: $out"; fail=1
+fi
 exit $fail
