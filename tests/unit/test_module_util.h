@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -70,7 +71,8 @@ inline void all_checks_pass(const Report& r) {
 
 // Every falsifier of the module, applied to a run with `kv` (on top of the falsifier's own parameters),
 // fails every check it names, each of which held on the intact run with the same parameters (k3cli
-// audit-checks needs only one falsifier to fail each check). A key may repeat (once per strategy).
+// audit-checks needs only one falsifier to fail each check). A key of `kv` replaces the falsifier's own
+// value (parse_params refuses a key given twice).
 inline void falsifiers_fail_their_checks(const char* module,
                                          const std::vector<std::pair<std::string, std::string>>& kv) {
     const Experiment& e = *find_experiment(module);
@@ -79,7 +81,13 @@ inline void falsifiers_fail_their_checks(const char* module,
     for (size_t i = 0; i < e.falsifiers.size(); ++i) {
         const FalsifierInfo& f = e.falsifiers[i];
         auto all = f.params;
-        all.insert(all.end(), kv.begin(), kv.end());
+        for (const auto& [k, v] : kv) {
+            auto own = std::find_if(all.begin(), all.end(), [&](const auto& p) { return p.first == k; });
+            if (own != all.end())
+                own->second = v;
+            else
+                all.emplace_back(k, v);
+        }
         auto pp = parse_params(e.params, all, RangePolicy::strict);
         REQUIRE_MESSAGE(pp.ok(), f.id);
         if (!intact.count(all)) intact.emplace(all, run_to_end(e, pp.params));
