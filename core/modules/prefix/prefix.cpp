@@ -7,13 +7,11 @@
 #include "core/experiments/module_doc.h"
 #include "core/experiments/registry.h"
 #include "core/modules/shared/engine_params.h"
+#include "core/modules/shared/runnable_cost.h"
 
 namespace k3 {
 
 namespace {
-
-constexpr uint64_t kMaxWorkloadTokens = 20000;  // prompt tokens of the cold pass (the run makes five passes)
-constexpr uint64_t kMaxPoolBytes = 192ull << 20;  // backing storage of one method's pool
 
 void workload_params(ParamList<PrefixParams>& l) {
     auto workload = [](ParamSpec& s) -> ParamSpec& { return s.in_group("Workload"); };
@@ -201,18 +199,54 @@ void validate_prefix(const PrefixParams& p, Issues& issues) {
                                        "): resumes are exact only within rounding, and requests split their "
                                        "own prefill");
     const PrefixEstimate e = estimate_prefix(p);
-    if (e.prompt_tokens > kMaxWorkloadTokens)
-        issues.error(p.requests,
-                     "the workload has up to " + format_grouped(double(e.prompt_tokens)) +
-                         " prompt tokens, served five times on the runnable model; the limit is " +
-                         format_grouped(double(kMaxWorkloadTokens)) + " (fewer requests or shorter prompts)");
     const uint64_t states = prefix_states(e, prefix_state_grid(p), p.state_capacity);
     const uint64_t bytes = prefix_pool_bytes(default_runnable_config(), e, states, p.page_size);
-    if (bytes > kMaxPoolBytes)
+    if (bytes > kMaxBackingBytes)
         issues.error(p.interval,
                      "the checkpoints and KV of this workload need up to " + format_bytes(double(bytes)) +
-                         " of pool, over the " + format_bytes(double(kMaxPoolBytes)) +
-                         " limit: raise the interval, set a state capacity or shorten the workload");
+                         " of pool, over the pool's limit of " + format_bytes(double(kMaxBackingBytes)) +
+                         ": raise the interval, set a state capacity or shorten the workload");
+}
+
+namespace {
+
+// The runnable model's work: the cold pass and each caching method serve every request, counted whole
+// (what a method reuses is known only once it serves), each prefilling its prompt and decoding its
+// outputs; then the off-grid probe resumes the longest prompt.
+ForwardWork prefix_work(const PrefixParams& p) {
+    const double passes = p.engine == CacheEngine::ideal ? 5 : 6;
+    ForwardWork w;
+    w.instances = 1;
+    uint64_t longest = 0;
+    for_each_prefix_request(p, [&](uint64_t prompt) {
+        w.add_prefill(double(prompt), 0, passes);
+        w.add_decode(p.gen, double(prompt), passes);
+        longest = std::max(longest, prompt);
+    });
+    w.add_prefill(double(longest), 0);
+    w.add_decode(p.gen, double(longest));
+    return w;
+}
+
+}  // namespace
+
+RunEstimate prefix_estimate(const PrefixParams& p) {
+    const ForwardWork w = prefix_work(p);
+    const PrefixEstimate e = estimate_prefix(p);
+    const uint64_t states = prefix_states(e, prefix_state_grid(p), p.state_capacity);
+    const ModelConfig m = default_runnable_config();
+    // One method's pool (with its storage) at a time, and every request's cold logits kept for the
+    // comparisons.
+    const double held = double(prefix_pool_bytes(m, e, states, p.page_size)) +
+                        8.0 * double(e.requests) * p.gen * m.vocab;
+    // One request alone past the limits: its prompt is too long, whatever the request count.
+    PrefixParams one = p;
+    one.requests = 1;
+    const bool long_prompt = forward_seconds(prefix_work(one)) > kRunSecondsLimit;
+    const void* on = !long_prompt                        ? static_cast<const void*>(&p.requests)
+                     : p.shared_tokens >= p.user_tokens ? static_cast<const void*>(&p.shared_tokens)
+                                                         : &p.user_tokens;
+    return {.seconds = forward_seconds(w), .bytes = forward_bytes(w) + held, .counted = forward_counted(w), .on = on};
 }
 
 Experiment make_prefix_experiment() {
@@ -227,6 +261,7 @@ Experiment make_prefix_experiment() {
             "bit.",
         .params = prefix_params(),
         .validate = validate_prefix,
+        .estimate = prefix_estimate,
         .start = start_prefix,
         .live = false,
         .headlines =
