@@ -85,7 +85,8 @@ bool key_matches(const std::string& pattern, const std::string& key) {
 std::vector<ParamIssue> run_budget_issues(const RunCost& c) {
     std::vector<ParamIssue> v;
     const std::string what = c.counted.empty() ? "" : " (" + c.counted + ")";
-    const std::string fix = c.key.empty() ? "" : ": make " + c.key + (c.raise ? " larger" : " smaller");
+    const std::string fix =
+        c.key.empty() ? "" : ": make " + c.key + (c.larger_is_cheaper ? " larger" : " smaller");
     if (!(c.seconds <= kRunSecondsLimit))
         v.push_back({ParamIssue::error, c.key,
                      "the run would take about " + format_sig(c.seconds, 3) + " s natively" + what +

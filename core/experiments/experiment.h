@@ -88,11 +88,11 @@ inline constexpr double kRunBytesLimit = 1024.0 * 1024.0 * 1024.0;
 
 // What a run will cost, estimated from its parameters alone before it starts: native seconds of work
 // and bytes held at its peak, with what was counted ("1.2 M request-iterations") and the parameter a
-// refusal names (the one that drives the cost most; `raise`: the cost falls as it grows).
+// refusal names (the one that drives the cost most).
 struct RunCost {
     double seconds = 0, bytes = 0;
     std::string counted, key;
-    bool raise = false;
+    bool larger_is_cheaper = false;  // of the key's parameter: a budget or an interval
 };
 // The refusals of a run past the limits ("the run would take about 37 s natively (...), above the
 // limit of 10 s"), each on the cost's key; none within them.

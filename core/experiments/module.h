@@ -37,13 +37,12 @@ struct Falsifier {
 };
 
 // What a run with parameters P will cost (Experiment::estimate, RunCost): native seconds and peak
-// bytes, what was counted, and `on`, the field of P a refusal names (the parameter driving the cost);
-// `raise` when the cost falls as that parameter grows (a checkpoint interval, a page size).
+// bytes, what was counted, and `on`, the field of P a refusal names (the parameter driving the cost).
 struct RunEstimate {
     double seconds = 0, bytes = 0;
     std::string counted;
     const void* on = nullptr;
-    bool raise = false;
+    bool larger_is_cheaper = false;  // the refusal says "make it larger" (a budget, an interval)
 };
 
 template <class P>
@@ -90,7 +89,7 @@ Experiment make_experiment(Module<P> m) {
             const RunEstimate r = est(p);
             const std::string* key = r.on ? list->key_at(p, r.on) : nullptr;
             if (r.on && !key) throw std::logic_error("RunEstimate: `on` is not a declared parameter");
-            return RunCost{r.seconds, r.bytes, r.counted, key ? *key : std::string(), r.raise};
+            return RunCost{r.seconds, r.bytes, r.counted, key ? *key : std::string(), r.larger_is_cheaper};
         };
     std::vector<std::function<void(P&)>> corruptions;
     for (Falsifier<P>& f : m.falsifiers) {

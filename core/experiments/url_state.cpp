@@ -66,6 +66,7 @@ UrlState parse_url_hash(std::string_view h) {
         return st;
     }
     size_t pairs = 0;
+    KeyValues given;
     while (!h.empty()) {
         const size_t amp = h.find('&');
         const std::string_view part = h.substr(0, amp);
@@ -87,12 +88,15 @@ UrlState parse_url_hash(std::string_view h) {
             st.issues.push_back({ParamIssue::error, key, "'" + key + "' in the link has no value"});
             continue;
         }
+        given.emplace_back(key, val);
+    }
+    for (auto& [key, val] : first_of_each(given, st.issues, true)) {
         if (key == "m")
-            st.module = val;
+            st.module = std::move(val);
         else if (key == "tab")
-            st.tab = val;
+            st.tab = std::move(val);
         else
-            st.kv.emplace_back(key, val);
+            st.kv.emplace_back(std::move(key), std::move(val));
     }
     return st;
 }
@@ -120,8 +124,9 @@ ResolvedView resolve_url(const UrlState& s) {
         r.issues.push_back({ParamIssue::error, "m", "unknown module '" + s.module + "' in the link"});
         return r;
     }
-    r.params = r.experiment->defaults();
-    for (const auto& [k, v] : s.kv) r.params.set(k, v, RangePolicy::clamp, r.issues);
+    ParsedParams pp = parse_params(r.experiment->params, s.kv, RangePolicy::clamp);
+    r.params = std::move(pp.params);
+    r.issues.insert(r.issues.end(), pp.issues.begin(), pp.issues.end());
     return r;
 }
 

@@ -1,7 +1,6 @@
 #include "core/fleet/workload_source.h"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "core/base/crc32c.h"
 
@@ -72,12 +71,13 @@ LoadedWorkload load_workload(const WorkloadSpec& s) {
 }
 
 std::string check_trace_param(const std::string& trace) {
-    // The bundled trace may arrive later (the web page fetches it before the run); a path must exist.
+    // The bundled trace may arrive later (the web page fetches it before the run). A path is loaded
+    // in full, so that a malformed file is refused as bad input before the run, naming its line; the
+    // parse is kept for the run (load_workload's cache), so it is paid once.
     if (trace == "synthetic" || trace == kMooncakeTraceName) return {};
-    std::FILE* f = std::fopen(trace.c_str(), "rb");
-    if (!f) return "cannot open '" + trace + "'";
-    std::fclose(f);
-    return {};
+    WorkloadSpec s;
+    s.trace = trace;
+    return load_workload(s).error;
 }
 
 }  // namespace k3

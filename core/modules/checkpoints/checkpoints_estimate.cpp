@@ -127,7 +127,7 @@ RunEstimate checkpoints_estimate(const CheckpointsParams& p) {
         e.on = &p.workload.sessions;
         return e;
     }
-    e.raise = true;
+    e.larger_is_cheaper = true;
     e.on = p.engine == CacheEngine::sglang ? static_cast<const void*>(&p.chunked_prefill_tokens)
            : p.engine == CacheEngine::vllm ? static_cast<const void*>(&p.vllm_block_tokens)
                                            : &p.interval;

@@ -130,7 +130,7 @@ RunEstimate pool_estimate(const PoolParams& p) {
     if (e.bytes > kRunBytesLimit)
         e.on = &p.budget_mib;
     else if (2 * page_seconds > seconds && p.page_tokens < 64)
-        e.on = &p.page_tokens, e.raise = true;
+        e.on = &p.page_tokens, e.larger_is_cheaper = true;
     else
         e.on = &p.workload.requests;
     return e;

@@ -101,6 +101,8 @@ std::vector<TenantShare> tenant_shares(const TenantsResult& t);
 ParamList<TenantsParams> tenants_params();
 void validate_tenants(const TenantsParams& p, Issues& issues);
 TenantsResult setup_tenants(const TenantsParams& p);
+// Its simulations (this seed's runs and the claim's) on this seed's workload (issue 20).
+RunEstimate estimate_tenants(const TenantsParams& p);
 std::unique_ptr<Run> start_tenants(const TenantsParams& p, const Params& raw);
 void report_tenants(const TenantsParams& p, const TenantsResult& t, Report& r);
 
