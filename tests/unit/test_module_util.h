@@ -140,7 +140,8 @@ inline std::string estimate_refuses(const char* module,
     REQUIRE(pp.ok());
     std::string refusal;
     for (const ParamIssue& i : e.check(pp.params))
-        if (i.level == ParamIssue::error && i.key == key && i.message.find("above the limit") != std::string::npos)
+        if (i.level == ParamIssue::error && i.key == key &&
+            i.message.find("above the limit") != std::string::npos)
             refusal = i.message;
     CHECK_MESSAGE(!refusal.empty(), module << ": no refusal on " << key);
     return refusal;

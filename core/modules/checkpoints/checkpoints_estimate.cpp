@@ -16,14 +16,17 @@ namespace {
 // at interval 64 ... 16,384 with and without the sweeps; synthetic mixes of 1 ... 4,096 sessions;
 // engine=sglang at chunked_prefill_tokens 64 ... 8,192; engine=vllm at blocks of 64 and 256) on a
 // loaded 2-core machine, each then doubled (kMargin) for a slower one.
-constexpr double kBaseSeconds = 0.6;        // the codec measurement on the runnable model, the report
-constexpr double kRequestSeconds = 1e-6;    // one request's walk in one replay, its branch nodes included
-// One checkpoint node of distinct tokens in one replay: 0.56 us on the bundled trace, 1.5 us per node
-// as counted here for the synthetic mix of 4,096 sessions at interval 64.
-constexpr double kNodeSeconds = 1e-6;
-// The capacity and policy sweeps keep fewer states than the headline: their replays took a quarter of
-// its node time on the bundled trace.
-constexpr double kSweepNodeSeconds = 0.15e-6;
+constexpr double kBaseSeconds = 0.6;      // the codec measurement on the runnable model, the report
+constexpr double kRequestSeconds = 1e-6;  // one request's walk in one replay, its branch nodes included
+// One checkpoint node of distinct tokens in one replay, and in one replay of the capacity and policy
+// sweeps (fewer states kept, but evicted). On the synthetic mix: 1.5 us (2,048 sessions at interval 64
+// without the sweeps: 1.0 s) and 0.4 us per headline node (the sweeps took 5.8 s of 6.8 with them). On
+// the bundled trace, its tokens counted as distinct (63 % are): 0.56 and a quarter of that, taken as 1
+// and 0.15 us.
+struct NodeCost {
+    double headline, sweep;
+};
+constexpr NodeCost kSyntheticNode{1.5e-6, 0.4e-6}, kTraceNode{1e-6, 0.15e-6};
 constexpr double kBlockSeconds = 0.8e-6;  // engine=vllm: one block of a prompt hashed and looked up
 // engine=sglang grows faster than its tree: 13.2 s for the bundled trace at chunks of 64 tokens (2.29 M
 // nodes as counted here), 5.2 s at 128 and 1.3 s at 256: a power of 1.4 of the node count.
@@ -36,6 +39,7 @@ constexpr double kMargin = 2;
 // (what the tree holds: shared system prompts and earlier turns are held once).
 struct WorkloadSize {
     double requests = 0, tokens = 0, distinct = 0;
+    NodeCost node = kSyntheticNode;
 };
 
 // The synthetic kinds per session (core/fleet/workload_source.cpp: the agentic tasks are sessions / 4,
@@ -62,7 +66,7 @@ WorkloadSize synthetic_size(const WorkloadSpec& s) {
 // distinct (the bundled trace's are 63 %). Nothing when it does not load: the run reports that.
 WorkloadSize trace_size(const WorkloadSpec& s) {
     const LoadedWorkload loaded = load_workload(s);
-    WorkloadSize w;
+    WorkloadSize w{.node = kTraceNode};
     if (!loaded.workload) return w;
     w.requests = double(loaded.workload->requests.size());
     for (const Request& r : loaded.workload->requests) w.tokens += double(r.cache_len());
@@ -86,10 +90,10 @@ void add_replay(Replays& r, const WorkloadSize& w, double interval, double node_
 
 Replays ideal_replays(const CheckpointsParams& p, const WorkloadSize& w) {
     Replays r;
-    add_replay(r, w, p.interval, kNodeSeconds);
+    add_replay(r, w, p.interval, w.node.headline);
     if (!p.sweeps) return r;
-    for (double x = 256; x <= 16384; x *= 2) add_replay(r, w, x, kNodeSeconds);
-    add_replay(r, w, p.interval, kSweepNodeSeconds, 14 + double(policy_ids().size()));
+    for (double x = 256; x <= 16384; x *= 2) add_replay(r, w, x, w.node.headline);
+    add_replay(r, w, p.interval, w.node.sweep, 14 + double(policy_ids().size()));
     return r;
 }
 
@@ -103,14 +107,15 @@ RunEstimate estimate_of(const CheckpointsParams& p, const WorkloadSize& w) {
         counted = format_si(w.tokens / block) + " blocks of " + format_grouped(block) + " tokens hashed";
     } else if (p.engine == CacheEngine::sglang) {
         peak = w.distinct / std::max<uint32_t>(p.chunked_prefill_tokens, 1) + 2 * w.requests;
-        seconds += kSglangSeconds * std::pow(peak / kSglangNodes, kSglangPower) + kSglangRequestSeconds * w.requests;
+        seconds +=
+            kSglangSeconds * std::pow(peak / kSglangNodes, kSglangPower) + kSglangRequestSeconds * w.requests;
         counted = format_si(peak) + " tree nodes (one state per chunk of the prefill)";
     } else {
         const Replays r = ideal_replays(p, w);
         seconds += r.seconds;
         peak = r.peak_nodes;
-        counted = format_si(r.walks) + " request walks over the replays, up to " + format_si(peak) +
-                  " tree nodes";
+        counted =
+            format_si(r.walks) + " request walks over the replays, up to " + format_si(peak) + " tree nodes";
     }
     return {.seconds = kMargin * seconds,
             .bytes = 48.0 * 1024 * 1024 + kNodeBytes * peak + 64.0 * w.requests,

@@ -123,7 +123,8 @@ TEST_CASE("checkpoints: the run estimate keeps the defaults within the limits an
     test::estimate_refuses("checkpoints", {{"sessions", "4096"}, {"interval", "64"}}, "sessions");
     // The bundled trace with a checkpoint every 16 tokens: its tree would hold about 3 GiB.
     const std::string refusal = test::estimate_refuses(
-        "checkpoints", {{"trace", "mooncake"}, {"interval", "16"}, {"chunk", "16"}, {"sweeps", "0"}}, "interval");
+        "checkpoints", {{"trace", "mooncake"}, {"interval", "16"}, {"chunk", "16"}, {"sweeps", "0"}},
+        "interval");
     CHECK(refusal.find("make interval larger") != std::string::npos);
 }
 

@@ -1,50 +1,11 @@
 // Module 1 `kda`: its parameters, the limits a run must stay within, and its declaration.
 #include "core/modules/kda/kda.h"
 
-#include <algorithm>
-
-#include "core/base/numfmt.h"
 #include "core/experiments/registry.h"
 
 namespace k3 {
 
 namespace {
-
-// Bytes the run holds at its peak: inputs, fp64 reference outputs and state, about eight fp32 output
-// arrays and states, and the chunked kernel's per-chunk scratch.
-double bytes_estimate(const KdaParams& p) {
-    const kda::Shape s = kda_shape(p);
-    const double T = p.tokens;
-    const double in = T * (2.0 * double(s.qk_row()) + double(s.v_row()) + double(s.g_row()) + s.HV);
-    const double out = T * double(s.v_row()), st = double(s.state_floats());
-    const double c = std::min(p.chunk, p.tokens);
-    const double scratch = c * (8.0 * s.K + 4.0 * s.V) + 2.0 * c * c + 2.0 * s.K * c;
-    const double many = std::max(kKdaManyStateBytes, 4.0 * st);
-    return 4.0 * in + 8.0 * (out + st) + 4.0 * (8.0 * out + 10.0 * st + double(s.HV) * s.K * s.K) +
-           4.0 * scratch + many;
-}
-
-// The run's work in head-token elements, T x HV x (K x V + C x (K + V)): every kernel pass (the fp64
-// reference, the four fp32 kernels, the chunk-size sweep, the split and affine checks, the timed
-// calls) touches each head's K x V state once per token, and the chunked kernel's pair and
-// substitution steps C x (K + V) more (C = min(chunk, T)).
-double work_estimate(const KdaParams& p) {
-    const kda::Shape s = kda_shape(p);
-    const double C = std::min(p.chunk, p.tokens);
-    return double(p.tokens) * s.HV * (double(s.K) * s.V + C * (s.K + s.V));
-}
-
-// 12 ns per element and 0.3 s for the rest (inputs, report, the timed calls' 6 ms floors), doubled for
-// a slower machine: `/usr/bin/time` of `k3cli run kda` over 16 shapes from the defaults to T = 65,536,
-// HV = 64, K = V = 256 and C = 1 ... 1,024 (native, SIMD) took 6 to 15 ns per element once the 0.3 s
-// were taken off (15 at K = V = 256, T = 256, where the timed calls are most of the run).
-RunEstimate kda_estimate(const KdaParams& p) {
-    const double work = work_estimate(p);
-    return {.seconds = 2 * (0.3 + 12e-9 * work),
-            .bytes = bytes_estimate(p),
-            .counted = format_si(work) + " head-token elements (T x HV x (K x V + C x (K + V)))",
-            .on = &p.tokens};
-}
 
 // Each corrupts the run's data at one point; the check code is the same as in the intact run.
 std::vector<Falsifier<KdaParams>> kda_falsifiers() {

@@ -98,8 +98,8 @@ TEST_CASE("kda: the run estimate keeps the defaults within the limits and refuse
     // The most heads, the widest state and the longest run: past the time and the memory limits.
     const std::string both = test::estimate_refuses(
         "kda", {{"heads", "64"}, {"group", "8"}, {"k", "256"}, {"v", "256"}, {"tokens", "65536"}}, "tokens");
-    CHECK(both.find("head-token elements") != std::string::npos);
-    // A long chunk alone: the pair and substitution steps grow with it (about 25 s natively).
+    CHECK(both.find("head-tokens") != std::string::npos);
+    // A long chunk alone: the pair matrices grow with it (25 s natively).
     test::estimate_refuses("kda", {{"tokens", "4096"}, {"chunk", "1024"}}, "tokens");
 }
 

@@ -127,8 +127,12 @@ TEST_CASE("memory: Kimi-K3 is the default model") {
 
 TEST_CASE("memory: every run is closed form, within the run limits at its largest parameters") {
     test::estimate_within_limits("memory");
-    const RunCost c = test::estimate_within_limits(
-        "memory", {{"preset", "custom"}, {"layers", "256"}, {"heads", "256"}, {"v_heads", "256"},
-                   {"head_k", "1024"}, {"head_v", "1024"}, {"context", "16777216"}});
-    CHECK(c.counted == "closed form");
+    const RunCost c = test::estimate_within_limits("memory", {{"preset", "custom"},
+                                                              {"layers", "256"},
+                                                              {"heads", "256"},
+                                                              {"v_heads", "256"},
+                                                              {"head_k", "1024"},
+                                                              {"head_v", "1024"},
+                                                              {"context", "16777216"}});
+    CHECK(c.counted == "256 layers accounted and recounted (closed form)");
 }

@@ -182,7 +182,9 @@ RunEstimate migrate_estimate(const MigrateParams& p) {
     return {.seconds = forward_seconds(w),
             .bytes = forward_bytes(w),
             .counted = forward_counted(w),
-            .on = prompt_most ? &p.prompt : before > after ? &p.before : &p.after};
+            .on = prompt_most      ? &p.prompt
+                  : before > after ? &p.before
+                                   : &p.after};
 }
 
 Experiment make_migrate_experiment() {

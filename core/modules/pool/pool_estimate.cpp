@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "core/base/numfmt.h"
 #include "core/modules/pool/pool.h"
@@ -16,30 +18,37 @@ namespace {
 
 // Native costs, measured with `/usr/bin/time -f '%U %S'` on `k3cli run pool` (defaults; page_tokens 1,
 // 4, 16; requests 100 ... 5,000; prompt_tokens 4,096 and 16,384; output_tokens 2,048; budget_mib
-// 16,384) against the counts below, on a loaded 2-core machine, then doubled (kMargin) for a slower
-// one.
-constexpr double kPageOpLevelSeconds = 7e-9;   // a page taken or given back: a set node and its malloc
-constexpr double kDecodeSeconds = 60e-9;    // one running request's step (its KV grows by a token)
-constexpr double kStepSeconds = 300e-9;     // a step's arrivals, sample and bookkeeping
-constexpr double kAuditUnitSeconds = 20e-9; // one page or slot of one audit (the map it builds)
-constexpr double kUnitBytes = 160;          // per page or slot: free-list node, owner entry, audit map
-constexpr double kMargin = 2;
+// 16,384) against the counts below, on a loaded 2-core machine. Checked on 31 more corners (prefixes up
+// to 131,072 tokens, arrival rates 0.01 and 100, every preset, state ratios, drafts): the counts miss
+// the prefix cache's evictions and the preemptions, and long prefixes took up to 2.5 times the counted
+// cost (prefix_min 65,536, prefix_max 131,072): kMargin covers that; slow arrivals and prompts too long
+// for the pool are counted up to 12 times too dear (runs under 1 s).
+constexpr double kPageOpLevelSeconds = 7e-9;  // a page taken or given back: a set node and its malloc
+constexpr double kDecodeSeconds = 60e-9;      // one running request's step (its KV grows by a token)
+constexpr double kStepSeconds = 300e-9;       // a step's arrivals, sample and bookkeeping
+constexpr double kAuditUnitSeconds = 20e-9;   // one page or slot of one audit (the map it builds)
+constexpr double kUnitBytes = 160;            // per page or slot: free-list node, owner entry, audit map
+constexpr double kMargin = 2.6;
 
-// The stream in its two phases (before and after the mix shift): requests and mean prompt tokens,
-// the shared prefix included (prompts are uniform in 0.5 to 1.5 x their own part).
+// The stream in groups: before and after the mix shift, the requests without a shared prefix and those
+// of each prefix (a mean prefix would hide the long ones that do not fit). Requests and mean prompt
+// tokens of each (prompts are uniform in 0.5 to 1.5 x their own part).
 struct Phase {
     double requests = 0, own = 0, prefix = 0;
     double prompt() const { return own + prefix; }
 };
 
-std::array<Phase, 2> stream_phases(const PoolWorkload& w) {
+std::vector<Phase> stream_phases(const PoolWorkload& w) {
     const std::vector<uint32_t> plen = prefix_lengths(w);
-    double mean_prefix = 0;
-    for (uint32_t l : plen) mean_prefix += double(l) / double(plen.size());
-    const double prefix = w.prefix_share * mean_prefix;
     const double before = std::clamp(std::floor(w.shift_at * w.requests + 0.5), 0.0, double(w.requests));
-    return {Phase{before, double(w.prompt_tokens), prefix},
-            Phase{double(w.requests) - before, w.prompt_tokens * w.shift_factor, prefix}};
+    const double after = double(w.requests) - before;
+    std::vector<Phase> out;
+    for (const auto& [n, own] :
+         {std::pair{before, double(w.prompt_tokens)}, std::pair{after, w.prompt_tokens * w.shift_factor}}) {
+        out.push_back({n * (1 - w.prefix_share), own, 0});
+        for (uint32_t l : plen) out.push_back({n * w.prefix_share / double(plen.size()), own, double(l)});
+    }
+    return out;
 }
 
 // One design as the estimate sees it: tokens per page, bytes per KV token, state bytes a running
@@ -63,23 +72,31 @@ DesignWork serve_work(const PoolParams& p, const DesignShape& d) {
     const double out = w.output_tokens;
     // The longest prompt one request may bring and still fit an otherwise empty pool.
     const double fit = std::min(d.state_budget >= d.state ? 1e300 : 0.0, d.kv_budget / d.kv - 1.5 * out);
+    const std::vector<Phase> phases = stream_phases(w);
     DesignWork r;
-    double served = 0;
-    for (const Phase& ph : stream_phases(w)) {
+    double served = 0, dropped = 0, attempt = 0, weight = 0;
+    for (const Phase& ph : phases) {
         const double fits = ph.own > 0 ? std::clamp((fit - ph.prefix) / ph.own - 0.5, 0.0, 1.0) : 1.0;
-        const double footprint = (ph.prompt() + out) * d.kv;
+        const double n = ph.requests * fits, footprint = (ph.prompt() + out) * d.kv;
         const double by_kv = d.kv_budget / footprint, by_state = d.state_budget / d.state;
-        const double running = std::max(1.0, std::min(by_kv, by_state));
-        const double steps = 1.5 * ph.requests * fits * out / running;
+        r.steps += 1.5 * n * out / std::max(1.0, std::min(by_kv, by_state));
+        r.page_ops += n * (ph.prompt() + 1.5 * out) / d.page;
         // A retry takes pages until the pool refuses, on average half the prompt's (the pool is short of
         // less than a request); none when the state slots run out first (the static split's state
-        // pool), as they are taken before any page.
-        const double attempt = by_state < by_kv ? 0.0 : 0.5 * std::max(0.0, std::min(ph.prompt(), fit));
-        r.steps += steps;
-        r.page_ops += (steps * attempt + ph.requests * fits * (ph.prompt() + 1.5 * out)) / d.page;
-        served += ph.requests * fits;
+        // pool), as they are taken before any page. The longer the prompt, the likelier it waits.
+        const double tries = by_state < by_kv ? 0.0 : 0.5 * std::max(0.0, std::min(ph.prompt(), fit));
+        attempt += n * ph.prompt() * tries, weight += n * ph.prompt();
+        served += n, dropped += ph.requests - n;
     }
-    r.steps = std::min(r.steps + double(w.requests) / w.arrival_rate, 4e6);  // PoolSimOptions::max_steps
+    // The queue's head retries at every step.
+    r.page_ops += r.steps * attempt / std::max(weight, 1.0) / d.page;
+    // A request that does not fit even an empty pool waits at the head while the running ones drain (up
+    // to a longest output), taking the free pages every step (about half the pool), then is dropped.
+    const double drain = 1.5 * out * served / std::max(served + dropped, 1.0);
+    r.steps += dropped * drain;
+    r.page_ops += dropped * drain * 0.5 * std::min(std::max(0.0, fit), 1e12) / d.page;
+    // The arrivals' span when they come slower than the pool serves them; at most PoolSimOptions::max_steps.
+    r.steps = std::min(std::max(r.steps, double(w.requests) / w.arrival_rate), 4e6);
     r.decode = 1.5 * served * out;
     r.page_ops += d.units;  // the pool's free list, built once
     r.levels = std::log2(d.units + 2);

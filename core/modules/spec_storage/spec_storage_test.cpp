@@ -129,6 +129,6 @@ TEST_CASE("spec-storage: every run is within the run limits, the longest draft i
     test::estimate_within_limits("spec-storage");
     CHECK(test::estimate_within_limits("spec-storage", {{"demo", "0"}}).counted == "closed form");
     // N = 32 with a ring of 32 (a smaller ring is a warning) and the most running requests.
-    test::estimate_within_limits("spec-storage",
-                                 {{"draft_len", "32"}, {"ring_capacity", "32"}, {"running_requests", "4096"}});
+    test::estimate_within_limits(
+        "spec-storage", {{"draft_len", "32"}, {"ring_capacity", "32"}, {"running_requests", "4096"}});
 }
