@@ -21,17 +21,6 @@ using namespace k3::kda;
 
 constexpr double kTimedMs = 6;  // least wall time per timed kernel
 
-// Chunk sizes of the sweep: powers of two up to the run length, plus the chosen one.
-std::vector<int> chunk_sweep(int T, int C) {
-    std::vector<int> cs;
-    for (int c = 1; c <= std::min(T, 256); c *= 2) cs.push_back(c);
-    if (T <= 256 && (cs.empty() || cs.back() != T)) cs.push_back(T);
-    cs.push_back(std::min(C, T));
-    std::sort(cs.begin(), cs.end());
-    cs.erase(std::unique(cs.begin(), cs.end()), cs.end());
-    return cs;
-}
-
 // The index of the element of largest magnitude (where a falsifier's corruption cannot drown).
 size_t largest(const FloatBuf& x) {
     size_t at = 0;
@@ -132,14 +121,15 @@ class KdaRun : public StagedRun {
     KdaResult result_;
 };
 
-// Timed on a prefix of the tokens: enough head-tokens for a stable rate, few enough that the scalar
-// kernels finish quickly even for large runs.
+// The sweep, the timed chunk sizes and the timed prefix (kda_plan); the states the decode cycles through.
 void KdaRun::plan_timing() {
-    const int T = p_.tokens, C = p_.chunk;
     result_.simd = simd_enabled();
     result_.simd_arch = simd_arch();
-    result_.timed_tokens_scalar = std::max(1, std::min(T, 256 / s_.HV));
-    result_.timed_tokens_simd = std::min(T, std::max({1, 65536 / s_.HV, std::min(T, 2 * C)}));
+    const KdaPlan plan = kda_plan(p_);
+    result_.timed_tokens_scalar = plan.timed_tokens_scalar;
+    result_.timed_tokens_simd = plan.timed_tokens_simd;
+    result_.sweep_chunks = plan.sweep_chunks;
+    timed_chunks_ = plan.timed_chunks;
     n_states_ = std::max(1, int(kKdaManyStateBytes / (4.0 * double(s_.state_floats()))));
     states_tokens_ = std::min(result_.timed_tokens_simd, std::max(1, 4 * n_states_));
 }
@@ -189,11 +179,6 @@ void KdaRun::kernels() {
         crc = crc32c(ch_S_[v].data(), ch_S_[v].size() * 4, crc);
     }
     result_.bits_digest = crc;
-    result_.sweep_chunks = chunk_sweep(p_.tokens, p_.chunk);
-    // Throughput against chunk size for C = 4 ... 128 and the chosen C (C = 1 and 2 are the recurrence
-    // plus set-up, C = 256 is all set-up: both slow and already clear from the trend).
-    for (int C : result_.sweep_chunks)
-        if ((C >= 4 && C <= 128) || C == p_.chunk) timed_chunks_.push_back(C);
 }
 
 double KdaRun::sweep(const Deadline& dl) {
@@ -339,6 +324,27 @@ void KdaRun::gate_range() {
 }
 
 }  // namespace
+
+KdaPlan kda_plan(const KdaParams& p) {
+    const int T = p.tokens, C = p.chunk, HV = kda_shape(p).HV;
+    KdaPlan plan;
+    // The sweep: powers of two up to the run length, plus the chosen chunk size.
+    std::vector<int>& cs = plan.sweep_chunks;
+    for (int c = 1; c <= std::min(T, 256); c *= 2) cs.push_back(c);
+    if (T <= 256 && (cs.empty() || cs.back() != T)) cs.push_back(T);
+    cs.push_back(std::min(C, T));
+    std::sort(cs.begin(), cs.end());
+    cs.erase(std::unique(cs.begin(), cs.end()), cs.end());
+    // Throughput against chunk size for C = 4 ... 128 and the chosen C (C = 1 and 2 are the recurrence
+    // plus set-up, C = 256 is all set-up: both slow and already clear from the trend).
+    for (int c : cs)
+        if ((c >= 4 && c <= 128) || c == C) plan.timed_chunks.push_back(c);
+    // Timed on a prefix of the tokens: enough head-tokens for a stable rate, few enough that the scalar
+    // kernels finish quickly even for large runs.
+    plan.timed_tokens_scalar = std::max(1, std::min(T, 256 / HV));
+    plan.timed_tokens_simd = std::min(T, std::max({1, 65536 / HV, std::min(T, 2 * C)}));
+    return plan;
+}
 
 std::unique_ptr<Run> start_kda(const KdaParams& p, const Params& raw) {
     return std::make_unique<KdaRun>(p, raw);
