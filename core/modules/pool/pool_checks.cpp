@@ -201,9 +201,9 @@ void block_checks(const PoolParams& p, const PoolComparison& c, Report& r) {
                      ? ", " + format_grouped(double((searched - multiple) * kv)) + " B < " +
                            format_grouped(double(state)) + " B"
                      : " (the user's block of " + std::to_string(kVllmUserBlockTokens) + " tokens)"));
-    // vLLM logged this block for Qwen3-Next with FlashAttention's multiple; other settings have no
-    // observation to compare with.
-    if (c.config.id == "qwen3-next-80b" && c.kernel_multiple == uint32_t(kObservedBlockMultiple))
+    // vLLM logged this block for Qwen3-Next at TP 1 with FlashAttention's multiple; other settings have
+    // no observation to compare with (under TP the state and the KV heads shard differently).
+    if (c.config.id == "qwen3-next-80b" && p.tp == 1 && c.kernel_multiple == uint32_t(kObservedBlockMultiple))
         r.check("vllm_block_qwen3_next_observed",
                 "vLLM block matches the observed Qwen3-Next figure (reference/serving.md §7)",
                 plan.block_tokens == kObservedQwen3NextBlock,
