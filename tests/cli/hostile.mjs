@@ -8,7 +8,8 @@
 // Usage: node hostile.mjs K3CLI [--quick] [--explore] [--modules a,b] [--jobs N]
 //   --quick: the test command's sweep (a few minutes on 2 cores): each parameter at its extremes and just
 //     outside them, one bad spelling of a number per numeric parameter (the spellings dealt round robin, so
-//     every spelling meets every module), the three most expensive parameters' maxima two at a time.
+//     every spelling meets every module), the three most expensive parameters' maxima two at a time; a
+//     parameter several modules declare alike is swept in the first, a parameter's default value not.
 //     Without it every parameter meets every spelling, and the four most expensive are paired.
 //   --modules: only these modules (kda-check: the malformed golden folders).
 //   --explore: print every run's figures (time, memory, estimate) instead of only the failures.
@@ -175,12 +176,21 @@ async function pool(tasks) {
 
 const list = JSON.parse(execFileSync(k3cli, ['list', '--json']).toString());
 const tasks = [];
+const swept = new Set();
 for (const m of list.modules) {
   if (only && !only.includes(m.id)) continue;
   let numericIndex = 0;
   for (const p of m.params) {
     const index = p.kind === 'integer' || p.kind === 'real' ? numericIndex++ : 0;
-    for (const v of valuesOf(p, index)) tasks.push(() => check(m.id, [`${p.key}=${v}`]));
+    // --quick sweeps a parameter the fleet family shares (the same declaration in several modules) in
+    // the first module that declares it; each module's own expensive maxima are still paired below.
+    const spec = JSON.stringify(p);
+    if (quick && swept.has(spec)) continue;
+    swept.add(spec);
+    // --quick leaves out the default value: the module's default run is the CLI test's (run_modules.sh).
+    const dflt = typeof p.default === 'boolean' ? (p.default ? '1' : '0') : String(p.default);
+    for (const v of valuesOf(p, index))
+      if (!quick || v !== dflt) tasks.push(() => check(m.id, [`${p.key}=${v}`]));
   }
   // The expensive parameters: those whose maximum alone raises the estimate most, at their maxima
   // two at a time.
