@@ -1,10 +1,12 @@
 #include "core/experiments/url_state.h"
 
+#include <map>
+
+#include "core/base/numfmt.h"
 #include "core/experiments/registry.h"
 
 namespace k3 {
 
-static constexpr size_t kMaxHash = 8192;
 static constexpr size_t kMaxPairs = 256;
 
 static int hexval(char c) {
@@ -57,22 +59,50 @@ std::string percent_encode(std::string_view s) {
     return out;
 }
 
+// A key given more than once counts once, with its first value, and is reported as an error naming its
+// values (the later ones are ignored).
+static std::vector<std::pair<std::string, std::string>> first_values(
+    const std::vector<std::pair<std::string, std::string>>& given, std::vector<ParamIssue>& issues) {
+    std::vector<std::pair<std::string, std::string>> out;
+    std::map<std::string, std::vector<std::string>> values;
+    for (const auto& [k, v] : given)
+        if (values[k].push_back(v), values[k].size() == 1) out.emplace_back(k, v);
+    for (const auto& [k, v] : out) {
+        const std::vector<std::string>& all = values[k];
+        if (all.size() < 2) continue;
+        std::string list;
+        for (const auto& x : all) list += (list.empty() ? "" : ", ") + k + "=" + x;
+        issues.push_back(
+            {ParamIssue::error, k,
+             "parameter '" + k + "' given " +
+                 (all.size() == 2 ? std::string("twice") : std::to_string(all.size()) + " times") + " (" +
+                 list + "); the first is used"});
+    }
+    return out;
+}
+
 UrlState parse_url_hash(std::string_view h) {
     UrlState st;
     if (!h.empty() && h.front() == '#') h.remove_prefix(1);
-    if (h.size() > kMaxHash) {
+    if (h.size() > kMaxLinkChars) {
+        st.read = false;
         st.issues.push_back({ParamIssue::error, "",
-                             "link is longer than " + std::to_string(kMaxHash) + " characters; ignored"});
+                             "the link is " + format_grouped(double(h.size())) +
+                                 " characters long; the page reads " + format_grouped(double(kMaxLinkChars)) +
+                                 " at most"});
         return st;
     }
     size_t pairs = 0;
+    std::vector<std::pair<std::string, std::string>> given;
     while (!h.empty()) {
         const size_t amp = h.find('&');
         const std::string_view part = h.substr(0, amp);
         h = amp == std::string_view::npos ? std::string_view{} : h.substr(amp + 1);
         if (part.empty()) continue;
         if (++pairs > kMaxPairs) {
-            st.issues.push_back({ParamIssue::error, "", "link has more than 256 parts; the rest is ignored"});
+            st.issues.push_back({ParamIssue::error, "",
+                                 "the parts after the first " + std::to_string(kMaxPairs) +
+                                     " (a link has at most " + std::to_string(kMaxPairs) + ")"});
             break;
         }
         const size_t eq = part.find('=');
@@ -81,18 +111,21 @@ UrlState parse_url_hash(std::string_view h) {
         const std::string val =
             eq == std::string_view::npos ? "" : percent_decode(part.substr(eq + 1), &ok_v);
         if (!ok_k || !ok_v)
-            st.issues.push_back(
-                {ParamIssue::warning, key, "malformed %-escape in '" + std::string(part) + "'"});
+            st.issues.push_back({ParamIssue::warning, key,
+                                 "malformed %-escape in '" + std::string(part) + "', read as typed"});
         if (eq == std::string_view::npos) {
             st.issues.push_back({ParamIssue::error, key, "'" + key + "' in the link has no value"});
             continue;
         }
+        given.emplace_back(key, val);
+    }
+    for (auto& [key, val] : first_values(given, st.issues)) {
         if (key == "m")
-            st.module = val;
+            st.module = std::move(val);
         else if (key == "tab")
-            st.tab = val;
+            st.tab = std::move(val);
         else
-            st.kv.emplace_back(key, val);
+            st.kv.emplace_back(std::move(key), std::move(val));
     }
     return st;
 }
@@ -110,6 +143,7 @@ std::string format_url_hash(const std::string& module, const Params* params, con
 ResolvedView resolve_url(const UrlState& s) {
     ResolvedView r;
     r.issues = s.issues;
+    r.applied = s.read;
     if (s.module.empty() || s.module == "overview") {
         for (const auto& [k, v] : s.kv)
             r.issues.push_back({ParamIssue::error, k, "parameter '" + k + "' given without a module"});
@@ -117,6 +151,7 @@ ResolvedView resolve_url(const UrlState& s) {
     }
     r.experiment = find_experiment(s.module);
     if (!r.experiment) {
+        r.applied = false;
         r.issues.push_back({ParamIssue::error, "m", "unknown module '" + s.module + "' in the link"});
         return r;
     }

@@ -429,6 +429,10 @@ TraceResult parse_mooncake(std::string_view text, const TraceLimits& lim) {
 
 bool read_file_bytes(const std::string& path, uint64_t max_bytes, std::string& out, std::string& error) {
     out.clear();
+    if (!disk_files()) {
+        error = "cannot open '" + path + "': this build reads no files from disk";
+        return false;
+    }
     std::FILE* f = std::fopen(path.c_str(), "rb");
     if (!f) {
         error = "cannot open '" + path + "'";
@@ -487,17 +491,16 @@ std::vector<std::string> bundled_trace_candidates() {
 
 bool read_trace_text(std::string_view name, uint64_t max_bytes, std::string& text, std::string& source,
                      std::string& error) {
-    if (name == kMooncakeTraceName) {
-        if (const auto bytes = registered_data_file(kMooncakeTraceFile)) {
-            if (bytes->size() > max_bytes) {
-                error = std::string(kMooncakeTraceFile) + " is larger than " + std::to_string(max_bytes) +
-                        " bytes";
-                return false;
-            }
-            text = *bytes;
-            source = kMooncakeTraceFile;
-            return true;
+    // The bytes the web page holds: the bundled trace it fetched, or a file registered under the name.
+    const std::string file = name == kMooncakeTraceName ? kMooncakeTraceFile : std::string(name);
+    if (const auto bytes = registered_data_file(file)) {
+        if (bytes->size() > max_bytes) {
+            error = file + " is larger than " + std::to_string(max_bytes) + " bytes";
+            return false;
         }
+        text = *bytes;
+        source = file;
+        return true;
     }
     source = resolve_trace_path(name);
     if (source.empty()) {
@@ -512,6 +515,7 @@ bool read_trace_text(std::string_view name, uint64_t max_bytes, std::string& tex
 
 std::string resolve_trace_path(std::string_view name) {
     if (name != kMooncakeTraceName) return std::string(name);
+    if (!disk_files()) return "";
     for (const std::string& p : bundled_trace_candidates()) {
         if (std::FILE* f = std::fopen(p.c_str(), "rb")) {
             std::fclose(f);

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "core/base/crc32c.h"
+#include "core/base/data_files.h"
 
 namespace k3 {
 
@@ -72,8 +73,16 @@ LoadedWorkload load_workload(const WorkloadSpec& s) {
 }
 
 std::string check_trace_param(const std::string& trace) {
-    // The bundled trace may arrive later (the web page fetches it before the run); a path must exist.
-    if (trace == "synthetic" || trace == kMooncakeTraceName) return {};
+    // The bundled trace may arrive later (the web page fetches it before the run), a registered data
+    // file is in memory already; anything else is a path that must exist, and only where there is a
+    // disk: the page refuses it here, before the run (or anything else) touches a file.
+    if (trace == "synthetic" || trace == kMooncakeTraceName || registered_data_file(trace)) return {};
+    if (!disk_files()) {
+        const std::string shown = trace.size() > 80 ? trace.substr(0, 77) + "..." : trace;
+        return "trace '" + shown +
+               "' is not available here: the page reads no files from disk, only the bundled trace "
+               "('mooncake') or a synthetic workload ('synthetic')";
+    }
     std::FILE* f = std::fopen(trace.c_str(), "rb");
     if (!f) return "cannot open '" + trace + "'";
     std::fclose(f);

@@ -2,8 +2,9 @@
 // Usage: node tests/e2e/page.test.mjs WEB_DIR K3CLI
 // Checks: the page loads with no console errors and a non-blank canvas; every module opened by
 // URL reports exactly what `k3cli run` reports for the same parameters (timing aside); a moved
-// slider changes the result and the link; a bad link is reported, not fatal; an idle page stops
-// drawing. Screenshots go to build/e2e/.
+// slider changes the result and the link; bad and hostile links are reported, never fatal; a refusal
+// keeps the last result; running out of memory is named and the page restarts on the last result; an
+// idle page stops drawing. Screenshots go to build/e2e/.
 import { chromium } from "playwright-core";
 import { spawn, execFileSync } from "node:child_process";
 import fs from "node:fs";
@@ -172,9 +173,114 @@ try {
     const { report } = await open("#m=memory&context=abc&bogus=1&budget_gib=1e9");
     ok(report.params.context === 131072 && report.params.budget_gib === 4096,
        "bad values fall back to defaults, out-of-range values are clamped");
-    const { report: r2 } = await open("#m=nosuch");
-    ok(await page.evaluate(() => window.k3.module()) === "overview", "an unknown module opens the Overview");
-    void r2;
+  }
+
+  // 4b. Hostile links: each opens a ready page that shows what became of the link (or the refusal), never
+  // a dead one. `applied: false`: the banner must say that none of the link was applied.
+  {
+    const long = "#m=memory&context=4096&" + "x".repeat(9000);
+    // The links that open nothing land on the Overview: opened from it, so that it computes its figures
+    // once. The others are opened afresh, as a shared link is.
+    const cases = [
+      { hash: "#m=nosuch&context=1", module: "overview", message: /unknown module 'nosuch'/, applied: false },
+      { hash: long, module: "overview", message: /9,0\d\d characters long; the page reads 8,192 at most/, applied: false,
+        change: true },
+      { hash: "#m=memory&bogus=1&" + Array.from({ length: 300 }, (_, i) => `k${i}=${i}`).join("&"), module: "memory",
+        message: /ignored: unknown parameter 'bogus'[\s\S]*more problems/ },
+      { hash: "#m=memory&context=abc&budget_gib=NaN&tp=Infinity", module: "memory",
+        message: /ignored: bad value 'abc' for parameter 'context'/, params: { context: 131072 } },
+      { hash: "#m=memory&context=99999999999999&budget_gib=-1e308", module: "memory", message: /clamped to/,
+        params: { context: 16777216, budget_gib: 0.01 } },
+      { hash: "#m=memory&context=4096&%zz=1&context=8192&%%=%&&&=&tab=%00", module: "memory",
+        message: /malformed %-escape[\s\S]*given twice/, params: { context: 4096 } },
+      { hash: "#m=fleet&trace=x", module: "fleet", message: /^Not run: trace 'x' is not available here/m, report: false },
+    ];
+    const t0 = Date.now();
+    for (const c of cases) {
+      const label = c.hash.length > 70 ? c.hash.slice(0, 67) + "..." : c.hash;
+      const tc = Date.now();
+      const report = c.change ? await page.evaluate(async (h) => {
+                                    const changed = new Promise((r) => window.addEventListener("hashchange", r, { once: true }));
+                                    window.location.hash = h;
+                                    await changed;
+                                    return window.k3.run();
+                                  }, c.hash).then((t) => t ? JSON.parse(t) : null)
+                              : (await open(c.hash)).report;
+      const st = await page.evaluate(() => window.k3.state());
+      const text = st.messages.join("\n");
+      ok(st.module === c.module && c.message.test(text),
+         `hostile link ${label}: ready on ${st.module} in ${Date.now() - tc} ms, shows ${c.message}`);
+      if (!(c.message.test(text))) console.log("     shown: " + JSON.stringify(st.messages).slice(0, 400));
+      if (c.applied === false) ok(/none of it was applied/.test(text), `  ... and says none of it was applied`);
+      if (c.report === false) ok(report === null && !st.busy, "  ... and refuses to run (no report)");
+      for (const [k, v] of Object.entries(c.params || {}))
+        ok(report && report.params[k] === v, `  ... ${k} = ${report && report.params[k]} (want ${v})`);
+    }
+    // The kda link that froze the page (one step ran every kernel over all 8,192 tokens): once the run is
+    // in its fp32 kernels the page still draws, and a new link opens at once.
+    const kda = page;
+    const kdaStart = Date.now();
+    await kda.goto("about:blank");
+    await kda.goto(base + "#m=kda&heads=1&group=8&k=256&v=32&tokens=8192&chunk=1024");
+    await kda.waitForFunction(() => window.k3 && window.k3.ready, null, { timeout: 30000 });
+    const kdaReady = Date.now() - kdaStart;
+    await kda.waitForFunction(() => window.k3.state().stage === "fp32 kernels", null, { timeout: 60000, polling: 100 });
+    const tKernels = Date.now() - kdaStart;
+    const f0 = await kda.evaluate(() => window.k3.frames());
+    await kda.waitForTimeout(1000);
+    await kda.mouse.move(300, 300);
+    const f1 = await kda.evaluate(() => window.k3.frames());
+    const tSwitch = Date.now();
+    await kda.evaluate(() => { window.location.hash = "#m=memory"; });
+    await kda.waitForFunction(() => window.k3.module() === "memory" && window.k3.state().report, null, { timeout: 10000 });
+    ok(f1 - f0 >= 3, `kda freeze link: ready after ${kdaReady} ms, in its fp32 kernels after ${tKernels} ms, ` +
+       `${f1 - f0} frames drawn in 1 s of them, another link opened ${Date.now() - tSwitch} ms later`);
+    console.log(`     hostile links took ${Date.now() - t0} ms`);
+  }
+
+  // 4c. A refusal keeps the last result: a good run, then a link to the same module the validator refuses.
+  {
+    const t0 = Date.now();
+    const { report: good } = await open("#m=memory&context=65536");
+    const kept = JSON.parse(await page.evaluate(async () => {
+      const changed = new Promise((r) => window.addEventListener("hashchange", r, { once: true }));
+      window.location.hash = "#m=memory&context=65536&tp=5";
+      await changed;
+      return window.k3.run();
+    }) || "null");
+    const st = await page.evaluate(() => window.k3.state());
+    ok(st.report && st.stale && kept && kept.params.context === good.params.context && kept.params.tp === 1,
+       `a refused link keeps the last result on screen (stale, context=${kept && kept.params.context}, tp=${kept && kept.params.tp})`);
+    ok(st.messages.some((m) => /^Not run: tensor parallelism 5 must divide.*The report below is the last result/.test(m)),
+       `the refusal is shown above it: ${JSON.stringify(st.messages).slice(0, 160)}`);
+    await page.screenshot({ path: path.join(outDir, "refused.png") });
+    console.log(`     the refusal took ${Date.now() - t0} ms`);
+  }
+
+  // 4d. A run that exhausts the WebAssembly memory: the page names it, keeps the last frame and restarts
+  // on the last result with the message as a banner. (Links that would are refused before they run; the
+  // test hook allocates until the heap is full, as such a run would.)
+  {
+    const t0 = Date.now();
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const p3 = await ctx.newPage();
+    await p3.goto(base + "#m=memory");
+    await p3.waitForFunction(() => window.k3 && window.k3.ready && window.k3.state().report, null, { timeout: 30000 });
+    await p3.evaluate(() => { window.location.hash = "#m=kda&tokens=4096&heads=4"; });
+    await p3.waitForFunction(() => window.k3.state().busy && window.k3.running, null, { timeout: 10000 });
+    await p3.evaluate(() => window.k3.exhaustMemory()).catch(() => {});
+    const said = await p3.evaluate(() => window.k3.stopped());
+    ok(/ran out of memory while running module 1 kda with heads=4, tokens=4096: its WebAssembly memory had grown to [\d,]+ MiB \(the page's limit is 1,024 MiB\)/.test(said),
+       `out of memory: "${said}"`);
+    await p3.screenshot({ path: path.join(outDir, "out-of-memory.png") });
+    await p3.click("#crash-back");
+    await p3.waitForFunction(() => window.k3 && window.k3.ready && window.k3.state().report, null, { timeout: 30000 });
+    const st = await p3.evaluate(() => window.k3.state());
+    ok(st.module === "memory" && st.messages.some((m) => /^The page restarted\. The explorer ran out of memory/.test(m)),
+       `restart on the last result: ${st.module}, banner ${JSON.stringify(st.messages).slice(0, 120)}`);
+    await p3.screenshot({ path: path.join(outDir, "restarted.png") });
+    await ctx.close();
+    console.log(`     out of memory and the restart took ${Date.now() - t0} ms`);
   }
 
   // 5. No busy loop when idle: the page stops drawing when nothing changes.

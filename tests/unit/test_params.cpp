@@ -102,6 +102,40 @@ TEST_CASE("URL hash: bad parts are reported, the rest applied, never a crash") {
     CHECK(resolve_url(parse_url_hash(std::string(10000, 'a'))).issues.size() == 1);
 }
 
+// The page's banner says whether any of a link was applied (ui/shell.cpp): `applied` must be true.
+TEST_CASE("URL hash: a link too long to read or naming an unknown module applies nothing") {
+    const std::string many = "#m=memory&context=4096&" + std::string(kMaxLinkChars, 'x');
+    const ResolvedView too_long = resolve_url(parse_url_hash(many));
+    CHECK_FALSE(too_long.applied);
+    CHECK(too_long.experiment == nullptr);
+    REQUIRE(too_long.issues.size() == 1);
+    CHECK(too_long.issues[0].message.find("8,192") != std::string::npos);
+    // exactly at the limit it is read
+    const std::string at_limit = "m=memory&context=4096&x=" + std::string(kMaxLinkChars - 24, 'y');
+    REQUIRE(at_limit.size() == kMaxLinkChars);
+    const ResolvedView read = resolve_url(parse_url_hash(at_limit));
+    CHECK(read.applied);
+    CHECK(read.params.integer("context") == 4096);
+    CHECK_FALSE(resolve_url(parse_url_hash("#m=nosuch&context=4096")).applied);
+    CHECK(resolve_url(parse_url_hash("#m=memory&context=abc")).applied);
+    CHECK(resolve_url(parse_url_hash("#context=4096")).applied);  // the Overview, its parameter ignored
+}
+
+TEST_CASE("URL hash: a repeated key is reported and its first value used") {
+    const auto st = parse_url_hash("#m=memory&context=4096&tab=how&context=8192&m=fleet&tab=limits");
+    CHECK(st.module == "memory");
+    CHECK(st.tab == "how");
+    REQUIRE(st.kv.size() == 1);
+    const auto v = resolve_url(st);
+    REQUIRE(v.experiment);
+    CHECK(v.params.integer("context") == 4096);
+    int repeated = 0;
+    for (const auto& i : v.issues)
+        repeated += i.level == ParamIssue::error && i.message.find("given twice") != std::string::npos &&
+                    i.message.find("the first is used") != std::string::npos;
+    CHECK(repeated == 3);
+}
+
 TEST_CASE("percent coding round trips arbitrary bytes") {
     std::string all;
     for (int c = 0; c < 256; ++c) all.push_back(char(c));
