@@ -1,5 +1,6 @@
 #include "core/base/numfmt.h"
 
+#include <cfloat>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -142,24 +143,61 @@ static std::string_view trim(std::string_view s) {
     return s;
 }
 
-std::optional<double> parse_real(std::string_view s) {
+// Why `s` (trimmed, not empty) is not a plain decimal number: strtod alone would also take "inf",
+// "nan" and hex, and stop at trailing junk.
+static std::string not_decimal(std::string_view s) {
+    std::string lower;
+    for (char c : s) lower.push_back(char(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c));
+    if (lower.find("0x") != std::string::npos) return "hexadecimal is not accepted; write a decimal number";
+    if (lower.find("inf") != std::string::npos || lower.find("nan") != std::string::npos)
+        return "not a finite number";
+    return "not a decimal number";
+}
+
+// Whether the digits before the exponent are all zeros: then a result of 0 is the number typed, and
+// otherwise it is an underflow.
+static bool zero_mantissa(std::string_view s) {
+    for (char c : s) {
+        if (c == 'e' || c == 'E') break;
+        if (c >= '1' && c <= '9') return false;
+    }
+    return true;
+}
+
+std::optional<double> parse_real(std::string_view s, std::string* why) {
+    auto refuse = [&](std::string w) -> std::optional<double> {
+        if (why) *why = std::move(w);
+        return std::nullopt;
+    };
     s = trim(s);
-    if (s.empty() || s.size() > 64) return std::nullopt;
-    // Only digits, sign, point and exponent: strtod would also accept "inf", "nan" and hex.
+    if (s.empty()) return refuse("empty");
+    if (s.size() > 64) return refuse("longer than 64 characters");
     for (char c : s)
         if (!((c >= '0' && c <= '9') || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E'))
-            return std::nullopt;
+            return refuse(not_decimal(s));
     const std::string tmp(s);
     char* end = nullptr;
     const double v = std::strtod(tmp.c_str(), &end);
-    if (end != tmp.c_str() + tmp.size() || !std::isfinite(v)) return std::nullopt;
-    return v;
+    if (end != tmp.c_str() + tmp.size()) return refuse(not_decimal(s));
+    if (!std::isfinite(v)) return refuse("overflows: the largest number is about 1.8e308");
+    // Decided on the value, not on errno, which C libraries set differently for denormal results.
+    if ((v == 0 && !zero_mantissa(s)) || (v != 0 && std::fabs(v) < DBL_MIN))
+        return refuse(std::string(v == 0 ? "underflows to 0" : "underflows to a denormal") +
+                      ": numbers closer to 0 than about 2.2e-308 are not held as typed");
+    return v + 0.0;  // -0 + 0 is +0
 }
 
-std::optional<int64_t> parse_integer(std::string_view s) {
-    const auto v = parse_real(s);
-    if (!v || *v != std::floor(*v) || std::fabs(*v) > 9007199254740992.0) return std::nullopt;
-    return int64_t(*v);
+std::optional<int64_t> parse_integer(std::string_view s, std::string* why) {
+    const auto v = parse_real(s, why);
+    const char* problem = nullptr;
+    if (!v) return std::nullopt;
+    if (*v != std::floor(*v))
+        problem = "not an integer";
+    else if (std::fabs(*v) >= 9007199254740992.0)
+        problem = "2^53 or more in magnitude, where not every integer is exact";
+    if (!problem) return int64_t(*v);
+    if (why) *why = problem;
+    return std::nullopt;
 }
 
 std::optional<bool> parse_flag(std::string_view s) {

@@ -23,10 +23,15 @@ std::string format_si(double v, int digits = 3);
 // A value in its unit for display: bytes get binary units, fractions get %, others SI.
 std::string format_with_unit(double v, std::string_view unit);
 
-// Strict parsers: the whole text must be consumed; no NaN or infinity; surrounding spaces allowed.
-std::optional<double> parse_real(std::string_view s);
-// Accepts "131072", "1e6", "-3"; rejects fractions ("1.5") and values beyond 2^53.
-std::optional<int64_t> parse_integer(std::string_view s);
+// Strict parsers: the whole text must be a decimal number (surrounding spaces allowed) that a double
+// holds as typed, up to rounding: no NaN, infinity, hex or trailing junk, and nothing that overflows
+// ("1e400") or underflows to 0 or to a denormal ("1e-400", "1e-310"), which would be another number
+// than the one given. "-0" reads as 0. A refusal says why in `why` (when given), in words that follow
+// "bad value 'X': ", such as "underflows to 0".
+std::optional<double> parse_real(std::string_view s, std::string* why = nullptr);
+// Accepts "131072", "1e6", "-3"; rejects fractions ("1.5") and magnitudes from 2^53 on, where not
+// every integer is a double (9007199254740993 would read as ...992).
+std::optional<int64_t> parse_integer(std::string_view s, std::string* why = nullptr);
 // true/false, 1/0, yes/no, on/off.
 std::optional<bool> parse_flag(std::string_view s);
 

@@ -81,6 +81,12 @@ size_t TokenSeq::piece_at(uint64_t pos) const {
 
 Token TokenSeq::at(uint64_t pos) const { return piece_token(pieces_[piece_at(pos)], pos); }
 
+TokenSeq::TokenId TokenSeq::id_at(uint64_t pos) const {
+    const Piece& p = pieces_[piece_at(pos)];
+    if (p.literal) return {false, 0, piece_token(p, pos)};
+    return {true, p.key, p.offset + (pos - p.start)};
+}
+
 void TokenSeq::read(uint64_t from, uint64_t n, Token* out) const {
     if (n == 0) return;
     size_t i = piece_at(from);
@@ -111,12 +117,13 @@ uint64_t common_prefix(const TokenSeq& a, const TokenSeq& b, uint64_t from, uint
         const uint64_t end = std::min({ex, ey, to});
         const bool same_run = !x.literal && !y.literal && x.key == y.key &&
                               x.offset + (pos - x.start) == y.offset + (pos - y.start);
-        if (same_run) {
+        if (same_run)
             pos = end;
-        } else {
+        else if (!x.literal || !y.literal)
+            return pos;  // a stream token equals only its own stream's same index
+        else
             for (; pos < end; ++pos)
                 if (a.piece_token(x, pos) != b.piece_token(y, pos)) return pos;
-        }
         if (pos == ex) ++ia;
         if (pos == ey) ++ib;
     }

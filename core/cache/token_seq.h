@@ -5,10 +5,18 @@
 // each 512-token block id into such a run; synthetic workloads name each message by a key). Stream
 // runs cost 24 bytes however long they are, which keeps the conversation trace (145 M prompt tokens)
 // in a few megabytes, and two runs of the same stream at the same offset are equal without reading
-// a token: that identity is what makes comparing long prefixes cheap. Everything else is compared
-// token by token, so equality is always exact (never a hash match).
+// a token: that identity is what makes comparing long prefixes cheap.
+//
+// A stream token is its identity (stream key, index), not its value: pseudo_token keeps 32 bits, so
+// distinct streams share values (the Mooncake blocks 17348 and 26151 start with the same one, and a
+// million one-block requests meet about a hundred such pairs), and comparing values would count
+// content the trace says differs as a hit. Two stream tokens are equal only when they are the same
+// stream's same index; literal tokens (real token ids) are equal when their values are; a literal
+// token never equals a stream token (a pseudo-token stands for unknown content, not for an id). This
+// is an equivalence, and equality is always exact (never a hash match).
 #pragma once
 
+#include <compare>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -79,6 +87,16 @@ class TokenSeq {
         return p.literal ? lit_[i] : pseudo_token(p.key, i);
     }
 
+    // What token pos is under the equality above, ordered: equal ids exactly when the tokens are
+    // equal (sorting sequences by value would tie distinct streams that share a value).
+    struct TokenId {
+        bool stream = false;
+        uint64_t key = 0;    // stream key (0 for a literal token)
+        uint64_t value = 0;  // stream index, or the literal token's value
+        auto operator<=>(const TokenId&) const = default;
+    };
+    TokenId id_at(uint64_t pos) const;
+
   private:
     friend class Builder;
     std::vector<Piece> pieces_;
@@ -88,19 +106,21 @@ class TokenSeq {
 
 // First position in [from, to) where a and b differ, or `to` if they agree there
 // (to <= min(a.size(), b.size())). Runs of the same stream at the same stream index are skipped
-// without reading tokens; everything else is compared token by token.
+// without reading tokens, any other stream token differs at once, and literal tokens are compared
+// by value.
 uint64_t common_prefix(const TokenSeq& a, const TokenSeq& b, uint64_t from, uint64_t to);
 
-// Hash of tokens [from, from + n): the key of a radix-tree child (its first page). Equal pages
-// have equal fingerprints; the tree confirms a fingerprint match with common_prefix.
+// Hash of the values of tokens [from, from + n): the key of a radix-tree child (its first page).
+// Equal pages have equal values, hence equal fingerprints; pages of different streams may share
+// values too, so the tree confirms a fingerprint match with common_prefix.
 uint64_t page_fingerprint(const TokenSeq& s, uint64_t from, uint64_t n);
 
 // Chained hashes of the whole blocks of s[0, len): entry b names blocks 0..b, as vLLM's block hasher
 // (kv_cache_utils.get_request_block_hasher) and Dynamo's compute_seq_hash_for_block chain a block with
 // its parent. Cheap on long prompts: a stream run is hashed by (key, offset, length) without reading its
-// tokens (maximal runs, so a run split across pieces hashes as one), literal tokens one by one. So a block
-// of literal tokens equal to a stream run hashes differently (a miss, never a false hit); callers that
-// need certainty confirm a match with common_prefix.
+// tokens (maximal runs, so a run split across pieces hashes as one), literal tokens one by one: the
+// identities common_prefix compares, so equal blocks hash equally and only a 64-bit collision makes
+// different blocks match; callers that need certainty confirm a match with common_prefix.
 std::vector<uint64_t> block_hash_chain(const TokenSeq& s, uint64_t len, uint64_t block);
 // Appends the hashes of the blocks after the `chain.size()` ones `chain` already holds (a chain grown as
 // its sequence's cached length grows).

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "core/base/json.h"
 #include "core/base/numfmt.h"
 #include "core/cli/commands.h"
 #include "core/experiments/registry.h"
@@ -49,6 +50,21 @@ static void print_text(const Experiment& e, const Report& r) {
     for (const auto& n : r.notes) std::printf("  note: %s\n", n.c_str());
 }
 
+// The run's cost before it starts (Experiment::estimate) and the limits, as one JSON line.
+static void print_estimate(const Experiment& e, const Params& p) {
+    const RunCost c = e.estimate ? e.estimate(p) : RunCost{};
+    JsonWriter w;
+    w.begin_object()
+        .field("seconds", c.seconds)
+        .field("bytes", c.bytes)
+        .field("counted", c.counted)
+        .field("key", c.key)
+        .field("limit_seconds", kRunSecondsLimit)
+        .field("limit_bytes", kRunBytesLimit)
+        .end_object();
+    std::printf("%s\n", w.str().c_str());
+}
+
 static int cmd_run(const Args& args) {
     if (args.empty()) {
         std::fprintf(stderr, "k3cli run: missing MODULE (k3cli list shows them)\n");
@@ -60,7 +76,7 @@ static int cmd_run(const Args& args) {
         return 2;
     }
     enum { text, json, csv } fmt = text;
-    bool pretty = false;
+    bool pretty = false, estimate_only = false;
     std::vector<std::pair<std::string, std::string>> kv;
     for (size_t i = 1; i < args.size(); ++i) {
         const std::string& a = args[i];
@@ -70,11 +86,14 @@ static int cmd_run(const Args& args) {
             fmt = csv;
         else if (a == "--pretty")
             pretty = true;
+        else if (a == "--estimate")
+            estimate_only = true;
         else if (a.find('=') != std::string::npos && a[0] != '-')
             kv.emplace_back(a.substr(0, a.find('=')), a.substr(a.find('=') + 1));
         else {
             std::fprintf(stderr,
-                         "k3cli run: bad argument '%s' (expected key=value, --json, --csv or --pretty)\n",
+                         "k3cli run: bad argument '%s' (expected key=value, --json, --csv, --pretty or "
+                         "--estimate)\n",
                          a.c_str());
             return 2;
         }
@@ -87,7 +106,9 @@ static int cmd_run(const Args& args) {
                      issue.level == ParamIssue::error ? "error" : "warning", issue.message.c_str());
         bad |= issue.level == ParamIssue::error;
     }
+    if (estimate_only) print_estimate(*e, pp.params);
     if (bad) return 2;
+    if (estimate_only) return 0;
     const Report r = run_to_end(*e, pp.params);
     if (fmt == json)
         std::printf("%s\n", report_json(r, pretty).c_str());
@@ -106,7 +127,9 @@ static int cmd_run(const Args& args) {
     return 0;
 }
 
-K3_REGISTER_COMMAND("run", "MODULE [key=value ...] [--json|--csv] [--pretty]",
-                    "run a module with the given parameters; exit 1 if one of its checks fails", cmd_run, 20);
+K3_REGISTER_COMMAND("run", "MODULE [key=value ...] [--json|--csv] [--pretty] [--estimate]",
+                    "run a module with the given parameters; exit 1 if one of its checks fails (--estimate: "
+                    "its cost and the limits, without running)",
+                    cmd_run, 20);
 
 }  // namespace k3::cli

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "core/base/numfmt.h"
+
 namespace k3 {
 
 StagedRun::StagedRun(std::string module, const Params& p) {
@@ -78,6 +80,31 @@ bool key_matches(const std::string& pattern, const std::string& key) {
     if (!pattern.empty() && pattern.back() == '*')
         return key.compare(0, pattern.size() - 1, pattern, 0, pattern.size() - 1) == 0;
     return pattern == key;
+}
+
+std::vector<ParamIssue> run_budget_issues(const RunCost& c) {
+    std::vector<ParamIssue> v;
+    const std::string what = c.counted.empty() ? "" : " (" + c.counted + ")";
+    const std::string fix =
+        c.key.empty() ? "" : ": make " + c.key + (c.larger_is_cheaper ? " larger" : " smaller");
+    if (!(c.seconds <= kRunSecondsLimit))
+        v.push_back({ParamIssue::error, c.key,
+                     "the run would take about " + format_sig(c.seconds, 3) + " s natively" + what +
+                         ", above the limit of " + format_sig(kRunSecondsLimit, 3) + " s" + fix});
+    if (!(c.bytes <= kRunBytesLimit))
+        v.push_back({ParamIssue::error, c.key,
+                     "the run would hold about " + format_bytes(c.bytes) + what + ", above the limit of " +
+                         format_bytes(kRunBytesLimit) + fix});
+    return v;
+}
+
+std::vector<ParamIssue> Experiment::check(const Params& p) const {
+    std::vector<ParamIssue> v = validate ? validate(p) : std::vector<ParamIssue>{};
+    for (const ParamIssue& i : v)
+        if (i.level == ParamIssue::error) return v;
+    if (estimate)
+        for (ParamIssue& i : run_budget_issues(estimate(p))) v.push_back(std::move(i));
+    return v;
 }
 
 const FalsifierInfo* Experiment::falsifier_for(const std::string& key) const {

@@ -81,6 +81,23 @@ struct FalsifierInfo {
 // (a ring smaller than the draft length, a run that would exceed the page's memory budget).
 using Validator = std::function<std::vector<ParamIssue>(const Params&)>;
 
+// The limits of an accepted run, natively (issue 20): every run is estimated before it starts and
+// refused past them, so none takes longer or holds more. The page steps the same runs in slices.
+inline constexpr double kRunSecondsLimit = 10.0;
+inline constexpr double kRunBytesLimit = 1024.0 * 1024.0 * 1024.0;
+
+// What a run will cost, estimated from its parameters alone before it starts: native seconds of work
+// and bytes held at its peak, with what was counted ("1.2 M request-iterations") and the parameter a
+// refusal names (the one that drives the cost most).
+struct RunCost {
+    double seconds = 0, bytes = 0;
+    std::string counted, key;
+    bool larger_is_cheaper = false;  // of the key's parameter: a budget or an interval
+};
+// The refusals of a run past the limits ("the run would take about 37 s natively (...), above the
+// limit of 10 s"), each on the cost's key; none within them.
+std::vector<ParamIssue> run_budget_issues(const RunCost& c);
+
 struct Experiment {
     int number = 0;  // module number (README's module table): sidebar and list order
     std::string id, title, component, purpose;
@@ -88,6 +105,8 @@ struct Experiment {
     std::vector<ParamSpec> params;
     Validator validate;  // optional
     std::function<std::unique_ptr<Run>(const Params&)> start;
+    // The run's cost before it starts (every module has one: a unit test checks).
+    std::function<RunCost(const Params&)> estimate;
     bool live = true;  // cheap enough to rerun while a slider moves
     // Data files (core/base/data_files.h) a run with these parameters reads; the web page fetches
     // them from its own server before starting the run. Optional.
@@ -102,9 +121,9 @@ struct Experiment {
     Params defaults() const { return Params(&params); }
     // The first falsifier naming check `key` (null if none).
     const FalsifierInfo* falsifier_for(const std::string& key) const;
-    std::vector<ParamIssue> check(const Params& p) const {
-        return validate ? validate(p) : std::vector<ParamIssue>{};
-    }
+    // The validator's issues, then, if it found no error, the run budget's refusals (run_budget_issues):
+    // what the CLI (exit 2) and the page show before a run starts.
+    std::vector<ParamIssue> check(const Params& p) const;
 };
 
 // Runs to completion (CLI, tests); with a falsifier (an index into e.falsifiers) applied.

@@ -15,6 +15,7 @@
 
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -35,12 +36,22 @@ struct Falsifier {
     std::vector<std::pair<std::string, std::string>> params;  // on top of the defaults
 };
 
+// What a run with parameters P will cost (Experiment::estimate, RunCost): native seconds and peak
+// bytes, what was counted, and `on`, the field of P a refusal names (the parameter driving the cost).
+struct RunEstimate {
+    double seconds = 0, bytes = 0;
+    std::string counted;
+    const void* on = nullptr;
+    bool larger_is_cheaper = false;  // the refusal says "make it larger" (a budget, an interval)
+};
+
 template <class P>
 struct Module {
     int number = 0;  // sidebar and list order (README's module table)
     std::string id, title, component, purpose;
     ParamList<P> params;
     std::function<void(const P&, Issues&)> validate;  // optional
+    std::function<RunEstimate(const P&)> estimate;    // what a run costs (every module)
     // `raw` is what the report's "params" records (StagedRun takes it).
     std::function<std::unique_ptr<Run>(const P&, const Params& raw)> start;
     std::function<std::vector<std::string>(const P&)> data_files;  // optional
@@ -71,6 +82,14 @@ Experiment make_experiment(Module<P> m) {
             Issues issues([&](const void* field) { return list->key_at(p, field); });
             v(p, issues);
             return issues.take();
+        };
+    if (auto est = std::move(m.estimate))
+        e.estimate = [list, est](const Params& raw) {
+            const P p = list->read(raw);
+            const RunEstimate r = est(p);
+            const std::string* key = r.on ? list->key_at(p, r.on) : nullptr;
+            if (r.on && !key) throw std::logic_error("RunEstimate: `on` is not a declared parameter");
+            return RunCost{r.seconds, r.bytes, r.counted, key ? *key : std::string(), r.larger_is_cheaper};
         };
     std::vector<std::function<void(P&)>> corruptions;
     for (Falsifier<P>& f : m.falsifiers) {

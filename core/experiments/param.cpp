@@ -150,13 +150,14 @@ bool Params::set(std::string_view key, std::string_view text, RangePolicy policy
         case ParamKind::integer:
         case ParamKind::real: {
             double v;
+            std::string why;
             if (s->kind == ParamKind::integer) {
-                const auto n = parse_integer(text);
-                if (!n) return refuse("expected an integer");
+                const auto n = parse_integer(text, &why);
+                if (!n) return refuse(why);
                 v = double(*n);
             } else {
-                const auto r = parse_real(text);
-                if (!r) return refuse("expected a finite number");
+                const auto r = parse_real(text, &why);
+                if (!r) return refuse(why);
                 v = *r;
             }
             if (v < s->min || v > s->max) {
@@ -218,10 +219,35 @@ bool ParsedParams::ok() const {
     return true;
 }
 
-ParsedParams parse_params(const std::vector<ParamSpec>& specs,
-                          const std::vector<std::pair<std::string, std::string>>& kv, RangePolicy policy) {
+KeyValues first_of_each(const KeyValues& kv, std::vector<ParamIssue>& issues, bool first_used) {
+    KeyValues out;
+    std::vector<std::vector<const std::string*>> values;  // every value given for out[i]'s key
+    for (const auto& [k, v] : kv) {
+        size_t i = 0;
+        while (i < out.size() && out[i].first != k) ++i;
+        if (i == out.size()) {
+            out.emplace_back(k, v);
+            values.emplace_back();
+        }
+        values[i].push_back(&v);
+    }
+    for (size_t i = 0; i < out.size(); ++i) {
+        const size_t n = values[i].size();
+        if (n < 2) continue;
+        const std::string& k = out[i].first;
+        std::string given;
+        for (const std::string* v : values[i]) given += (given.empty() ? "" : ", ") + k + "=" + *v;
+        issues.push_back({ParamIssue::error, k,
+                          "parameter '" + k + "' given " + (n == 2 ? "twice" : std::to_string(n) + " times") +
+                              " (" + given + ")" + (first_used ? "; the first is used" : "")});
+    }
+    return out;
+}
+
+ParsedParams parse_params(const std::vector<ParamSpec>& specs, const KeyValues& kv, RangePolicy policy) {
     ParsedParams out{Params(&specs), {}};
-    for (const auto& [k, v] : kv) out.params.set(k, v, policy, out.issues);
+    for (const auto& [k, v] : first_of_each(kv, out.issues, policy == RangePolicy::clamp))
+        out.params.set(k, v, policy, out.issues);
     return out;
 }
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace k3 {
@@ -127,13 +128,20 @@ class Params {
     std::vector<std::string> strs_;
 };
 
-// Parse "key=value" pairs into parameters of a declaration; collects every issue.
+using KeyValues = std::vector<std::pair<std::string, std::string>>;
+
+// The first value of each key, in the order given. A key given more than once is an error naming it
+// and every value (a typo or a pasted link, not a choice to make silently); `first_used` adds that the
+// caller goes on with the first value, as the page does with a link.
+KeyValues first_of_each(const KeyValues& kv, std::vector<ParamIssue>& issues, bool first_used);
+
+// Parse "key=value" pairs into parameters of a declaration; collects every issue. A repeated key is an
+// error under either policy; under `clamp` its first value is applied.
 struct ParsedParams {
     Params params;
     std::vector<ParamIssue> issues;
     bool ok() const;  // no errors (warnings allowed)
 };
-ParsedParams parse_params(const std::vector<ParamSpec>& specs,
-                          const std::vector<std::pair<std::string, std::string>>& kv, RangePolicy policy);
+ParsedParams parse_params(const std::vector<ParamSpec>& specs, const KeyValues& kv, RangePolicy policy);
 
 }  // namespace k3

@@ -1,7 +1,5 @@
 #include "core/experiments/url_state.h"
 
-#include <map>
-
 #include "core/base/numfmt.h"
 #include "core/experiments/registry.h"
 
@@ -59,28 +57,6 @@ std::string percent_encode(std::string_view s) {
     return out;
 }
 
-// A key given more than once counts once, with its first value, and is reported as an error naming its
-// values (the later ones are ignored).
-static std::vector<std::pair<std::string, std::string>> first_values(
-    const std::vector<std::pair<std::string, std::string>>& given, std::vector<ParamIssue>& issues) {
-    std::vector<std::pair<std::string, std::string>> out;
-    std::map<std::string, std::vector<std::string>> values;
-    for (const auto& [k, v] : given)
-        if (values[k].push_back(v), values[k].size() == 1) out.emplace_back(k, v);
-    for (const auto& [k, v] : out) {
-        const std::vector<std::string>& all = values[k];
-        if (all.size() < 2) continue;
-        std::string list;
-        for (const auto& x : all) list += (list.empty() ? "" : ", ") + k + "=" + x;
-        issues.push_back(
-            {ParamIssue::error, k,
-             "parameter '" + k + "' given " +
-                 (all.size() == 2 ? std::string("twice") : std::to_string(all.size()) + " times") + " (" +
-                 list + "); the first is used"});
-    }
-    return out;
-}
-
 UrlState parse_url_hash(std::string_view h) {
     UrlState st;
     if (!h.empty() && h.front() == '#') h.remove_prefix(1);
@@ -93,7 +69,7 @@ UrlState parse_url_hash(std::string_view h) {
         return st;
     }
     size_t pairs = 0;
-    std::vector<std::pair<std::string, std::string>> given;
+    KeyValues given;
     while (!h.empty()) {
         const size_t amp = h.find('&');
         const std::string_view part = h.substr(0, amp);
@@ -119,7 +95,7 @@ UrlState parse_url_hash(std::string_view h) {
         }
         given.emplace_back(key, val);
     }
-    for (auto& [key, val] : first_values(given, st.issues)) {
+    for (auto& [key, val] : first_of_each(given, st.issues, true)) {
         if (key == "m")
             st.module = std::move(val);
         else if (key == "tab")
@@ -155,8 +131,9 @@ ResolvedView resolve_url(const UrlState& s) {
         r.issues.push_back({ParamIssue::error, "m", "unknown module '" + s.module + "' in the link"});
         return r;
     }
-    r.params = r.experiment->defaults();
-    for (const auto& [k, v] : s.kv) r.params.set(k, v, RangePolicy::clamp, r.issues);
+    ParsedParams pp = parse_params(r.experiment->params, s.kv, RangePolicy::clamp);
+    r.params = std::move(pp.params);
+    r.issues.insert(r.issues.end(), pp.issues.begin(), pp.issues.end());
     return r;
 }
 

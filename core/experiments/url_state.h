@@ -1,7 +1,7 @@
 // The URL hash that holds the current view: "#m=memory&context=1048576&preset=qwen3-next-80b".
 // Only non-default parameters are written, so links stay short and survive new parameters.
 // Parsing never fails hard: everything wrong is reported as an issue and the rest is applied. A key
-// given twice is reported and its first value used.
+// given twice is reported and its first value used (the same rule as parse_params under clamp).
 #pragma once
 
 #include <string>
@@ -14,11 +14,11 @@
 namespace k3 {
 
 struct UrlState {
-    std::string module;                                   // "" = overview
-    std::string tab;                                      // "", "how", "limits"
-    std::vector<std::pair<std::string, std::string>> kv;  // parameter text values, each key once
-    std::vector<ParamIssue> issues;                       // malformed parts of the hash
-    bool read = true;                                     // false: too long, none of it was read
+    std::string module;              // "" = overview
+    std::string tab;                 // "", "how", "limits"
+    KeyValues kv;                    // parameter text values, each key once
+    std::vector<ParamIssue> issues;  // malformed parts of the hash
+    bool read = true;                // false: too long, none of it was read
 };
 
 // Links longer than this (after the '#') are not read: nothing of them is applied.

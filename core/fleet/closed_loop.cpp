@@ -195,7 +195,7 @@ std::string closed_loop_error(const ClosedLoop& b) {
     if (!(b.cached_tokens >= 0) || !(b.tokens_per_decode >= 1))
         return "cached tokens >= 0, tokens per decode >= 1";
     if (!(b.step_budget >= 2)) return "the step budget must hold a decode and a chunk token";
-    const double work = steps_bound(b) * double(b.concurrency);
+    const double work = closed_loop_work(b);
     if (work > kMaxClosedLoopWork)
         return "the benchmark would take about " + format_grouped(work) +
                " request-steps (steps x concurrency), above "
@@ -203,6 +203,8 @@ std::string closed_loop_error(const ClosedLoop& b) {
                format_grouped(kMaxClosedLoopWork);
     return "";
 }
+
+double closed_loop_work(const ClosedLoop& b) { return steps_bound(b) * double(b.concurrency); }
 
 ClosedLoopResult run_closed_loop(const ClosedLoop& b, const StepSeconds& step_s) {
     if (!closed_loop_error(b).empty()) return {};

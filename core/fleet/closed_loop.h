@@ -55,6 +55,8 @@ using StepSeconds = std::function<double(const IterationWork&)>;
 // estimated up front: each round decodes its output, each prompt's chunks take steps of their own).
 inline constexpr double kMaxClosedLoopWork = 4e7;
 std::string closed_loop_error(const ClosedLoop& b);
+// The request-steps the loop takes at most (steps x concurrency, as closed_loop_error counts them).
+double closed_loop_work(const ClosedLoop& b);
 ClosedLoopResult run_closed_loop(const ClosedLoop& b, const StepSeconds& step_s);
 
 }  // namespace k3

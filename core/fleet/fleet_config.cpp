@@ -4,6 +4,7 @@
 
 #include "core/base/numfmt.h"
 #include "core/fleet/fleet_engine.h"
+#include "core/fleet/step_model.h"
 #include "core/model/accounting.h"
 #include "core/spec/storage.h"
 
@@ -120,7 +121,7 @@ SharedPoolPlan shared_pool_plan(const FleetConfig& c) {
     SharedPoolPlan p;
     p.device = c.hardware.mem_bytes * double(c.gpus);
     p.reserved = p.device * c.memory_fraction;
-    p.weights = 2.0 * c.model.total_params;
+    p.weights = weight_bytes(c.model).total();
     p.activations = activation_bytes(c);
     p.budget = c.pool_bytes ? double(c.pool_bytes) : p.reserved - p.weights - p.activations;
     return p;
@@ -130,7 +131,7 @@ MemoryPlan memory_plan(const FleetConfig& c) {
     const TpLayout a = tp_layout(c.model, c.gpus, c.attention_dp);
     MemoryPlan m;
     m.device = c.hardware.mem_bytes * double(c.gpus);
-    m.weights = 2.0 * c.model.total_params;
+    m.weights = weight_bytes(c.model).total();
     m.working = double(c.working_bytes);
     m.cache_kv = double(c.cache.kv_capacity_tokens) * double(a.kv_bytes_per_token());
     m.cache_states = double(c.cache.state_capacity) * double(a.state_bytes());

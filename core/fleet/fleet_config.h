@@ -242,7 +242,7 @@ struct FleetConfig {
 struct SharedPoolPlan {
     double device = 0;       // the instance's GPU memory
     double reserved = 0;     // device x memory_fraction
-    double weights = 0;      // bf16 weights (2 B per parameter), whole on the instance
+    double weights = 0;      // the checkpoint's weights (weight_bytes: MXFP4 experts where shipped), whole
     double activations = 0;  // activation_bytes(c)
     double budget = 0;       // reserved - weights - activations (<= 0: nothing fits), or pool_bytes
 };

@@ -1,5 +1,6 @@
 // Running fleet simulations within what the page can afford: several simulations stepped one after
-// another across time slices, and the limit on the prefix trees a run may build.
+// another across time slices (what a run may build is estimated before it starts:
+// core/modules/shared/fleet_estimate.h).
 #pragma once
 
 #include <cstddef>
@@ -25,9 +26,5 @@ double run_in_turn(std::vector<Run>& runs, size_t& next, const Deadline& d) {
     if (next >= runs.size()) return 1.0;
     return (double(next) + runs[next].sim->progress()) / double(runs.size());
 }
-
-// "" when the prefix trees of `w` under `c` stay within the page's budget (about 300 MB of tree
-// nodes, one node per checkpoint interval and two per request); otherwise why the run is refused.
-std::string check_fleet_size(const Workload& w, const FleetConfig& c);
 
 }  // namespace k3

@@ -77,11 +77,21 @@ std::optional<Router::Corrupt> router_corruption(FleetSimFalsify f) {
     }
 }
 
+// What the sim cannot run: no workload, a bad configuration, or a request with no prompt token (it
+// has nothing to prefill, hence no first output token: it would be admitted, find nothing to run, be
+// preempted and admitted again, forever).
+std::string check_inputs(const Workload* w, const FleetConfig& c) {
+    if (!w) return "no workload";
+    for (const Request& r : w->requests)
+        if (r.prompt_len == 0) return "request " + std::to_string(r.id) + " has no prompt token";
+    return check_fleet_config(c);
+}
+
 }  // namespace
 
 FleetSim::FleetSim(std::shared_ptr<const Workload> w, const FleetConfig& c)
     : w_(std::move(w)), c_(with_engine_grid(c)), router_(c.router, c.instances, c.seed) {
-    error_ = w_ ? check_fleet_config(c_) : "no workload";
+    error_ = check_inputs(w_.get(), c_);
     eng_ = fleet_engine_rules(c_);
     if (std::optional<Router::Corrupt> rc = router_corruption(c_.falsify)) router_.corrupt(*rc);
     if (!error_.empty()) {

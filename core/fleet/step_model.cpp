@@ -52,6 +52,15 @@ MoeSplit moe_split(const ModelConfig& m) {
 
 bool ships_mxfp4_experts(const ModelConfig& m) { return m.id == preset_id(ModelPreset::kimi_k3); }
 
+WeightBytes weight_bytes(const ModelConfig& m) {
+    const MoeSplit s = moe_split(m);
+    const double routed = double(s.moe_layers) * double(m.moe.experts) * s.expert_params;
+    WeightBytes w;
+    w.routed = routed * (ships_mxfp4_experts(m) ? 0.53125 : 2.0);
+    w.other = 2.0 * std::max(m.total_params - routed, s.dense_params);
+    return w;
+}
+
 std::string deployment_error(const ModelConfig& m, const Deployment& d) {
     if (d.gpus < 1 || d.tp < 1 || d.ep < 1) return "gpus, tp and ep must be at least 1";
     if (d.gpus % d.tp != 0) return "gpus must be a multiple of tp";

@@ -121,6 +121,14 @@ std::string deployment_error(const ModelConfig& m, const Deployment& d);
 // Whether the preset's published checkpoint has its routed experts in MXFP4 (Kimi K3's).
 bool ships_mxfp4_experts(const ModelConfig& m);
 
+// The bytes of the published checkpoint's weights: the routed experts in MXFP4 (4 bits and an E8M0
+// scale per 32) where the preset ships them, else bf16; every other parameter in bf16.
+struct WeightBytes {
+    double routed = 0, other = 0;
+    double total() const { return routed + other; }
+};
+WeightBytes weight_bytes(const ModelConfig& m);
+
 // The share of an iteration's work the busiest attention-DP group carries (all 1 at dp = 1): of the
 // decodes (and their draft tokens), of the chunk tokens, of the chunks' attention pairs, of the chunks.
 struct GroupShare {

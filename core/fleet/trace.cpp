@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <sys/stat.h>
+
 #include "core/base/numfmt.h"
 
 namespace k3 {
@@ -300,10 +302,19 @@ bool LineParser::field_value(int f, TraceRequest& r, std::vector<uint64_t>& ids,
     uint64_t v = 0;
     switch (f) {
         case kTimestamp: return timestamp(r.timestamp_ms);
-        case kInput:
+        case kInput: {
+            const size_t at = p_;
             if (!uint_value("input_length", max_input, v)) return false;
+            // Refused rather than served: the first output token comes from the logits of a prefill,
+            // and an empty prompt has nothing to prefill (vLLM refuses one too: "The decoder prompt
+            // cannot be empty"). The fleet could only wait forever for that first token.
+            if (v == 0) {
+                p_ = at;
+                return fail("input_length: 0; a request needs at least one prompt token");
+            }
             r.input_length = uint32_t(v);
             return true;
+        }
         case kOutput:
             if (!uint_value("output_length", lim_.max_output_length, v)) return false;
             r.output_length = uint32_t(v);
@@ -377,6 +388,28 @@ bool LineParser::ids_cover_input(const TraceRequest& r) {
     return true;
 }
 
+// The line starting at pos, without its ending; pos moves past the ending. Editors end lines with
+// LF, CRLF or a lone CR (classic Mac OS, and some exporters), so each counts as one line ending.
+std::string_view next_line(std::string_view text, size_t& pos) {
+    const size_t nl = text.find_first_of("\r\n", pos);
+    const size_t end = nl == std::string_view::npos ? text.size() : nl;
+    const std::string_view s = text.substr(pos, end - pos);
+    pos = end;
+    if (pos < text.size()) pos += text[pos] == '\r' && pos + 1 < text.size() && text[pos + 1] == '\n' ? 2 : 1;
+    return s;
+}
+
+// Requests in a file are in arrival order. An out-of-order one is refused rather than sorted: module
+// 5 replays a trace in file order and the fleet serves it in arrival order, so a file whose two orders
+// differ would give two different answers to "what did the cache hold when this request came".
+std::string out_of_order(const MooncakeTrace& t, const TraceRequest& r) {
+    if (t.requests.empty() || r.timestamp_ms >= t.requests.back().timestamp_ms) return {};
+    const TraceRequest& prev = t.requests.back();
+    return "line " + std::to_string(r.line) + ": timestamp " + format_number(r.timestamp_ms) +
+           " is earlier than " + format_number(prev.timestamp_ms) + " on line " + std::to_string(prev.line) +
+           "; requests must be in arrival order (sort the file by timestamp)";
+}
+
 }  // namespace
 
 TraceResult parse_mooncake(std::string_view text, const TraceLimits& lim) {
@@ -391,14 +424,12 @@ TraceResult parse_mooncake(std::string_view text, const TraceLimits& lim) {
                     format_grouped(double(lim.max_bytes));
         return res;
     }
-    size_t pos = 0;
+    // A UTF-8 byte-order mark, as some editors write one: not part of line 1's columns.
+    size_t pos = text.starts_with("\xEF\xBB\xBF") ? 3 : 0;
     uint64_t line = 0;
     while (pos < text.size()) {
         ++line;
-        const size_t nl = text.find('\n', pos);
-        const size_t end = nl == std::string_view::npos ? text.size() : nl;
-        std::string_view s = text.substr(pos, end - pos);
-        pos = nl == std::string_view::npos ? text.size() : nl + 1;
+        const std::string_view s = next_line(text, pos);
         if (s.size() > lim.max_line_bytes) {
             res.error = "line " + std::to_string(line) + ": " + format_grouped(double(s.size())) +
                         " bytes, longer than the limit of " + format_grouped(lim.max_line_bytes);
@@ -416,22 +447,47 @@ TraceResult parse_mooncake(std::string_view text, const TraceLimits& lim) {
         r.first_id = uint32_t(res.trace.ids.size());
         r.line = uint32_t(line);
         LineParser lp(s, line, lim);
-        if (!lp.parse(r, res.trace.ids, res.trace.ids.size())) {
-            res.error = lp.error();
+        std::string error;
+        if (!lp.parse(r, res.trace.ids, res.trace.ids.size()))
+            error = lp.error();
+        else
+            error = out_of_order(res.trace, r);
+        if (!error.empty()) {
+            res.error = error;
             res.error_line = line;
             res.trace = MooncakeTrace{};
             return res;
         }
         res.trace.requests.push_back(r);
     }
+    if (res.trace.requests.empty()) res.error = "the trace holds no request";
     return res;
 }
 
 bool read_file_bytes(const std::string& path, uint64_t max_bytes, std::string& out, std::string& error) {
     out.clear();
-    if (!disk_files()) {
+    if (!disk_files()) {  // not even stat(): see core/base/data_files.h
         error = "cannot open '" + path + "': this build reads no files from disk";
         return false;
+    }
+    // Only regular files: a directory opens but cannot be read, and a device or a pipe (/dev/zero,
+    // /dev/stdin) may never end or give other bytes to the second read (validation reads the file,
+    // then the run does). A size known up front is refused before reading anything.
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0) {
+        if (S_ISDIR(st.st_mode)) {
+            error = "'" + path + "' is a directory, not a file";
+            return false;
+        }
+        if (!S_ISREG(st.st_mode)) {
+            error = "'" + path + "' is not a regular file";
+            return false;
+        }
+        if (uint64_t(st.st_size) > max_bytes) {
+            error = "'" + path + "' (" + format_grouped(double(st.st_size)) +
+                    " bytes) is larger than the limit of " + format_grouped(double(max_bytes)) + " bytes";
+            return false;
+        }
     }
     std::FILE* f = std::fopen(path.c_str(), "rb");
     if (!f) {

@@ -4,7 +4,9 @@
 //
 // Hand-written and bounds-checked: every limit is enforced while reading, a malformed line gives an
 // error naming the line, the column and what is wrong, and nothing throws. Unknown keys are skipped
-// (values of any JSON type, nested up to a depth limit); blank lines are allowed; CRLF is accepted.
+// (values of any JSON type, nested up to a depth limit); blank lines are allowed; a leading UTF-8
+// byte-order mark is skipped; lines end with LF, CRLF or CR. Refused besides malformed lines: a trace
+// with no request, a request with no prompt token, and a timestamp earlier than the line before.
 #pragma once
 
 #include <cstdint>
@@ -41,15 +43,17 @@ struct MooncakeTrace {
 
 struct TraceResult {
     MooncakeTrace trace;
-    std::string error;  // empty on success; otherwise "line N, column C: what is wrong"
-    uint64_t error_line = 0;
+    std::string error;        // empty on success; otherwise "line N[, column C]: what is wrong" or, when no
+                              // line is at fault, what is ("the trace holds no request")
+    uint64_t error_line = 0;  // 0 when no line is at fault
     bool ok() const { return error.empty(); }
 };
 
 TraceResult parse_mooncake(std::string_view text, const TraceLimits& limits = {});
 TraceResult load_mooncake(const std::string& path, const TraceLimits& limits = {});
 
-// Reads a whole file, refusing files over max_bytes. Returns false with a message on failure.
+// Reads a whole regular file, refusing files over max_bytes (before reading when the size is known),
+// directories, devices and pipes. Returns false with a message on failure.
 bool read_file_bytes(const std::string& path, uint64_t max_bytes, std::string& out, std::string& error);
 
 // The bundled conversation trace of Mooncake (FAST'25), Apache-2.0.

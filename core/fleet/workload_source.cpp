@@ -1,7 +1,6 @@
 #include "core/fleet/workload_source.h"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "core/base/crc32c.h"
 #include "core/base/data_files.h"
@@ -73,20 +72,20 @@ LoadedWorkload load_workload(const WorkloadSpec& s) {
 }
 
 std::string check_trace_param(const std::string& trace) {
-    // The bundled trace may arrive later (the web page fetches it before the run), a registered data
-    // file is in memory already; anything else is a path that must exist, and only where there is a
-    // disk: the page refuses it here, before the run (or anything else) touches a file.
-    if (trace == "synthetic" || trace == kMooncakeTraceName || registered_data_file(trace)) return {};
-    if (!disk_files()) {
+    // The bundled trace may arrive later (the web page fetches it before the run). A path is loaded
+    // in full, so that a malformed file is refused as bad input before the run, naming its line; the
+    // parse is kept for the run (load_workload's cache), so it is paid once. Where there is no disk (the
+    // page) only a registered data file is in memory: anything else is refused before a file is touched.
+    if (trace == "synthetic" || trace == kMooncakeTraceName) return {};
+    if (!disk_files() && !registered_data_file(trace)) {
         const std::string shown = trace.size() > 80 ? trace.substr(0, 77) + "..." : trace;
         return "trace '" + shown +
                "' is not available here: the page reads no files from disk, only the bundled trace "
                "('mooncake') or a synthetic workload ('synthetic')";
     }
-    std::FILE* f = std::fopen(trace.c_str(), "rb");
-    if (!f) return "cannot open '" + trace + "'";
-    std::fclose(f);
-    return {};
+    WorkloadSpec s;
+    s.trace = trace;
+    return load_workload(s).error;
 }
 
 }  // namespace k3

@@ -38,7 +38,8 @@ Workload synthetic_workload(const WorkloadSpec& s);
 LoadedWorkload load_workload(const WorkloadSpec& s);
 
 // "" when the trace parameter names something loadable (synthetic, the bundled trace, which the
-// web page may fetch later, or a file that opens); otherwise what is wrong.
+// web page may fetch later, or a file that loads as a trace); otherwise what is wrong, naming the
+// line for a malformed file.
 std::string check_trace_param(const std::string& trace);
 
 // Every synthetic kind with its id ("mix", "chat", "agentic", "shared") and display name.

@@ -20,28 +20,38 @@
 
 namespace k3::kda {
 
+// Where the driver's per-chunk arrays live in its one scratch buffer (float offsets, each array 64-byte
+// aligned) and the buffer's size: also what chunked_scratch_floats reports.
+struct ChunkScratch {
+    int ldn;  // leading dimension of the [C][C] pair matrices: C rounded up to 16
+    size_t Kc, Qc, Vc, alpha, b, eg, L, Aqk, KdT, W, U, KG, P, D, total = 0;
+
+    static int clamped(int C) { return std::max(1, std::min(C, kMaxChunk)); }  // the chunk size used
+
+    ChunkScratch(const Shape& s, int C) : ldn((C + 15) / 16 * 16) {
+        const size_t c = size_t(C), ln = size_t(ldn), K = size_t(s.K), V = size_t(s.V), KV = std::max(K, V);
+        auto take = [&](size_t n) {
+            const size_t o = total;
+            total += (n + 15) / 16 * 16;
+            return o;
+        };
+        Kc = take(c * K), Qc = take(c * K), Vc = take(c * V), alpha = take(c * K), b = take(c), eg = take(K);
+        L = take(c * ln), Aqk = take(c * ln), KdT = take(K * ln), W = take(2 * c * K), U = take(c * V);
+        KG = take(c * K), P = take(2 * c * KV), D = take(c * KV);
+    }
+};
+
 template <class Ops>
 class ChunkDriver {
   public:
-    ChunkDriver(const Shape& s, int C) : s_(s), C_(std::max(1, std::min(C, kMaxChunk))) {
-        ldn_ = (C_ + 15) / 16 * 16;
-        const int K = s.K, V = s.V, KV = std::max(K, V);
-        size_t off = 0;
-        auto take = [&](size_t n) {
-            const size_t o = off;
-            off += (n + 15) / 16 * 16;  // keep every array 64-byte aligned
-            return o;
-        };
-        const size_t c = size_t(C_), ln = size_t(ldn_);
-        const size_t oKc = take(c * K), oQc = take(c * K), oVc = take(c * V), oAl = take(c * K), ob = take(c),
-                     oEg = take(size_t(K)), oL = take(c * ln), oA = take(c * ln), oKd = take(size_t(K) * ln),
-                     oW = take(2 * c * K), oU = take(c * V), oKg = take(c * K), oP = take(2 * c * KV),
-                     oD = take(c * KV);
-        buf_.assign(off, 0.0f);
+    ChunkDriver(const Shape& s, int C) : s_(s), C_(ChunkScratch::clamped(C)) {
+        const ChunkScratch l(s, C_);
+        ldn_ = l.ldn;
+        buf_.assign(l.total, 0.0f);
         float* p = buf_.data();
-        Kc_ = p + oKc, Qc_ = p + oQc, Vc_ = p + oVc, alpha_ = p + oAl, b_ = p + ob, eg_ = p + oEg;
-        L_ = p + oL, Aqk_ = p + oA, KdT_ = p + oKd, W_ = p + oW, U_ = p + oU, KG_ = p + oKg;
-        P_ = p + oP, D_ = p + oD;
+        Kc_ = p + l.Kc, Qc_ = p + l.Qc, Vc_ = p + l.Vc, alpha_ = p + l.alpha, b_ = p + l.b, eg_ = p + l.eg;
+        L_ = p + l.L, Aqk_ = p + l.Aqk, KdT_ = p + l.KdT, W_ = p + l.W, U_ = p + l.U, KG_ = p + l.KG;
+        P_ = p + l.P, D_ = p + l.D;
     }
 
     int chunk() const { return C_; }

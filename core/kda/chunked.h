@@ -14,6 +14,9 @@ namespace k3::kda {
 // state pass (W S, Qg S, KdT D), plus n^2 V / 2 for Aqk D. C is clamped to [1, kMaxChunk].
 void chunked(const Shape& s, float* S, const Tokens& x, float scale, int C, float* o, Impl impl = Impl::simd);
 
+// Floats of scratch one call of `chunked` (either implementation) allocates for shape s and chunk C.
+size_t chunked_scratch_floats(const Shape& s, int C);
+
 void chunked_scalar(const Shape& s, float* S, const Tokens& x, float scale, int C, float* o);
 #if K3_SIMD
 void chunked_simd(const Shape& s, float* S, const Tokens& x, float scale, int C, float* o);

@@ -15,6 +15,10 @@ void chunked_scalar(const Shape& s, float* S, const Tokens& x, float scale, int 
     ChunkDriver<ScalarOps>(s, C).prefill(S, x, scale, o);
 }
 
+size_t chunked_scratch_floats(const Shape& s, int C) {
+    return ChunkScratch(s, ChunkScratch::clamped(C)).total;
+}
+
 void segment_map_scalar(const Shape& s, const Tokens& x, float scale, int C, float* M, float* B, float* o0,
                         float* eo) {
     ChunkDriver<ScalarOps>(s, C).segment(x, scale, M, B, o0, eo);

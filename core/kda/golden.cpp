@@ -19,6 +19,8 @@ Tokens GoldenCase::tokens(int b) const {
 
 namespace {
 
+constexpr size_t kSlurpChunk = 65536;  // bytes fread takes at a time
+
 // Whole file into memory, at most max_bytes + 1 bytes (enough to see that it is too long).
 // Returns false with `err` set when the file cannot be opened.
 bool slurp(const std::string& path, size_t max_bytes, std::string& data, std::string& err) {
@@ -28,7 +30,9 @@ bool slurp(const std::string& path, size_t max_bytes, std::string& data, std::st
         return false;
     }
     data.clear();
-    char buf[65536];
+    char buf[kSlurpChunk];
+    // Room for all that can be read up front: growing by doubling would hold up to twice the file.
+    data.reserve(max_bytes + sizeof buf);
     size_t n;
     while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) {
         data.append(buf, n);
@@ -64,18 +68,48 @@ std::string read_f32(const std::string& dir, const char* name, size_t count, con
     return {};
 }
 
-// z [B][T][HV][K], A_log [HV], dt_bias [HV][K] of a bounded-gate case.
-std::string read_gate_inputs(const std::string& dir, GoldenCase& c) {
-    const size_t bt = size_t(c.B) * size_t(c.T), G = c.shape.g_row();
-    std::string e;
-    if (!(e = read_f32(dir, "z", bt * G, "B*T*HV*K", c.z)).empty()) return e;
-    if (!(e = read_f32(dir, "A_log", size_t(c.shape.HV), "HV", c.A_log)).empty()) return e;
-    return read_f32(dir, "dt_bias", G, "HV*K", c.dt_bias);
+// The .f32 files of a case in the order they are read: name, floats (in double: a corrupt meta.txt
+// can declare more than size_t holds), shape for messages, and the array it fills.
+struct ArrayFile {
+    const char* name;
+    double count;
+    const char* shape;
+    std::vector<float> GoldenCase::*array;
+};
+
+std::vector<ArrayFile> array_files(const GoldenCase& c) {
+    const Shape& s = c.shape;
+    const double bt = double(c.B) * c.T, st = double(c.B) * double(s.state_floats());
+    std::vector<ArrayFile> f = {{"q", bt * double(s.qk_row()), "B*T*H*K", &GoldenCase::q},
+                                {"k", bt * double(s.qk_row()), "B*T*H*K", &GoldenCase::k},
+                                {"v", bt * double(s.v_row()), "B*T*HV*V", &GoldenCase::v},
+                                {"g", bt * double(s.g_row()), "B*T*HV*K", &GoldenCase::g},
+                                {"beta", bt * s.HV, "B*T*HV", &GoldenCase::beta}};
+    if (c.has_h0) f.push_back({"h0", st, "B*HV*K*V", &GoldenCase::h0});
+    f.push_back({"o", bt * double(s.v_row()), "B*T*HV*V", &GoldenCase::o});
+    f.push_back({"ht", st, "B*HV*K*V", &GoldenCase::ht});
+    if (c.has_gate()) {  // z [B][T][HV][K], A_log [HV], dt_bias [HV][K]
+        f.push_back({"z", bt * double(s.g_row()), "B*T*HV*K", &GoldenCase::z});
+        f.push_back({"A_log", double(s.HV), "HV", &GoldenCase::A_log});
+        f.push_back({"dt_bias", double(s.g_row()), "HV*K", &GoldenCase::dt_bias});
+    }
+    return f;
 }
 
 }  // namespace
 
-std::string read_golden(const std::string& dir, GoldenCase& c) {
+GoldenBytes golden_bytes(const GoldenCase& c) {
+    GoldenBytes b;
+    double largest = 0;
+    for (const ArrayFile& f : array_files(c)) {
+        b.arrays += 4.0 * f.count;
+        largest = std::fmax(largest, 4.0 * f.count);
+    }
+    b.reading = b.arrays + largest + kSlurpChunk;
+    return b;
+}
+
+std::string read_golden_meta(const std::string& dir, GoldenCase& c) {
     c = GoldenCase{};
     c.dir = dir;
     std::string meta, err;
@@ -128,29 +162,27 @@ std::string read_golden(const std::string& dir, GoldenCase& c) {
         if (!(c.gate_lower_bound < 0) || !(c.gate_lower_bound > -1000))
             return "meta.txt: gate_lower_bound must be a negative number above -1000";
     }
-    const Shape& s = c.shape;
-    const double BT = double(c.B) * c.T;
-    const double total = 4.0 * (BT * (2.0 * double(s.qk_row()) + 2.0 * double(s.v_row()) +
-                                      double(s.g_row()) * (c.has_gate() ? 2 : 1) + s.HV) +
-                                (c.has_h0 ? 2.0 : 1.0) * c.B * double(s.state_floats()));
+    const double total = golden_bytes(c).arrays;
     if (total > kGoldenMaxBytes)
         return "meta.txt: the case would need " + format_bytes(total) + ", more than the limit of " +
                format_bytes(kGoldenMaxBytes);
-    const size_t bt = size_t(c.B) * size_t(c.T), st = size_t(c.B) * s.state_floats();
-    if (!(e = read_f32(dir, "q", bt * s.qk_row(), "B*T*H*K", c.q)).empty()) return e;
-    if (!(e = read_f32(dir, "k", bt * s.qk_row(), "B*T*H*K", c.k)).empty()) return e;
-    if (!(e = read_f32(dir, "v", bt * s.v_row(), "B*T*HV*V", c.v)).empty()) return e;
-    if (!(e = read_f32(dir, "g", bt * s.g_row(), "B*T*HV*K", c.g)).empty()) return e;
-    if (!(e = read_f32(dir, "beta", bt * size_t(s.HV), "B*T*HV", c.beta)).empty()) return e;
-    if (c.has_h0 && !(e = read_f32(dir, "h0", st, "B*HV*K*V", c.h0)).empty()) return e;
-    if (!(e = read_f32(dir, "o", bt * s.v_row(), "B*T*HV*V", c.o)).empty()) return e;
-    if (!(e = read_f32(dir, "ht", st, "B*HV*K*V", c.ht)).empty()) return e;
-    if (c.has_gate() && !(e = read_gate_inputs(dir, c)).empty()) return e;
+    return {};
+}
+
+std::string read_golden_arrays(GoldenCase& c) {
+    std::string e;
+    for (const ArrayFile& f : array_files(c))
+        if (!(e = read_f32(c.dir, f.name, size_t(f.count), f.shape, c.*f.array)).empty()) return e;
     for (size_t x = 0; x < c.g.size(); ++x)
         if (c.g[x] > 0)
             return "g.f32: element " + std::to_string(x) + " is " + format_number(c.g[x]) +
                    "; a log-decay must be <= 0";
     return {};
+}
+
+std::string read_golden(const std::string& dir, GoldenCase& c) {
+    const std::string e = read_golden_meta(dir, c);
+    return e.empty() ? read_golden_arrays(c) : e;
 }
 
 std::vector<float> golden_gate(const GoldenCase& c) {

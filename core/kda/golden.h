@@ -41,8 +41,20 @@ struct GoldenCase {
 inline constexpr double kGoldenMaxBytes = 1024.0 * 1024.0 * 1024.0;
 
 // Returns an empty string on success, else the error ("q.f32: 1024 bytes, expected 2048 (B*T*H*K = 512
-// floats)").
+// floats)"). The same as read_golden_meta, then read_golden_arrays.
 std::string read_golden(const std::string& dir, GoldenCase& out);
+// meta.txt alone, checked (dimensions, scale, kGoldenMaxBytes): what a caller needs to size the work
+// before it reads the arrays (k3cli kda-check refuses a case over the run limits without reading it).
+std::string read_golden_meta(const std::string& dir, GoldenCase& out);
+// The .f32 files of a case whose meta read_golden_meta has filled in (from out.dir).
+std::string read_golden_arrays(GoldenCase& out);
+
+// Bytes of a case as its meta.txt declares them: `arrays`, all its arrays together, and `reading`, the
+// most read_golden holds at once (the arrays and one file's bytes on their way into floats).
+struct GoldenBytes {
+    double arrays = 0, reading = 0;
+};
+GoldenBytes golden_bytes(const GoldenCase& c);
 
 // Error of `got` against `want`: max |diff|, relative RMS ||want - got|| / ||want|| and max |want| (for
 // the tolerance 1e-4 * max(1, max|want|) of the golden README). Accumulated in double; `add` merges

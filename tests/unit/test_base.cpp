@@ -1,6 +1,7 @@
 // Number formatting, strict parsing, JSON writing, CRC32C and the RNG.
 #include <doctest/doctest.h>
 
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 
@@ -51,6 +52,45 @@ TEST_CASE("strict parsers refuse what they cannot represent") {
     CHECK(parse_integer("1e6") == 1000000);
     CHECK_FALSE(parse_integer("1.5"));
     CHECK_FALSE(parse_integer("1e300"));
+    CHECK(parse_integer("9007199254740991") == 9007199254740991);
+    CHECK_FALSE(parse_integer("9007199254740993"));  // would read as ...992
+}
+
+TEST_CASE("strict parsers: underflow, overflow and other numbers that are not the one typed") {
+    std::string why;
+    auto refused = [&](const char* text) {
+        why.clear();
+        return !parse_real(text, &why) && !why.empty();
+    };
+    CHECK(refused("1e-400"));
+    CHECK(why.find("underflows to 0") != std::string::npos);
+    CHECK(refused("-1e-400"));
+    CHECK(refused("0.0000001e-320"));
+    CHECK(refused("1e-310"));  // a denormal: fewer significant bits than the text has
+    CHECK(why.find("denormal") != std::string::npos);
+    CHECK(refused("1e400"));
+    CHECK(why.find("overflows") != std::string::npos);
+    CHECK(refused("-1e400"));
+    CHECK(refused("0x10"));
+    CHECK(why.find("hexadecimal") != std::string::npos);
+    CHECK(refused("-Infinity"));
+    CHECK(why.find("finite") != std::string::npos);
+    CHECK(refused("8abc"));
+    CHECK(refused("1e"));
+    CHECK(refused("1 2"));
+    // Zero written as zero is zero, whatever its exponent; the smallest normal double is taken.
+    CHECK(parse_real("0e-400") == 0.0);
+    CHECK(parse_real("2.2250738585072014e-308") == DBL_MIN);
+    const auto neg_zero = parse_real("-0");
+    REQUIRE(neg_zero);
+    CHECK_FALSE(std::signbit(*neg_zero));
+    CHECK_FALSE(parse_integer("1e-400", &why));
+    CHECK(why.find("underflows to 0") != std::string::npos);
+    CHECK_FALSE(parse_integer("1.5", &why));
+    CHECK(why == "not an integer");
+}
+
+TEST_CASE("parse_flag takes true/false, 1/0, yes/no, on/off") {
     CHECK(parse_flag("on") == true);
     CHECK(parse_flag("0") == false);
     CHECK_FALSE(parse_flag("maybe"));

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "core/base/rng.h"
 #include "core/cache/radix_cache.h"
@@ -335,38 +336,60 @@ TEST_CASE("radix cache: real-state hook (handles, pages, copy-on-write)") {
     CHECK(store.freed_twice == 0);
 }
 
-TEST_CASE("token sequences: stream runs and literal tokens compare exactly") {
+TEST_CASE("token sequences: stream tokens compare by identity, literal tokens by value") {
+    // Each position's identity as the test builds it: (stream, key, index) or (literal, 0, value).
+    using Id = std::tuple<bool, uint64_t, uint64_t>;
     Rng rng(5);
     for (int it = 0; it < 200; ++it) {
-        // Build two sequences out of shared stream runs, copies of them as literal tokens, and noise.
+        // Two sequences out of shared stream runs, literal copies of them (equal values, not the same
+        // tokens), literal tokens both share, and other streams.
         TokenSeq::Builder ba, bb;
+        std::vector<Id> ia, ib;
+        auto stream = [](TokenSeq::Builder& b, std::vector<Id>& ids, uint64_t key, uint64_t off,
+                         uint32_t len) {
+            b.stream(key, off, len);
+            for (uint32_t i = 0; i < len; ++i) ids.push_back({true, key, off + i});
+        };
+        auto literal = [](TokenSeq::Builder& b, std::vector<Id>& ids, const std::vector<Token>& t) {
+            b.tokens(t);
+            for (Token v : t) ids.push_back({false, 0, v});
+        };
         for (int k = 0; k < 6; ++k) {
             const uint64_t key = rng.below(3);
             const uint64_t off = rng.below(4) * 8;
             const uint32_t len = 1 + uint32_t(rng.below(20));
-            ba.stream(key, off, len);
-            const uint64_t choice = rng.below(3);
-            if (choice == 0)
-                bb.stream(key, off, len);
-            else if (choice == 1) {
-                std::vector<Token> t(len);
-                for (uint32_t i = 0; i < len; ++i) t[i] = pseudo_token(key, off + i);
-                bb.tokens(t);
-            } else {
-                bb.stream(key + 1, off, len);
+            std::vector<Token> copy(len);
+            for (uint32_t i = 0; i < len; ++i) copy[i] = pseudo_token(key, off + i);
+            const uint64_t choice = rng.below(4);
+            if (choice == 3) {
+                literal(ba, ia, copy);
+                literal(bb, ib, copy);
+                continue;
             }
+            stream(ba, ia, key, off, len);
+            if (choice == 0)
+                stream(bb, ib, key, off, len);
+            else if (choice == 1)
+                literal(bb, ib, copy);
+            else
+                stream(bb, ib, key + 1, off, len);
         }
         const auto a = ba.build(), b = bb.build();
         const uint64_t n = std::min(a->size(), b->size());
-        const auto va = a->to_vector(), vb = b->to_vector();
         uint64_t expect = 0;
-        while (expect < n && va[expect] == vb[expect]) ++expect;
+        while (expect < n && ia[expect] == ib[expect]) ++expect;
         CHECK(common_prefix(*a, *b, 0, n) == expect);
         const uint64_t from = rng.below(n + 1);
         uint64_t e2 = from;
-        while (e2 < n && va[e2] == vb[e2]) ++e2;
+        while (e2 < n && ia[e2] == ib[e2]) ++e2;
         CHECK(common_prefix(*a, *b, from, n) == e2);
-        for (uint64_t i = 0; i < a->size(); i += 7) CHECK(a->at(i) == va[i]);
+        for (uint64_t i = 0; i < n; ++i) CHECK((a->id_at(i) == b->id_at(i)) == (ia[i] == ib[i]));
+        const auto va = a->to_vector();
+        for (uint64_t i = 0; i < a->size(); i += 7) {
+            CHECK(a->at(i) == va[i]);
+            const auto [is_stream, key, index] = ia[i];
+            CHECK(va[i] == (is_stream ? pseudo_token(key, index) : Token(index)));
+        }
     }
     // A continued run is merged into one piece.
     const auto s = TokenSeq::Builder().stream(9, 0, 10).stream(9, 10, 5).build();

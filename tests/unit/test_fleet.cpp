@@ -115,6 +115,21 @@ uint32_t digest(const FleetSim& s) {
 
 }  // namespace
 
+TEST_CASE("fleet: a request with no prompt token is refused, not admitted over and over") {
+    Workload w;
+    for (uint32_t len : {8u, 0u}) {
+        Request q;
+        q.id = w.requests.size();
+        q.tokens = TokenSeq::Builder().stream(q.id + 1, 0, len).build();
+        q.prompt_len = len;
+        q.output_len = 10;
+        w.requests.push_back(q);
+    }
+    const FleetSim s(std::make_shared<const Workload>(w), base_config(1));
+    CHECK(s.error() == "request 1 has no prompt token");
+    CHECK(s.done());
+}
+
 TEST_CASE("fleet event queue: time order, ties in insertion order") {
     EventQueue q;
     q.push(5, 1);

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "core/fleet/fleet_sim.h"
+#include "core/fleet/step_model.h"
 #include "core/fleet/workload_source.h"
 
 using namespace k3;
@@ -55,7 +56,8 @@ TEST_CASE("shared pool: the budget is the device less weights and activations") 
     const FleetConfig c = shared_config(CacheEngine::sglang, 0.9);
     const SharedPoolPlan p = shared_pool_plan(c);
     CHECK(p.device == doctest::Approx(2 * c.hardware.mem_bytes));
-    CHECK(p.weights == doctest::Approx(96e9));  // 48 B parameters in bf16
+    CHECK(p.weights == doctest::Approx(weight_bytes(c.model).total()));  // the bf16 checkpoint
+    CHECK(p.weights == doctest::Approx(97.3e9).epsilon(0.01));  // 47.1 B routed + 1.5 B other parameters
     CHECK(p.activations > 0);
     CHECK(p.activations < 0.01 * p.device);
     CHECK(p.budget == doctest::Approx(p.reserved - p.weights - p.activations));
@@ -67,7 +69,8 @@ TEST_CASE("shared pool: the cache gives way to running requests as the load rise
         // A few GB of pool beside the weights (8 for SGLang, whose running requests hold three state
         // slots each, 3 for vLLM's shared blocks): room for most of the cache at low load, where one
         // request runs at a time; at 50x the arrival rate 16 run at once and crowd it out.
-        FleetConfig c = shared_config(e, e == CacheEngine::vllm ? 0.62 : 0.65);
+        FleetConfig c = shared_config(e, 0.9);
+        c.pool_bytes = e == CacheEngine::vllm ? 3000000000ull : 8000000000ull;
         if (e == CacheEngine::vllm) c.vllm.block_tokens = 1024;  // vLLM's block at TP2 (state fits)
         const auto w = chats(48);
         c.load = 0.05;
@@ -75,7 +78,7 @@ TEST_CASE("shared pool: the cache gives way to running requests as the load rise
         c.load = 50;
         const SharedRun busy = run_shared(c, w);
         // The same load on a pool of 40 GB: what arrivals that overlap cost without the crowding.
-        c.memory_fraction = 0.9;
+        c.pool_bytes = 40000000000ull;
         const SharedRun roomy = run_shared(c, w);
         CHECK(busy.state_hit < calm.state_hit);
         CHECK(busy.state_hit < roomy.state_hit - 0.02);

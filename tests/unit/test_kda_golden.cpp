@@ -148,6 +148,33 @@ TEST_CASE("kda golden: the bounded gate and the kernels fed by it, against the f
                 }).within());
 }
 
+// ---- sizes from meta.txt alone (what k3cli kda-check holds to the run limits before reading) -------
+
+static double file_bytes(const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 ? double(st.st_size) : 0.0;
+}
+
+TEST_CASE("kda golden reader: the sizes meta.txt declares are the sizes of the files read") {
+    for (const std::string& dir : {golden_dir("t100_k64_v128_b2"), golden_dir("t64_k64_v64_init"),
+                                   bounded_dir("t37_k32_v32_h2_grouped_b2"), bounded_dir("t130_k32_v64")}) {
+        CAPTURE(dir);
+        GoldenCase c;
+        REQUIRE(read_golden_meta(dir, c).empty());
+        CHECK(c.q.empty());  // nothing but meta.txt read yet
+        double on_disk = 0, largest = 0;
+        for (const char* f : {"q", "k", "v", "g", "beta", "h0", "o", "ht", "z", "A_log", "dt_bias"}) {
+            on_disk += file_bytes(dir + "/" + f + ".f32");
+            largest = std::max(largest, file_bytes(dir + "/" + f + ".f32"));
+        }
+        const GoldenBytes b = golden_bytes(c);
+        CHECK(b.arrays == on_disk);
+        CHECK(b.reading > on_disk + largest);
+        REQUIRE(read_golden_arrays(c).empty());
+        CHECK(c.q.size() * 4 == size_t(file_bytes(dir + "/q.f32")));
+    }
+}
+
 // ---- bad input ------------------------------------------------------------------------------------
 
 static void write_file(const std::string& path, const void* data, size_t n) {

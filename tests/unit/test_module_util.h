@@ -3,6 +3,8 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <map>
 #include <string>
 #include <utility>
@@ -69,7 +71,8 @@ inline void all_checks_pass(const Report& r) {
 
 // Every falsifier of the module, applied to a run with `kv` (on top of the falsifier's own parameters),
 // fails every check it names, each of which held on the intact run with the same parameters (k3cli
-// audit-checks needs only one falsifier to fail each check). A key may repeat (once per strategy).
+// audit-checks needs only one falsifier to fail each check). A key of `kv` replaces the falsifier's own
+// value (parse_params refuses a key given twice).
 inline void falsifiers_fail_their_checks(const char* module,
                                          const std::vector<std::pair<std::string, std::string>>& kv) {
     const Experiment& e = *find_experiment(module);
@@ -78,7 +81,15 @@ inline void falsifiers_fail_their_checks(const char* module,
     for (size_t i = 0; i < e.falsifiers.size(); ++i) {
         const FalsifierInfo& f = e.falsifiers[i];
         auto all = f.params;
-        all.insert(all.end(), kv.begin(), kv.end());
+        for (const auto& [k, v] : kv) {
+            // (an init-capture: clang 14, the wasm build's compiler, cannot capture a structured binding)
+            auto own =
+                std::find_if(all.begin(), all.end(), [&key = k](const auto& p) { return p.first == key; });
+            if (own != all.end())
+                own->second = v;
+            else
+                all.emplace_back(k, v);
+        }
         auto pp = parse_params(e.params, all, RangePolicy::strict);
         REQUIRE_MESSAGE(pp.ok(), f.id);
         if (!intact.count(all)) intact.emplace(all, run_to_end(e, pp.params));
@@ -100,6 +111,14 @@ inline void falsifiers_fail_their_checks(const char* module,
             CHECK(named > 0);
         }
     }
+}
+
+// Writes `text` to `path` (a trace for a module's `trace` parameter); false if it cannot.
+inline bool write_text_file(const std::string& path, const std::string& text) {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    if (!f) return false;
+    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    return std::fclose(f) == 0 && ok;
 }
 
 // The report's JSON without the wall-clock part: equal across runs and builds.

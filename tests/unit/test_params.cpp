@@ -57,6 +57,53 @@ TEST_CASE("unknown keys and wrong types are errors naming the key") {
     CHECK(r.params.str("mode") == "a");
 }
 
+TEST_CASE("a repeated key is an error naming it and its values, under either policy") {
+    const auto s = specs();
+    auto cli = parse_params(s, {{"n", "4"}, {"x", "0.25"}, {"n", "8"}}, RangePolicy::strict);
+    CHECK_FALSE(cli.ok());
+    REQUIRE(cli.issues.size() == 1);
+    CHECK(cli.issues[0].key == "n");
+    CHECK(cli.issues[0].message == "parameter 'n' given twice (n=4, n=8)");
+    auto ui = parse_params(s, {{"mode", "b"}, {"mode", "a"}, {"mode", "c"}}, RangePolicy::clamp);
+    CHECK_FALSE(ui.ok());
+    REQUIRE(ui.issues.size() == 1);
+    CHECK(ui.issues[0].message ==
+          "parameter 'mode' given 3 times (mode=b, mode=a, mode=c); the first is used");
+    CHECK(ui.params.str("mode") == "b");
+}
+
+// Numbers a double does not hold as typed, or that are not plain decimals: refused (the CLI's exit 2)
+// under strict, reported as errors with the default kept under clamp (the page's link).
+TEST_CASE("numbers that underflow, overflow or are not decimal are refused, naming value and key") {
+    const auto s = specs();
+    for (const char* key : {"n", "x"})
+        for (const char* text :
+             {"1e-400", "-1e-400", "1e-310", "1e400", "-1e400", "0x10", "8abc", "inf", "NaN"}) {
+            CAPTURE(key);
+            CAPTURE(text);
+            for (RangePolicy policy : {RangePolicy::strict, RangePolicy::clamp}) {
+                auto r = parse_params(s, {{key, text}}, policy);
+                CHECK_FALSE(r.ok());
+                REQUIRE(r.issues.size() == 1);
+                CHECK(r.issues[0].message.find(std::string("bad value '") + text + "' for parameter '" + key +
+                                               "'") != std::string::npos);
+                CHECK(r.params.is_default(key));
+            }
+        }
+    auto under = parse_params(s, {{"x", "1e-400"}}, RangePolicy::strict);
+    CHECK(under.issues[0].message.find("underflows to 0") != std::string::npos);
+    // -0 is 0: below a minimum of 1 it is out of range (refused or clamped with a warning); where 0 is
+    // allowed it is +0.
+    CHECK(parse_params(s, {{"n", "-0"}}, RangePolicy::strict).issues.at(0).message.find("out of range") !=
+          std::string::npos);
+    auto clamped = parse_params(s, {{"n", "-0"}}, RangePolicy::clamp);
+    CHECK(clamped.ok());
+    CHECK(clamped.issues.at(0).message.find("clamped to 1") != std::string::npos);
+    auto zero = parse_params(s, {{"x", "-0"}}, RangePolicy::strict);
+    CHECK(zero.ok());
+    CHECK_FALSE(std::signbit(zero.params.num("x")));
+}
+
 TEST_CASE("set_number clamps and rounds integers") {
     const auto s = specs();
     Params p(&s);
@@ -104,14 +151,17 @@ TEST_CASE("URL hash: bad parts are reported, the rest applied, never a crash") {
 
 // The page's banner says whether any of a link was applied (ui/shell.cpp): `applied` must be true.
 TEST_CASE("URL hash: a link too long to read or naming an unknown module applies nothing") {
-    const std::string many = "#m=memory&context=4096&" + std::string(kMaxLinkChars, 'x');
+    // (appended, not concatenated: g++ 12 warns falsely on operator+ with a long temporary)
+    std::string many = "#m=memory&context=4096&";
+    many.append(kMaxLinkChars, 'x');
     const ResolvedView too_long = resolve_url(parse_url_hash(many));
     CHECK_FALSE(too_long.applied);
     CHECK(too_long.experiment == nullptr);
     REQUIRE(too_long.issues.size() == 1);
     CHECK(too_long.issues[0].message.find("8,192") != std::string::npos);
     // exactly at the limit it is read
-    const std::string at_limit = "m=memory&context=4096&x=" + std::string(kMaxLinkChars - 24, 'y');
+    std::string at_limit = "m=memory&context=4096&x=";
+    at_limit.append(kMaxLinkChars - 24, 'y');
     REQUIRE(at_limit.size() == kMaxLinkChars);
     const ResolvedView read = resolve_url(parse_url_hash(at_limit));
     CHECK(read.applied);
@@ -129,11 +179,23 @@ TEST_CASE("URL hash: a repeated key is reported and its first value used") {
     const auto v = resolve_url(st);
     REQUIRE(v.experiment);
     CHECK(v.params.integer("context") == 4096);
-    int repeated = 0;
-    for (const auto& i : v.issues)
-        repeated += i.level == ParamIssue::error && i.message.find("given twice") != std::string::npos &&
-                    i.message.find("the first is used") != std::string::npos;
-    CHECK(repeated == 3);
+    std::set<std::string> repeated;
+    for (const auto& i : v.issues) {
+        CHECK(i.level == ParamIssue::error);
+        CHECK(i.message.find("given twice") != std::string::npos);
+        CHECK(i.message.find("the first is used") != std::string::npos);
+        repeated.insert(i.key);
+    }
+    CHECK(repeated == std::set<std::string>{"context", "m", "tab"});
+}
+
+TEST_CASE("URL hash: an underflowing value is reported, not taken as 0") {
+    const auto v = resolve_url(parse_url_hash("#m=memory&attn_every=1e-400"));
+    REQUIRE(v.experiment);
+    REQUIRE(v.issues.size() == 1);
+    CHECK(v.issues[0].level == ParamIssue::error);
+    CHECK(v.issues[0].message.find("underflows to 0") != std::string::npos);
+    CHECK(v.params.is_default("attn_every"));
 }
 
 TEST_CASE("percent coding round trips arbitrary bytes") {

@@ -2,14 +2,26 @@
 // tests/data/traces/README.md reproduced through the radix cache.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
+#include "core/base/rng.h"
 #include "core/fleet/trace.h"
+#include "core/fleet/trace_reference.h"
 #include "core/fleet/workload.h"
 #include "core/fleet/workload_replay.h"
 
 using namespace k3;
+
+namespace {
+// Distinct values in v.
+template <class T>
+size_t distinct(std::vector<T> v) {
+    std::sort(v.begin(), v.end());
+    return size_t(std::unique(v.begin(), v.end()) - v.begin());
+}
+}  // namespace
 
 static const std::string kTrace = std::string(K3_TEST_DATA) + "/traces/mooncake_conversation_trace.jsonl";
 
@@ -19,15 +31,15 @@ TEST_CASE("trace reader: well-formed lines") {
         "\r\n"
         "  {\"hash_ids\":[0,2,3],\"input_length\":1025,\"output_length\":0,\"timestamp\":12.5,"
         "\"extra\":{\"a\":[1,2,{\"b\":null}],\"s\":\"x\\\"y\\u0041\"}}\r\n"
-        "{\"timestamp\": 3, \"input_length\": 0, \"output_length\": 1, \"hash_ids\": []}");
+        "{\"timestamp\": 13, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [4]}");
     REQUIRE_MESSAGE(r.ok(), r.error);
     REQUIRE(r.trace.requests.size() == 3);
     CHECK(r.trace.requests[1].timestamp_ms == 12.5);
     CHECK(r.trace.requests[1].input_length == 1025);
     CHECK(r.trace.requests[1].n_ids == 3);
     CHECK(r.trace.requests[1].line == 3);
-    CHECK(r.trace.ids == std::vector<uint64_t>{0, 1, 0, 2, 3});
-    CHECK(r.trace.prompt_tokens() == 2025);
+    CHECK(r.trace.ids == std::vector<uint64_t>{0, 1, 0, 2, 3, 4});
+    CHECK(r.trace.prompt_tokens() == 2026);
 }
 
 TEST_CASE("trace reader: a malformed line gets an error naming the line") {
@@ -74,6 +86,9 @@ TEST_CASE("trace reader: a malformed line gets an error naming the line") {
              "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 5, \"hash_ids\": [7], \"x\": \"a") +
              char(1) + "\"}",
          "control character"},
+        {"{\"timestamp\": 0, \"input_length\": 0, \"output_length\": 10, \"hash_ids\": []}",
+         "column 34: input_length: 0; a request needs at least one prompt token"},
+        {std::string("\x7f\x45\x4c\x46\x02\x01\x00\x00", 8), "expected '{' at the start"},
     };
     for (const Bad& b : bad) {
         CAPTURE(b.line);
@@ -83,6 +98,60 @@ TEST_CASE("trace reader: a malformed line gets an error naming the line") {
         CHECK(r.error.rfind("line 3, column ", 0) == 0);
         CHECK_MESSAGE(r.error.find(b.expect) != std::string::npos, r.error);
         CHECK(r.trace.requests.empty());
+    }
+}
+
+TEST_CASE("trace reader: a byte-order mark, LF, CRLF and CR line endings, with the lines counted right") {
+    const std::string ok =
+        "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 5, \"hash_ids\": [7]}";
+    const std::string bad = "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 5}";
+    // Line 5 is malformed, after lines ended by LF, CRLF, CR and CR (a blank line).
+    const std::string body = ok + "\n" + ok + "\r\n" + ok + "\r" + "\r" + bad + "\r\n" + ok;
+    for (const std::string& text : {body, "\xEF\xBB\xBF" + body}) {
+        const auto r = parse_mooncake(text);
+        CHECK(r.error_line == 5);
+        CHECK(r.error == "line 5, column 57: missing key 'hash_ids'");
+    }
+    const std::string good = "\xEF\xBB\xBF" + ok + "\r" + ok + "\r\n\n" + ok + "\r";
+    const auto r = parse_mooncake(good);
+    REQUIRE_MESSAGE(r.ok(), r.error);
+    REQUIRE(r.trace.requests.size() == 3);
+    CHECK(r.trace.requests[1].line == 2);
+    CHECK(r.trace.requests[2].line == 4);
+    // A byte-order mark elsewhere is not whitespace.
+    CHECK(parse_mooncake(ok + "\n\xEF\xBB\xBF" + ok).error.rfind("line 2, column 1: expected '{'", 0) == 0);
+}
+
+TEST_CASE("trace reader: no request, or requests out of arrival order, are refused") {
+    for (const char* text : {"", "\n", "  \r\n\t\r", "\xEF\xBB\xBF"}) {
+        const auto r = parse_mooncake(text);
+        CHECK(r.error == "the trace holds no request");
+        CHECK(r.error_line == 0);
+    }
+    const auto r = parse_mooncake(
+        "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}\n"
+        "{\"timestamp\": 5.5, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [2]}\n\n"
+        "{\"timestamp\": 5.5, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [3]}\n"
+        "{\"timestamp\": 3, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [4]}\n");
+    CHECK(r.error_line == 5);
+    CHECK(r.error ==
+          "line 5: timestamp 3 is earlier than 5.5 on line 4; requests must be in arrival order (sort the "
+          "file by timestamp)");
+    CHECK(r.trace.requests.empty());
+}
+
+TEST_CASE("trace reader: directories, devices and files over the size limit are refused before reading") {
+    auto error_of = [](const std::string& path, const TraceLimits& lim) {
+        return load_mooncake(path, lim).error;
+    };
+    CHECK(error_of(K3_TEST_DATA, {}) == std::string("'") + K3_TEST_DATA + "' is a directory, not a file");
+    TraceLimits lim;
+    lim.max_bytes = 1000;
+    CHECK(error_of(kTrace, lim) ==
+          "'" + kTrace + "' (3,029,533 bytes) is larger than the limit of 1,000 bytes");
+    if (std::FILE* f = std::fopen("/dev/zero", "rb")) {  // POSIX systems
+        std::fclose(f);
+        CHECK(error_of("/dev/zero", {}) == "'/dev/zero' is not a regular file");
     }
 }
 
@@ -134,6 +203,43 @@ TEST_CASE("Mooncake workload: block ids expand to pseudo-tokens, the last block 
     CHECK(w.requests[1].arrival_ms == 6);
     CHECK_FALSE(w.requests[0].output_known);
     CHECK(w.requests[0].cache_len() == 600);
+}
+
+TEST_CASE("Mooncake workload: distinct block ids share no token, even where their pseudo-token values do") {
+    // Blocks 17348 and 26151 expand to streams whose first tokens have the same 32-bit value.
+    const auto r = parse_mooncake(
+        "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [17348]}\n"
+        "{\"timestamp\": 1, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [26151]}\n");
+    REQUIRE(r.ok());
+    const Workload w = mooncake_workload(r.trace);
+    const TokenSeq &a = *w.requests[0].tokens, &b = *w.requests[1].tokens;
+    REQUIRE(a.at(0) == b.at(0));
+    CHECK(common_prefix(a, b, 0, 1) == 0);
+    CHECK(a.id_at(0) != b.id_at(0));
+    WorkloadReplay two(w, {});
+    two.run();
+    CHECK(two.totals().kv_hit_tokens == 0);
+    CHECK(trace_reference_hits(r.trace, 512).kv_hit_tokens == 0);
+
+    // Many one-token requests, a quarter of them repeating an earlier block: the tree counts exactly
+    // the block-level hits although some distinct blocks share their first value.
+    MooncakeTrace t;
+    Rng rng(3);
+    for (uint32_t i = 0; i < 200000; ++i) {
+        const bool repeat = i > 0 && rng.below(4) == 0;
+        t.requests.push_back({double(i), 1, 1, i, 1, i + 1});
+        t.ids.push_back(repeat ? t.ids[rng.below(i)] : rng.below(uint64_t(1) << 53));
+    }
+    std::vector<Token> values;
+    for (uint64_t id : t.ids) values.push_back(pseudo_token(mooncake_block_key(id), 0));
+    const size_t blocks = distinct(t.ids);
+    REQUIRE(distinct(values) < blocks);  // some distinct blocks do share a value
+    const TraceReferenceHits ref = trace_reference_hits(t, 512);
+    const Workload mw = mooncake_workload(t);
+    WorkloadReplay many(mw, {});
+    many.run();
+    CHECK(ref.kv_hit_tokens == t.requests.size() - blocks);
+    CHECK(many.totals().kv_hit_tokens == ref.kv_hit_tokens);
 }
 
 TEST_CASE("bundled Mooncake conversation trace: 37.36 % KV-visible, 37.34 % / 37.36 % state-usable") {

@@ -221,21 +221,44 @@ void validate_boundaries(const BoundariesParams& p, Issues& issues) {
                      "RecoverSSM records KDA's delta-rule corrections and gates; this model's "
                      "linear layers are " +
                          model_preset(p.preset)->linear_name);
-    FleetConfig f;  // the fleet map's instances: module 11's defaults but for the model and GPU
-    f.model = *model_preset(p.preset);
-    f.hardware = p.hardware;
-    const MemoryPlan m = memory_plan(f);
-    if (m.weights + m.working > m.device)
-        issues.warning(p.preset,
-                       "the fleet map's instances of " + std::to_string(f.gpus) + " x " + f.hardware.name +
-                           " cannot hold the weights (" + format_bytes(m.weights) + ") and working memory (" +
-                           format_bytes(m.working) + "); its times are roofline estimates regardless");
+    if (fleet_map_gpus(*model_preset(p.preset), p.hardware) == 0) {
+        FleetConfig f;  // module 11's instance with the most GPUs a fleet instance may have
+        f.model = *model_preset(p.preset);
+        f.hardware = p.hardware;
+        f.gpus = kFleetMapMaxGpus;
+        const MemoryPlan m = memory_plan(f);
+        issues.error(p.hardware, "the fleet map's instances (at most " + std::to_string(kFleetMapMaxGpus) +
+                                     " x " + p.hardware.name + ", " + format_bytes(m.device) +
+                                     ") cannot hold the weights (" + format_bytes(m.weights) +
+                                     ") and working memory (" + format_bytes(m.working) +
+                                     "): pick a GPU with more memory");
+    }
     validate_engine(p, issues);
-    const double runs = 2.0 * p.fleet_grid * p.fleet_grid * p.fleet_requests;
-    if (runs > 2.0 * 5 * 5 * 2000)
-        issues.error(p.fleet_requests,
-                     "the fleet map would simulate " + format_grouped(runs) +
-                         " requests; the page's limit is 100,000: lower the requests or the cells");
+}
+
+// Measured on the development machine (k3cli run boundaries over fleet_grid 2 to 8, fleet_requests
+// 40 to 2000, each engine, SGLang's chunk 64 to 8192), CPU time: the closed-form maps and the report
+// about 0.1 s; map 6 about 20 us per request simulated (two routers per cell); map 2 under SGLang
+// 292 / chunk + 39,700 / chunk^2 s (a tracked state per chunk end on the conversation trace), under
+// vLLM about 2.5 s (its block-grid replays), under the idealised placement about 0.2 s. x1.5 margin.
+RunEstimate estimate_boundaries(const BoundariesParams& p) {
+    const double requests = 2.0 * p.fleet_grid * p.fleet_grid * p.fleet_requests;
+    const double fleet_s = requests * 20e-6, chunk = double(p.chunked_prefill_tokens);
+    const double replay_s = p.engine == CacheEngine::sglang ? 292.0 / chunk + 39700.0 / (chunk * chunk)
+                            : p.engine == CacheEngine::vllm ? 2.5
+                                                            : 0.2;
+    RunEstimate e;
+    e.seconds = 1.5 * (0.1 + fleet_s + replay_s);
+    e.bytes = 32.0 * 1024 * 1024 + requests * 400.0 + replay_s * 8.0 * 1024 * 1024;
+    e.counted = format_grouped(requests) + " requests simulated by map 6, map 2's replays about " +
+                format_sig(replay_s, 2) + " s";
+    if (p.engine == CacheEngine::sglang && replay_s > fleet_s) {
+        e.on = &p.chunked_prefill_tokens;
+        e.larger_is_cheaper = true;
+    } else {
+        e.on = &p.fleet_requests;
+    }
+    return e;
 }
 
 Experiment make_boundaries_experiment() {
@@ -249,6 +272,7 @@ Experiment make_boundaries_experiment() {
                    "judge, and a verdict on when to use each.",
         .params = boundaries_params(),
         .validate = validate_boundaries,
+        .estimate = estimate_boundaries,
         .start = start_boundaries,
         .live = false,
         .headlines =
@@ -267,6 +291,7 @@ Experiment make_boundaries_experiment() {
                           {"fleet_grid", "2"},
                           {"fleet_requests", "40"},
                           {"preset", "kimi-k3"},
+                          {"hardware", "gb300"},
                           {"variant", "recoverssm"}}}});
 }
 

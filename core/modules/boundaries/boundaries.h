@@ -63,6 +63,10 @@ struct BoundariesResult {
 ParamList<BoundariesParams> boundaries_params();
 void validate_boundaries(const BoundariesParams& p, Issues& issues);
 BoundaryInputs boundary_inputs(const BoundariesParams& p);
+// The GPUs of one of map 6's instances: the fewest of 2, 4, 8 and 16 that hold the model's weights and
+// module 11's working memory (and divide its heads); 0 when even kFleetMapMaxGpus do not.
+inline constexpr int kFleetMapMaxGpus = 16;
+int fleet_map_gpus(const ModelConfig& m, const Hardware& h);
 // The engines' configurations of the parameters (map 2's base, map 6's fleet); the vLLM block derived
 // by module 3's derivation when vllm_block_tokens is 0, `error` saying why it cannot be.
 SglangConfig boundaries_sglang(const BoundariesParams& p);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/boundaries/grid.h"
+#include "core/fleet/tp_layout.h"
 #include "core/fleet/workload_source.h"
 #include "core/model/accounting.h"
 #include "core/modules/boundaries/boundaries.h"
@@ -57,6 +58,7 @@ std::unique_ptr<boundaries::AffinitySweep> plan_fleet(const BoundariesParams& p,
     boundaries::AffinitySweepConfig c;
     c.fleet.model = in.model;
     c.fleet.hardware = in.hardware;
+    c.fleet.gpus = fleet_map_gpus(in.model, in.hardware);
     c.fleet.instances = p.instances;
     // Under an engine the cache lives in each instance's one pool (what the running requests leave):
     // the state capacity is engine=ideal's.
@@ -142,6 +144,18 @@ class BoundariesRun final : public StagedRun {
 };
 
 }  // namespace
+
+int fleet_map_gpus(const ModelConfig& m, const Hardware& h) {
+    FleetConfig f;
+    f.model = m;
+    f.hardware = h;
+    for (int g = 2; g <= kFleetMapMaxGpus; g *= 2) {
+        f.gpus = g;
+        const MemoryPlan plan = memory_plan(f);
+        if (plan.weights + plan.working <= plan.device && tp_layout_error(m, g, false).empty()) return g;
+    }
+    return 0;
+}
 
 BoundaryInputs boundary_inputs(const BoundariesParams& p) {
     BoundaryInputs in;

@@ -115,10 +115,13 @@ TEST_CASE("boundaries: other presets and settings, refusals") {
     CHECK(scalar(shorter, "prefix_reuse_needed") < scalar(q, "prefix_reuse_needed"));
     const Experiment& e = *find_experiment("boundaries");
     CHECK_FALSE(parse_params(e.params, {{"affinity", "session"}}, RangePolicy::strict).ok());
-    auto big = parse_params(e.params, {{"fleet_grid", "8"}, {"fleet_requests", "2000"}}, RangePolicy::strict);
+    // SGLang's chunk of 64 tracks a state every 64 tokens of the conversation trace: past the run limit.
+    auto big =
+        parse_params(e.params, {{"engine", "sglang"}, {"chunked_prefill_tokens", "64"}}, RangePolicy::strict);
     REQUIRE(big.ok());
     bool refused = false;
-    for (const ParamIssue& i : e.check(big.params)) refused |= i.level == ParamIssue::error;
+    for (const ParamIssue& i : e.check(big.params))
+        refused |= i.level == ParamIssue::error && i.key == "chunked_prefill_tokens";
     CHECK(refused);
 }
 
@@ -191,23 +194,30 @@ TEST_CASE("boundaries: every check holds intact and fails when falsified") {
     }
 }
 
-TEST_CASE("boundaries: Kimi-K3 passes every check, its weights not fitting the fleet map's GPUs warned") {
-    const Report r =
-        run({{"preset", "kimi-k3"}, {"resolution", "6"}, {"fleet_grid", "2"}, {"fleet_requests", "40"}});
+TEST_CASE("boundaries: Kimi-K3 on GB300 passes every check; no H100 instance holds it") {
+    // Map 6's instances take the fewest GPUs that hold the weights: Kimi-K3's 1.42 TiB need 8 GB300.
+    CHECK(fleet_map_gpus(*model_preset("kimi-k3"), *hardware_preset("gb300")) == 8);
+    CHECK(fleet_map_gpus(*model_preset("kimi-linear-48b"), *hardware_preset("h100")) == 2);
+    const Report r = run({{"preset", "kimi-k3"},
+                          {"hardware", "gb300"},
+                          {"resolution", "6"},
+                          {"fleet_grid", "2"},
+                          {"fleet_requests", "40"}});
     test::all_checks_pass(r);
     const Experiment& e = *find_experiment("boundaries");
     auto pp = parse_params(e.params, {{"preset", "kimi-k3"}}, RangePolicy::strict);
     REQUIRE(pp.ok());
-    bool warned = false;
+    bool refused = false;
     for (const ParamIssue& i : e.check(pp.params))
-        warned |= i.level == ParamIssue::warning && i.key == "preset";
-    CHECK(warned);
+        refused |= i.level == ParamIssue::error && i.key == "hardware";
+    CHECK(refused);
 }
 
 TEST_CASE("boundaries: map 3 with RecoverSSM as vLLM runs it, and a GDN model refused") {
     // Kimi-K3 with prefix caching: 2 + N snapshot pages against 2 RecoverSSM pages (reference/kimi_k3.md
     // §3.3); RecoverSSM writes records where snapshots write pages, so it saves at every cell.
     const Report r = run({{"preset", "kimi-k3"},
+                          {"hardware", "gb300"},
                           {"variant", "recoverssm"},
                           {"resolution", "6"},
                           {"fleet_grid", "2"},

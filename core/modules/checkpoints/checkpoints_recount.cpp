@@ -30,7 +30,8 @@ bool recountable(const ReplayConfig& c) {
     return c.cache.state_capacity == 0 && c.cache.kv_capacity_tokens == 0 && !retention;
 }
 
-// Pairs of requests the recount compares: requests starting with the same token.
+// Pairs of requests the recount compares: requests whose first tokens have the same value (equal
+// tokens do; distinct streams may share a value too, and common_prefix tells them apart).
 uint64_t pairs_to_compare(const Workload& w) {
     std::unordered_map<Token, uint64_t> starts;
     uint64_t pairs = 0;

@@ -88,20 +88,33 @@ TEST_CASE("checkpoints: bad parameters and bad traces are refused with a reason"
     REQUIRE(!issues.empty());
     CHECK(issues[0].key == "trace");
 
-    // A malformed file: the run reports the line that is wrong instead of replaying.
+    // A malformed file is refused before the run, naming the line that is wrong.
     const std::string path = "k3_test_bad_trace.jsonl";
-    if (std::FILE* f = std::fopen(path.c_str(), "wb")) {
-        std::fputs(
-            "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 5, \"hash_ids\": [7]}\n"
-            "{\"timestamp\": 1, \"input_length\": 10, \"output_length\": 5, \"hash_ids\": [7, 8]}\n",
-            f);
-        std::fclose(f);
-        const Report r = run({{"trace", path}});
-        const Check& c = test::check_keyed(r, "workload_loaded");
-        CHECK_FALSE(c.passed);
-        CHECK(c.detail.find("line 2") != std::string::npos);
-        std::remove(path.c_str());
-    }
+    REQUIRE(test::write_text_file(
+        path,
+        "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 5, \"hash_ids\": [7]}\n"
+        "{\"timestamp\": 1, \"input_length\": 10, \"output_length\": 5, \"hash_ids\": [7, 8]}\n"));
+    pp = parse_params(e.params, {{"trace", path}}, RangePolicy::strict);
+    issues = e.check(pp.params);
+    REQUIRE(!issues.empty());
+    CHECK(issues[0].key == "trace");
+    CHECK(issues[0].message ==
+          path +
+              ": line 2, column 1: hash_ids has 2 ids but input_length 10 needs 1 (one per 512-token block)");
+    std::remove(path.c_str());
+}
+
+TEST_CASE("checkpoints: blocks whose pseudo-tokens share a first value are no hit (the block count agrees)") {
+    // Mooncake blocks 17348 and 26151 expand to streams that start with the same 32-bit value.
+    const std::string path = "k3_test_colliding_blocks.jsonl";
+    REQUIRE(test::write_text_file(
+        path,
+        "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [17348]}\n"
+        "{\"timestamp\": 1, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [26151]}\n"));
+    const Report r = run({{"trace", path}, {"sweeps", "0"}});
+    std::remove(path.c_str());
+    CHECK(test::check_keyed(r, "kv_hit_matches_block_count").passed);
+    CHECK(scalar(r, "token_hit_kv") == 0);
 }
 
 TEST_CASE("checkpoints: the hit recount follows prefixes and checkpoints without the tree") {

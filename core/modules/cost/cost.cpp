@@ -157,6 +157,7 @@ Experiment make_cost_experiment() {
                    "step-time model calibrated on published measurements.",
         .params = cost_params(),
         .validate = validate_cost,
+        .estimate = estimate_cost,
         .start = [](const CostParams& p, const Params& raw) -> std::unique_ptr<Run> {
             return one_step_run("cost", raw, "step model",
                                 [p](Report& r) { report_cost(p, run_cost(p), r); });

@@ -95,7 +95,11 @@ StepTerms cost_step(const CostParams& p, const ModelConfig& m, const Deployment&
 ClosedLoop cost_benchmark(const CostParams& p, int concurrency);
 CostPoint cost_point(const CostParams& p, const ModelConfig& m, const Deployment& d, const StepFactors& f,
                      int concurrency);
+// The concurrencies of the sweep: powers of two below the largest batch, the largest batch and the
+// run's own (run_cost leaves out those whose benchmark is past the closed loop's limit).
+std::vector<int> sweep_concurrencies(const CostParams& p, int max_batch);
 CostResult run_cost(const CostParams& p);
+RunEstimate estimate_cost(const CostParams& p);
 void report_cost(const CostParams& p, const CostResult& c, Report& r);
 
 }  // namespace k3

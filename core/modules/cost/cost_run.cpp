@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/base/numfmt.h"
 #include "core/fleet/closed_loop.h"
 #include "core/model/accounting.h"
 #include "core/model/tp_shard.h"
@@ -36,15 +37,12 @@ int attention_groups(const CostParams& p) { return std::max(1, p.gpus / int(atte
 
 // Weights on one GPU: the non-routed parameters in bf16 split by the attention width, the routed experts
 // split over the EP ranks (or tensor-sharded over every GPU when ep = 1).
-double weight_bytes(const CostParams& p, const ModelConfig& m) {
-    const MoeSplit s = moe_split(m);
-    const double routed = double(s.moe_layers) * double(m.moe.experts) * s.expert_params;
-    const double other = std::max(m.total_params - routed, s.dense_params);
+double gpu_weight_bytes(const CostParams& p, const ModelConfig& m) {
+    const WeightBytes w = weight_bytes(m);
     const double share = p.ep > 1 ? double(p.ep) : double(p.gpus);
-    const double per_param = p.preset == ModelPreset::kimi_k3 ? 0.53125 : 2.0;  // MXFP4: 4 bits + E8M0/32
-    const double experts = p.falsify == CostFalsify::weight_share ? routed * per_param * share / 256.0
-                                                                  : routed * per_param / share;
-    return 2.0 * other / attention_width(p) + experts;
+    const double experts =
+        p.falsify == CostFalsify::weight_share ? w.routed * share / 256.0 : w.routed / share;
+    return w.other / attention_width(p) + experts;
 }
 
 }  // namespace
@@ -53,7 +51,7 @@ CostMemory cost_memory(const CostParams& p, const ModelConfig& m) {
     CostMemory c;
     const int ta = int(attention_width(p)), dp = attention_groups(p);
     c.capacity = p.gpu.mem_bytes * p.memory_fraction;
-    c.weights = weight_bytes(p, m);
+    c.weights = gpu_weight_bytes(p, m);
     const MemoryAccount a = account_memory(shard_for_tp(m, ta));
     c.kv_per_sequence = double(a.kv_bytes_per_token) * double(p.input_tokens + p.output_tokens);
     c.state_per_sequence = double(a.state_bytes);
@@ -150,6 +148,39 @@ CostPoint cost_point(const CostParams& p, const ModelConfig& m, const Deployment
     return c;
 }
 
+std::vector<int> sweep_concurrencies(const CostParams& p, int max_batch) {
+    std::vector<int> xs;
+    for (int b = 1; b < max_batch && xs.size() < 16; b *= 2) xs.push_back(b);
+    xs.push_back(std::max(max_batch, 1));
+    xs.push_back(p.concurrency);
+    std::sort(xs.begin(), xs.end());
+    xs.erase(std::unique(xs.begin(), xs.end()), xs.end());
+    return xs;
+}
+
+RunEstimate estimate_cost(const CostParams& p) {
+    // Measured on the development machine (k3cli run cost at concurrency 1 to 512, rounds 5 to 100,
+    // output 1024 to 65,536): a closed-loop step costs about 0.15 us (the step model evaluated), a
+    // request visited by a step that prefills about 0.03 us; the calibration table and the rest of
+    // the report about 0.1 s. Doubled for a slower machine.
+    constexpr double kMargin = 2, kFixedSeconds = 0.1, kStepSeconds = 0.15e-6, kVisitSeconds = 0.03e-6;
+    double steps = 0, visits = 0;
+    const int max_batch = cost_memory(p, cost_model(p)).max_batch;
+    for (int b : sweep_concurrencies(p, max_batch)) {
+        const ClosedLoop l = cost_benchmark(p, b);
+        if (!closed_loop_error(l).empty()) continue;
+        const double work = closed_loop_work(l);
+        steps += work / double(b);
+        visits += double(l.prompts) * double(b);
+    }
+    RunEstimate e;
+    e.seconds = kMargin * (kFixedSeconds + steps * kStepSeconds + visits * kVisitSeconds);
+    e.bytes = 16.0 * 1024 * 1024;  // the process; the loop holds one record per request in flight
+    e.counted = format_si(steps, 3) + " closed-loop steps, " + format_si(visits, 3) + " prefill visits";
+    e.on = &p.output_tokens;
+    return e;
+}
+
 CostResult run_cost(const CostParams& p) {
     CostResult c;
     c.model = cost_model(p);
@@ -164,13 +195,7 @@ CostResult run_cost(const CostParams& p) {
     c.prefill_terms = cost_step(p, c.model, c.deploy, c.factors, 0, ctx, hit,
                                 std::min(double(p.chunk), double(p.input_tokens) - hit));
     c.at = cost_point(p, c.model, c.deploy, c.factors, p.concurrency);
-    std::vector<int> xs;
-    for (int b = 1; b < c.memory.max_batch && xs.size() < 16; b *= 2) xs.push_back(b);
-    xs.push_back(std::max(c.memory.max_batch, 1));
-    xs.push_back(p.concurrency);
-    std::sort(xs.begin(), xs.end());
-    xs.erase(std::unique(xs.begin(), xs.end()), xs.end());
-    for (int b : xs)
+    for (int b : sweep_concurrencies(p, c.memory.max_batch))
         if (closed_loop_error(cost_benchmark(p, b)).empty())
             c.sweep.push_back(cost_point(p, c.model, c.deploy, c.factors, b));
         else

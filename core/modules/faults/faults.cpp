@@ -147,6 +147,7 @@ Experiment make_faults_experiment() {
                    "not match their KV without a consistency guard.",
         .params = faults_params(),
         .validate = validate_faults,
+        .estimate = estimate_faults,
         .start = start_faults,
         .data_files = [](const FaultsParams& p) { return workload_data_files(p.workload); },
         .live = false,

@@ -68,6 +68,8 @@ struct FaultsResult {
 ParamList<FaultsParams> faults_params();
 void validate_faults(const FaultsParams& p, Issues& issues);
 FaultsResult setup_faults(const FaultsParams& p);
+// Its simulations on its workload, before they run (issue 20).
+RunEstimate estimate_faults(const FaultsParams& p);
 std::unique_ptr<Run> start_faults(const FaultsParams& p, const Params& raw);
 void report_faults(const FaultsParams& p, const FaultsResult& f, Report& r);
 

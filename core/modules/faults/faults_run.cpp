@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/modules/faults/faults.h"
+#include "core/modules/shared/fleet_estimate.h"
 
 namespace k3 {
 
@@ -39,6 +40,29 @@ bool same_as_chosen(const FaultsParams& p, const RecoveryOption& o, bool guard) 
            guard == p.guard;
 }
 
+// The runs, in report order: this run, no fault with its guard, then (compare) no fault with the other
+// guard and every other recovery with and without the guard. `sim` is left empty.
+std::vector<FaultRun> fault_run_plans(const FaultsParams& p) {
+    std::vector<FaultRun> v;
+    auto add = [&](std::string label, RunTag tag, bool has_fault, Recovery r, MigrationMove m, bool guard) {
+        v.push_back({std::move(label), std::move(tag), has_fault, v.empty(), r, m, guard, nullptr});
+    };
+    auto guard_key = [](bool g) { return g ? "_guard" : "_no_guard"; };
+    add("this run", {}, true, p.recovery, p.migration_move, p.guard);
+    add("no fault", {"no fault", std::string("no_fault") + guard_key(p.guard)}, false, Recovery::recompute,
+        MigrationMove::everything, p.guard);
+    if (!p.compare) return v;
+    add("no fault", {"no fault", std::string("no_fault") + guard_key(!p.guard)}, false, Recovery::recompute,
+        MigrationMove::everything, !p.guard);
+    for (const RecoveryOption& o : recovery_options(p.fault))
+        for (bool g : {true, false}) {
+            if (same_as_chosen(p, o, g)) continue;
+            const std::string label = std::string(o.label) + (g ? ", guard" : ", no guard");
+            add(label, {label, o.key + std::string(guard_key(g))}, true, o.recovery, o.move, g);
+        }
+    return v;
+}
+
 class FaultsRun final : public FleetModuleRun<FaultsResult> {
   public:
     FaultsRun(const FaultsParams& p, const Params& raw) : FleetModuleRun("faults", raw) {
@@ -71,10 +95,6 @@ FaultsResult setup_faults(const FaultsParams& p) {
     f.config = fleet_config(p.router, p.cache, p.instances, p.cost);
     f.config.load = p.load;
     f.config.seed = p.workload.seed;
-    if (std::string e = check_fleet_size(*w, f.config); !e.empty()) {
-        refuse(e);
-        return f;
-    }
     const double span = w->requests.empty() ? 0 : w->requests.back().arrival_ms / f.config.load;
     const double down = p.down_s * 1000.0;
     f.fault_ms = p.fault_at * span;
@@ -83,32 +103,27 @@ FaultsResult setup_faults(const FaultsParams& p) {
     f.config.detect_ms = p.detect_ms;
     f.config.host_tier_bytes = uint64_t(p.host_tier_gib * 1024.0 * 1024.0 * 1024.0);
     f.config.falsify = p.sim_falsify;  // every simulation is damaged the same way
-    auto add = [&](std::string label, RunTag tag, bool has_fault, Recovery r, MigrationMove m, bool guard) {
+    for (FaultRun& x : fault_run_plans(p)) {
         FleetConfig c = f.config;
-        if (has_fault) c.faults = {fault};
-        c.recovery = r;
-        c.migration_move = m;
-        c.guard = guard;
-        const bool main = f.runs.empty();
-        f.runs.push_back({std::move(label), std::move(tag), has_fault, main, r, m, guard,
-                          std::make_unique<FleetSim>(w, c)});
-    };
-    auto guard_key = [](bool g) { return g ? "_guard" : "_no_guard"; };
-    add("this run", {}, true, p.recovery, p.migration_move, p.guard);
-    add("no fault", {"no fault", std::string("no_fault") + guard_key(p.guard)}, false, Recovery::recompute,
-        MigrationMove::everything, p.guard);
-    if (p.compare) {
-        add("no fault", {"no fault", std::string("no_fault") + guard_key(!p.guard)}, false,
-            Recovery::recompute, MigrationMove::everything, !p.guard);
-        for (const RecoveryOption& o : recovery_options(p.fault))
-            for (bool g : {true, false}) {
-                if (same_as_chosen(p, o, g)) continue;
-                const std::string label = std::string(o.label) + (g ? ", guard" : ", no guard");
-                add(label, {label, o.key + std::string(guard_key(g))}, true, o.recovery, o.move, g);
-            }
+        if (x.has_fault) c.faults = {fault};
+        c.recovery = x.recovery;
+        c.migration_move = x.move;
+        c.guard = x.guard;
+        x.sim = std::make_unique<FleetSim>(w, c);
+        f.runs.push_back(std::move(x));
     }
     if (const std::string& e = f.runs[0].sim->error(); !e.empty()) refuse(e);
     return f;
+}
+
+RunEstimate estimate_faults(const FaultsParams& p) {
+    const LoadedWorkload lw = load_workload(p.workload);
+    if (!lw.workload) return {};  // validate_workload refused it
+    FleetConfig c = fleet_config(p.router, p.cache, p.instances, p.cost);
+    const std::vector<FleetConfig> sims(fault_run_plans(p).size(), c);
+    const void* size = p.workload.is_synthetic() ? static_cast<const void*>(&p.workload.sessions)
+                                                 : static_cast<const void*>(&p.workload.trace);
+    return estimate_fleet_sims(*lw.workload, sims, p.router, p.cache, p.instances, size);
 }
 
 std::unique_ptr<Run> start_faults(const FaultsParams& p, const Params& raw) {

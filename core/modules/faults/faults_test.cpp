@@ -65,7 +65,8 @@ TEST_CASE("faults: every falsifier fails every check it names, which held intact
 }
 
 TEST_CASE("faults: Kimi-K3's instances pass every check") {
-    const Report r = test::run_module("faults", {{"preset", "kimi-k3"}, {"compare", "0"}});
+    const Report r = test::run_module(
+        "faults", {{"preset", "kimi-k3"}, {"hardware", "gb300"}, {"gpus", "8"}, {"compare", "0"}});
     test::all_checks_pass(r);
     bool state_noted = false;  // one checkpoint is K3's 449,372,160 B of state (reference/kimi_k3.md §2.1)
     for (const std::string& n : r.notes) state_noted |= n.find("428.6 MiB") != std::string::npos;

@@ -2,6 +2,7 @@
 #include "core/modules/fleet/fleet.h"
 
 #include "core/experiments/registry.h"
+#include "core/modules/shared/fleet_estimate.h"
 #include "core/modules/shared/fleet_falsifiers.h"
 
 namespace k3 {
@@ -78,6 +79,15 @@ void validate_fleet(const FleetParams& p, Issues& issues) {
     validate_fleet_groups(p.router, p.cache, p.instances, p.cost, issues);
 }
 
+// Its simulations (fleet_sim_configs) on its workload.
+RunEstimate estimate_fleet(const FleetParams& p) {
+    const LoadedWorkload lw = load_workload(p.workload);
+    if (!lw.workload) return {};  // validate_workload refused it
+    const void* size = p.workload.is_synthetic() ? static_cast<const void*>(&p.workload.sessions)
+                                                 : static_cast<const void*>(&p.workload.trace);
+    return estimate_fleet_sims(*lw.workload, fleet_sim_configs(p), p.router, p.cache, p.instances, size);
+}
+
 Experiment make_fleet_experiment() {
     return make_experiment(Module<FleetParams>{
         .number = 11,
@@ -90,6 +100,7 @@ Experiment make_fleet_experiment() {
             "(roofline estimates).",
         .params = fleet_params(),
         .validate = validate_fleet,
+        .estimate = estimate_fleet,
         .start = start_fleet,
         .data_files = [](const FleetParams& p) { return workload_data_files(p.workload); },
         .live = false,

@@ -56,6 +56,9 @@ ParamList<FleetParams> fleet_params();
 void validate_fleet(const FleetParams& p, Issues& issues);
 FleetConfig fleet_module_config(const FleetParams& p);
 // Loads the workload and sets up the simulations (or the refusal).
+// The configurations of a run's simulations: the main one, then without reuse (compare_no_reuse) and
+// under every other router (compare_routers); setup_fleet simulates them, estimate_fleet costs them.
+std::vector<FleetConfig> fleet_sim_configs(const FleetParams& p);
 FleetResult setup_fleet(const FleetParams& p);
 std::unique_ptr<Run> start_fleet(const FleetParams& p, const Params& raw);
 void report_fleet(const FleetParams& p, const FleetResult& f, Report& r);

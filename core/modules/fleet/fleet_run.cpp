@@ -47,6 +47,22 @@ FleetConfig fleet_module_config(const FleetParams& p) {
     return c;
 }
 
+std::vector<FleetConfig> fleet_sim_configs(const FleetParams& p) {
+    std::vector<FleetConfig> v{fleet_module_config(p)};
+    if (p.falsify == FleetFalsify::wrong_interval) v[0].policy.interval *= 2;
+    if (p.compare_no_reuse) {
+        v.push_back(fleet_module_config(p));
+        v.back().caching = false;
+    }
+    if (p.compare_routers)
+        for (size_t k = 0; k < router_ids().size(); ++k) {
+            if (RouterKind(k) == v[0].router.kind) continue;
+            v.push_back(fleet_module_config(p));
+            v.back().router.kind = RouterKind(k);
+        }
+    return v;
+}
+
 FleetResult setup_fleet(const FleetParams& p) {
     FleetResult f;
     f.config = fleet_module_config(p);
@@ -56,31 +72,24 @@ FleetResult setup_fleet(const FleetParams& p) {
         f.refusal = Refusal{"workload_loaded", "Workload loaded", f.workload.error};
         return f;
     }
-    if (std::string e = check_fleet_size(*w, f.config); !e.empty()) {
-        f.refusal = Refusal{"within_memory_budget", "Run within the memory budget", "refused: " + e};
-        return f;
-    }
-    FleetConfig main = f.config;  // what the one-instance reference count assumes, unless falsified
-    if (p.falsify == FleetFalsify::wrong_interval) main.policy.interval *= 2;
-    f.main = std::make_unique<FleetSim>(w, main);
+    // The main run (what the one-instance reference count assumes, unless falsified), then the
+    // variants in fleet_sim_configs' order.
+    const std::vector<FleetConfig> configs = fleet_sim_configs(p);
+    f.main = std::make_unique<FleetSim>(w, configs[0]);
     if (!f.main->error().empty()) {
         f.refusal = Refusal{"fleet_config_accepted", "Fleet configuration accepted", f.main->error()};
         return f;
     }
-    if (p.compare_no_reuse) {
-        FleetConfig c = f.config;
-        c.caching = false;
-        f.no_reuse.push_back(
-            {{"without reuse", "without_reuse"}, c.router.kind, std::make_unique<FleetSim>(w, c)});
-    }
-    if (p.compare_routers)
-        for (size_t k = 0; k < router_ids().size(); ++k) {
-            if (RouterKind(k) == f.config.router.kind) continue;
-            FleetConfig c = f.config;
-            c.router.kind = RouterKind(k);
-            f.routers.push_back(
-                {{router_ids()[k], router_ids()[k]}, c.router.kind, std::make_unique<FleetSim>(w, c)});
+    for (size_t i = 1; i < configs.size(); ++i) {
+        const FleetConfig& c = configs[i];
+        if (!c.caching)
+            f.no_reuse.push_back(
+                {{"without reuse", "without_reuse"}, c.router.kind, std::make_unique<FleetSim>(w, c)});
+        else {
+            const std::string id = router_ids()[size_t(c.router.kind)];
+            f.routers.push_back({{id, id}, c.router.kind, std::make_unique<FleetSim>(w, c)});
         }
+    }
     return f;
 }
 

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdio>
 
 #include "core/modules/fleet/fleet.h"
 #include "tests/unit/test_module_util.h"
@@ -70,6 +71,51 @@ TEST_CASE("fleet: bad parameters are refused with a reason") {
     CHECK(issues[0].key == "trace");
 }
 
+TEST_CASE("fleet: a trace request with no prompt token is refused before the run, naming its line") {
+    const Experiment& e = *find_experiment("fleet");
+    const std::string path = "k3_test_empty_prompt.jsonl";
+    REQUIRE(test::write_text_file(
+        path, "{\"timestamp\": 0, \"input_length\": 0, \"output_length\": 10, \"hash_ids\": []}\n"));
+    const auto pp = parse_params(e.params, {{"trace", path}}, RangePolicy::strict);
+    const auto issues = e.check(pp.params);
+    std::remove(path.c_str());
+    REQUIRE(!issues.empty());
+    CHECK(issues[0].key == "trace");
+    CHECK(issues[0].message ==
+          path + ": line 1, column 34: input_length: 0; a request needs at least one prompt token");
+}
+
+TEST_CASE("fleet: blocks whose pseudo-tokens share a first value are no hit under any router") {
+    // Mooncake blocks 17348 and 26151 expand to streams that start with the same 32-bit value.
+    const std::string path = "k3_test_colliding_blocks_fleet.jsonl";
+    REQUIRE(test::write_text_file(
+        path,
+        "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [17348]}\n"
+        "{\"timestamp\": 1, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [26151]}\n"));
+    const Report r = test::run_module("fleet", {{"trace", path}});
+    std::remove(path.c_str());
+    test::all_checks_pass(r);
+    for (const Scalar& s : r.scalars)
+        if (s.key.ends_with("token_hit_kv")) CHECK_MESSAGE(s.value == 0, s.key);
+    CHECK(test::scalar_of(r, "cache_aware_token_hit_kv") == 0);
+}
+
+TEST_CASE("fleet: the hit recount tells apart blocks whose pseudo-tokens share a first value") {
+    // The third request extends the second: its 512-token hit is backed by the second, which the
+    // recount must keep apart from the first (block 17348 starts with block 26151's first value).
+    const std::string path = "k3_test_colliding_recount.jsonl";
+    REQUIRE(test::write_text_file(
+        path,
+        "{\"timestamp\": 0, \"input_length\": 512, \"output_length\": 1, \"hash_ids\": [17348]}\n"
+        "{\"timestamp\": 10000, \"input_length\": 512, \"output_length\": 1, \"hash_ids\": [26151]}\n"
+        "{\"timestamp\": 20000, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [26151, 5]}\n"));
+    const Report r =
+        test::run_module("fleet", {{"trace", path}, {"instances", "1"}, {"compare_routers", "0"}});
+    std::remove(path.c_str());
+    test::all_checks_pass(r);
+    CHECK(test::scalar_of(r, "token_hit_kv") == 0.25);
+}
+
 TEST_CASE("fleet: the module's own defaults reach the fleet configuration") {
     const FleetConfig c = fleet_module_config(FleetParams{});
     CHECK(c.load == 4);
@@ -88,14 +134,17 @@ TEST_CASE("fleet: Kimi-K3 runs with its parameter counts and state, and too litt
     const FleetConfig c = fleet_module_config(p);
     CHECK(c.model.total_params == 2.78e12);  // reference/kimi_k3.md §1.3: 2.78T total, 104.2B active
     CHECK(c.model.active_params == 104.2e9);
-    const Report r = test::run_module("fleet", {{"preset", "kimi-k3"}, {"compare_routers", "0"}});
+    const Report r = test::run_module(
+        "fleet", {{"preset", "kimi-k3"}, {"hardware", "gb300"}, {"gpus", "8"}, {"compare_routers", "0"}});
     test::all_checks_pass(r);
     bool state_noted = false;  // one checkpoint is K3's 449,372,160 B of state
     for (const std::string& n : r.notes) state_noted |= n.find("428.6 MiB") != std::string::npos;
     CHECK(state_noted);
     // 64 state slots of 428.6 MiB do not fit 16 GiB of working memory: refused, naming both.
     const Experiment& e = *find_experiment("fleet");
-    auto pp = parse_params(e.params, {{"preset", "kimi-k3"}, {"working_gib", "16"}}, RangePolicy::strict);
+    auto pp = parse_params(
+        e.params, {{"preset", "kimi-k3"}, {"hardware", "gb300"}, {"gpus", "8"}, {"working_gib", "16"}},
+        RangePolicy::strict);
     REQUIRE(pp.ok());
     bool refused = false;
     for (const ParamIssue& i : e.check(pp.params))
@@ -121,8 +170,11 @@ TEST_CASE("fleet: speculative decoding's state scratch lowers Kimi-K3's running 
     c.caching = false;  // none mode: 1 + N and 1
     CHECK(running_state_slots(c, SpecState::snapshots).pages == 8);
     CHECK(running_state_slots(c, SpecState::recoverssm).pages == 1);
-    const Report r = test::run_module(
-        "fleet", {{"preset", "kimi-k3"}, {"spec_state", "snapshots"}, {"compare_routers", "0"}});
+    const Report r = test::run_module("fleet", {{"preset", "kimi-k3"},
+                                                {"hardware", "gb300"},
+                                                {"gpus", "8"},
+                                                {"spec_state", "snapshots"},
+                                                {"compare_routers", "0"}});
     test::all_checks_pass(r);
     CHECK(test::scalar_of(r, "running_slots") == 7);
     // RecoverSSM records KDA's corrections: a Gated DeltaNet model is refused.

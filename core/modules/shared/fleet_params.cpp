@@ -282,14 +282,15 @@ void validate_fleet_groups(const FleetRouterParams& router, const FleetCachePara
     if (std::string e = tp_layout_error(c.model, c.gpus, c.attention_dp); !e.empty())
         issues.error(instances.gpus, e + " (or turn attention_dp on: each rank then holds all the heads)");
     validate_running_state(c, instances, issues);
+    // A fleet whose instances cannot hold what it asks of them does not exist: refused, not simulated.
     const MemoryPlan m = memory_plan(c);
     if (m.total() > m.device)
-        issues.warning(instances.working_gib, "weights (" + format_bytes(m.weights) + ") + working memory (" +
-                                                  format_bytes(m.working) + ") + prefix cache at capacity (" +
-                                                  format_bytes(m.cache_kv + m.cache_states) +
-                                                  ") exceed the " + format_bytes(m.device) + " of " +
-                                                  std::to_string(c.gpus) + " x " + c.hardware.name +
-                                                  (m.cache_bounded ? "" : " (and the cache is unbounded)"));
+        issues.error(instances.working_gib, "weights (" + format_bytes(m.weights) + ") + working memory (" +
+                                                format_bytes(m.working) + ") + prefix cache at capacity (" +
+                                                format_bytes(m.cache_kv + m.cache_states) + ") exceed the " +
+                                                format_bytes(m.device) + " of " + std::to_string(c.gpus) +
+                                                " x " + c.hardware.name +
+                                                (m.cache_bounded ? "" : " (and the cache is unbounded)"));
 }
 
 }  // namespace k3

@@ -29,7 +29,7 @@ void report_shared_pool(Report& r, const FleetSim& s, const RunTag& tag) {
                  double(t.pool_evicted_states));
         r.notes.push_back("One pool per instance (" + std::string(cache_engine_id(c.engine)) + "): " +
                           format_bytes(p.reserved) + " reserved of " + format_bytes(p.device) + ", less " +
-                          format_bytes(p.weights) + " of bf16 weights and " + format_bytes(p.activations) +
+                          format_bytes(p.weights) + " of weights and " + format_bytes(p.activations) +
                           " of activations (an estimate of what profiling a full batch finds) leaves " +
                           format_bytes(p.budget) +
                           " for the running requests and the prefix cache together; the cache holds what the "

@@ -39,13 +39,14 @@ uint64_t shared_prefix(const TokenSeq& a, const TokenSeq& b) {
     return common_prefix(a, b, 0, std::min(a.size(), b.size()));
 }
 
-// Token sequences in lexicographic order: the longest prefix a sequence shares with any of a set is
-// the one it shares with its neighbour on either side.
+// Token sequences in lexicographic order of token identities (values would tie distinct streams that
+// share one): the longest prefix a sequence shares with any of a set is the one it shares with its
+// neighbour on either side.
 struct Lexicographic {
     bool operator()(const TokenSeq* a, const TokenSeq* b) const {
         const uint64_t n = shared_prefix(*a, *b);
         if (n == a->size() || n == b->size()) return a->size() < b->size();
-        return a->at(n) < b->at(n);
+        return a->id_at(n) < b->id_at(n);
     }
 };
 using SeqSet = std::set<const TokenSeq*, Lexicographic>;

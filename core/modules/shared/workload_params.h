@@ -19,7 +19,7 @@ struct WorkloadSeed {
 // trace, synthetic, sessions, seed (in that order, UI group "Workload").
 void workload_params(ParamList<WorkloadSpec>& l, const WorkloadSeed& seed);
 
-// The errors of a workload: a trace that cannot be opened.
+// The errors of a workload: a trace that cannot be read, or a malformed one (naming its line).
 void validate_workload(const WorkloadSpec& w, Issues& issues);
 
 // The data files a run of the workload reads (the page fetches them first).

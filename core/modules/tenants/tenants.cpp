@@ -83,6 +83,7 @@ Experiment make_tenants_experiment() {
                    "tenants' solo run.",
         .params = tenants_params(),
         .validate = validate_tenants,
+        .estimate = estimate_tenants,
         .start = start_tenants,
         .live = false,
         // Not the engine formers' falsifiers: under SGLang's scheduler isolation_keeps_slo does not

@@ -73,7 +73,8 @@ struct TenantsResult {
     std::optional<Refusal> refusal;
     // This run, the solo run, no isolation (FCFS, shared cache), then every other mechanism with quotas.
     std::vector<TenantRun> runs;
-    // The claim's runs on the other seeds (on the run's own seed they are runs[0], [1] and [2]).
+    // The claim's runs on the other seeds (on the run's own seed they are runs[0], [1] and [2]). None
+    // when a shared fleet check is falsified: those checks read this seed's runs only.
     std::vector<ClaimRun> claim;
 
     bool in_burst(const RequestOutcome& o) const {
@@ -85,8 +86,9 @@ struct TenantsResult {
     RequestSummary bursting(const FleetSim& s) const;
     // The TTFTs of the well-behaved requests that arrived during the burst and completed.
     std::vector<double> well_behaved_ttfts(const FleetSim& s) const;
-    // The run of `role` on seed number `k` (0: the run's own seed) of the claim.
+    // The run of `role` on seed number `k` (0: the run's own seed) of the claim, of claim_seeds().
     const FleetSim& claim_sim(uint64_t k, ClaimRole role) const;
+    uint64_t claim_seeds() const { return 1 + claim.size() / 3; }
 };
 
 // Each tenant's tokens completed during the burst against its max-min fair share (this run).
@@ -99,6 +101,8 @@ std::vector<TenantShare> tenant_shares(const TenantsResult& t);
 ParamList<TenantsParams> tenants_params();
 void validate_tenants(const TenantsParams& p, Issues& issues);
 TenantsResult setup_tenants(const TenantsParams& p);
+// Its simulations (this seed's runs and the claim's) on this seed's workload (issue 20).
+RunEstimate estimate_tenants(const TenantsParams& p);
 std::unique_ptr<Run> start_tenants(const TenantsParams& p, const Params& raw);
 void report_tenants(const TenantsParams& p, const TenantsResult& t, Report& r);
 

@@ -31,7 +31,7 @@ struct Burst {
 
 void add_claim(const TenantsResult& t, Burst& b) {
     std::vector<double> pooled[3];
-    for (uint64_t k = 0; k < kClaimSeeds; ++k) {
+    for (uint64_t k = 0; k < t.claim_seeds(); ++k) {
         SeedClaim c;
         c.seed = t.config.seed + k;
         double* p99[3] = {&c.isolated, &c.solo, &c.none};
@@ -60,7 +60,7 @@ Burst burst_of(const TenantsResult& t) {
 }
 
 void scalars(const TenantsResult& t, const Burst& b, Report& r) {
-    const std::string over = " (" + std::to_string(kClaimSeeds) + " seeds pooled)";
+    const std::string over = " (" + std::to_string(b.seeds.size()) + " seeds pooled)";
     r.scalar("well_behaved_ttft_p99_ms", "Well-behaved tenants' TTFT p99 during the burst" + over, "ms",
              b.pooled_isolated, true);
     r.scalar("solo_ttft_p99_ms", "... in their solo runs", "ms", b.pooled_solo, true);
@@ -223,10 +223,10 @@ void isolation_check(const TenantsParams& p, const TenantsResult& t, const Burst
     const std::string figures = format_sig(wb, 4) + " ms with isolation vs " + format_sig(solo, 4) +
                                 " ms alone (" + format_sig(wb / solo, 3) + " x); without isolation " +
                                 format_sig(none, 4) + " ms (" + format_sig(none / solo, 3) + " x)";
+    const size_t n = b.seeds.size();
     const std::string pooled = ", the p99 of " + format_grouped(double(b.pooled_requests)) +
-                               " requests arriving during the burst on " + std::to_string(kClaimSeeds) +
-                               " seeds (" + std::to_string(p.seed) + " to " +
-                               std::to_string(p.seed + kClaimSeeds - 1) + ")";
+                               " requests arriving during the burst on " + std::to_string(n) + " seeds (" +
+                               std::to_string(p.seed) + " to " + std::to_string(p.seed + n - 1) + ")";
     if (t.runs[0].queue == QueuePolicy::fcfs && !t.runs[0].quota)
         r.notes.push_back(
             "No isolation mechanism is selected: the well-behaved tenants' p99 TTFT during the burst is " +
@@ -239,7 +239,7 @@ void isolation_check(const TenantsParams& p, const TenantsResult& t, const Burst
         r.check("isolation_keeps_slo",
                 "Isolation keeps the well-behaved tenants' p99 TTFT within " + format_sig(p.tolerance, 3) +
                     " x their solo runs' while tenant 0 bursts, which no isolation exceeds (" +
-                    std::to_string(kClaimSeeds) + " seeds)",
+                    std::to_string(n) + " seeds)",
                 wb <= slo,
                 figures + pooled + "; " + seed_spread(p, b) + "; isolation cuts the p99 " +
                     format_sig(none / std::max(wb, 1e-9), 3) + " x");

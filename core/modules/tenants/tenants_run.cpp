@@ -2,6 +2,7 @@
 // the chosen mechanism, without isolation and under every other mechanism with quotas.
 #include "core/fleet/fleet_cost.h"
 #include "core/fleet/workload_tenants.h"
+#include "core/modules/shared/fleet_estimate.h"
 #include "core/modules/tenants/tenants.h"
 
 namespace k3 {
@@ -50,22 +51,61 @@ Workload solo_workload(const TenantsParams& p, const std::vector<TenantSpec>& sp
     return merge_workloads(std::move(parts), "tenants");
 }
 
-// The claim's three runs on each seed after the run's own (isolated as this run, alone, none).
+// The configuration of a claim run of `role` on `seed` (isolated as this run, alone, none).
+FleetConfig claim_config(const TenantsParams& p, FleetConfig c, uint64_t seed, ClaimRole role) {
+    c.seed = seed;
+    c.queue = role == ClaimRole::none ? QueuePolicy::fcfs : p.mechanism;
+    c.quotas = role != ClaimRole::none && p.quotas &&
+               !(role == ClaimRole::isolated && p.falsify == TenantsFalsify::quotas_off);
+    return c;
+}
+
+// The claim's three runs on each seed after the run's own; none when a shared fleet check is
+// falsified (those checks read this seed's runs only).
 void add_claim_runs(const TenantsParams& p, const std::vector<TenantSpec>& specs, TenantsResult& t) {
+    if (p.sim_falsify != FleetSimFalsify::none) return;
     for (uint64_t k = 1; k < kClaimSeeds; ++k) {
         const uint64_t seed = p.seed + k;
         auto all = std::make_shared<const Workload>(tenant_workload(specs, p.duration_s, seed));
         auto solo = std::make_shared<const Workload>(solo_workload(p, specs, seed, false));
-        for (ClaimRole role : {ClaimRole::isolated, ClaimRole::solo, ClaimRole::none}) {
-            FleetConfig c = t.config;
-            c.seed = seed;
-            c.queue = role == ClaimRole::none ? QueuePolicy::fcfs : p.mechanism;
-            c.quotas = role != ClaimRole::none && p.quotas &&
-                       !(role == ClaimRole::isolated && p.falsify == TenantsFalsify::quotas_off);
-            t.claim.push_back(
-                {seed, role, std::make_unique<FleetSim>(role == ClaimRole::solo ? solo : all, c)});
-        }
+        for (ClaimRole role : {ClaimRole::isolated, ClaimRole::solo, ClaimRole::none})
+            t.claim.push_back({seed, role,
+                               std::make_unique<FleetSim>(role == ClaimRole::solo ? solo : all,
+                                                          claim_config(p, t.config, seed, role))});
     }
+}
+
+// The runs on the run's own seed, in report order: this run, the solo run, no isolation, then every
+// other mechanism with quotas.
+struct RunPlan {
+    std::string label;
+    RunTag tag;
+    QueuePolicy queue;
+    bool quota, solo, main;
+};
+std::vector<RunPlan> run_plans(const TenantsParams& p) {
+    std::vector<RunPlan> v;
+    v.push_back(
+        {"this run", {}, p.mechanism, p.quotas && p.falsify != TenantsFalsify::quotas_off, false, true});
+    v.push_back({"well-behaved tenants alone",
+                 {"well-behaved tenants alone", "solo"},
+                 p.mechanism,
+                 p.quotas,
+                 true,
+                 false});
+    v.push_back({"no isolation (FCFS, shared cache)",
+                 {"no isolation (FCFS, shared cache)", "no_isolation"},
+                 QueuePolicy::fcfs,
+                 false,
+                 false,
+                 false});
+    for (size_t k = 0; k < queue_policy_ids().size(); ++k) {
+        const QueuePolicy q = QueuePolicy(k);
+        if ((q == p.mechanism && p.quotas) || (q == QueuePolicy::fcfs && !p.quotas)) continue;
+        const std::string label = std::string(queue_policy_labels()[k]) + ", cache quotas";
+        v.push_back({label, {label, queue_policy_ids()[k] + "_quotas"}, q, true, false, false});
+    }
+    return v;
 }
 
 class TenantsRun final : public FleetModuleRun<TenantsResult> {
@@ -111,35 +151,37 @@ TenantsResult setup_tenants(const TenantsParams& p) {
     t.burst_from_ms = p.burst_start_s * 1000.0;
     t.burst_to_ms = t.burst_from_ms + p.burst_s * 1000.0;
     t.config = tenants_config(p);
-    if (std::string e = check_fleet_size(*t.all, t.config); !e.empty()) {
-        t.refusal = Refusal{"within_memory_budget", "Run within the memory budget", "refused: " + e};
-        return t;
-    }
-    auto add = [&](std::string label, RunTag tag, QueuePolicy q, bool quota, bool solo, bool main) {
+    for (RunPlan& x : run_plans(p)) {
         FleetConfig c = t.config;
-        c.queue = q;
-        c.quotas = quota;
-        t.runs.push_back({std::move(label), std::move(tag), q, quota, solo, main,
-                          std::make_unique<FleetSim>(solo ? t.solo : t.all, c)});
-    };
-    add("this run", {}, p.mechanism, p.quotas && p.falsify != TenantsFalsify::quotas_off, false, true);
-    t.runs.back().quota = p.quotas;  // what the parameters asked for (the table's label)
-    add("well-behaved tenants alone", {"well-behaved tenants alone", "solo"}, p.mechanism, p.quotas, true,
-        false);
-    add("no isolation (FCFS, shared cache)", {"no isolation (FCFS, shared cache)", "no_isolation"},
-        QueuePolicy::fcfs, false, false, false);
-    for (size_t k = 0; k < queue_policy_ids().size(); ++k) {
-        const QueuePolicy q = QueuePolicy(k);
-        if ((q == p.mechanism && p.quotas) || (q == QueuePolicy::fcfs && !p.quotas)) continue;
-        const std::string label = std::string(queue_policy_labels()[k]) + ", cache quotas";
-        add(label, {label, queue_policy_ids()[k] + "_quotas"}, q, true, false, false);
+        c.queue = x.queue;
+        c.quotas = x.quota;
+        t.runs.push_back({std::move(x.label), std::move(x.tag), x.queue, x.quota, x.solo, x.main,
+                          std::make_unique<FleetSim>(x.solo ? t.solo : t.all, c)});
     }
+    t.runs[0].quota = p.quotas;  // what the parameters asked for (the table's label)
     if (const std::string& e = t.runs[0].sim->error(); !e.empty()) {
-        t.refusal = Refusal{"within_memory_budget", "Run within the memory budget", "refused: " + e};
+        t.refusal = Refusal{"fleet_config_accepted", "Fleet configuration accepted", e};
         return t;
     }
     add_claim_runs(p, specs, t);
     return t;
+}
+
+RunEstimate estimate_tenants(const TenantsParams& p) {
+    const Workload all = tenant_workload(tenant_specs(p), p.duration_s, p.seed);
+    const FleetConfig base = tenants_config(p);
+    std::vector<FleetConfig> sims;
+    for (const RunPlan& x : run_plans(p)) {
+        sims.push_back(base);
+        sims.back().queue = x.queue;
+        sims.back().quotas = x.quota;
+    }
+    // The other seeds' workloads are drawn from the same distribution: costed as this seed's.
+    if (p.sim_falsify == FleetSimFalsify::none)
+        for (uint64_t k = 1; k < kClaimSeeds; ++k)
+            for (ClaimRole role : {ClaimRole::isolated, ClaimRole::solo, ClaimRole::none})
+                sims.push_back(claim_config(p, base, p.seed + k, role));
+    return estimate_fleet_sims(all, sims, p.router, p.cache, p.instances, &p.sessions_per_s);
 }
 
 std::vector<TenantShare> tenant_shares(const TenantsResult& t) {

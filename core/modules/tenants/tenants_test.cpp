@@ -76,7 +76,8 @@ TEST_CASE("tenants: Kimi-K3's instances pass every fleet check; the claim is jud
     // step: a tenth of Kimi-Linear's default load keeps the fleet below its capacity. Whether isolation
     // keeps the SLO there is what the seeds say (at this load it does on about half of them, and the
     // pooled p99 misses it): the check reports it with the spread, whichever way it goes.
-    const Report r = test::run_module("tenants", {{"preset", "kimi-k3"}, {"sessions_per_s", "0.04"}});
+    const Report r = test::run_module(
+        "tenants", {{"preset", "kimi-k3"}, {"hardware", "gb300"}, {"gpus", "8"}, {"sessions_per_s", "0.04"}});
     for (const Check& c : r.checks)
         if (c.key != "isolation_keeps_slo") CHECK_MESSAGE(c.passed, c.name << ": " << c.detail);
     CHECK(test::check_keyed(r, "isolation_keeps_slo").detail.find("of 8 seeds within on their own") !=
