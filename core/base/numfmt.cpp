@@ -137,6 +137,23 @@ std::string format_with_unit(double v, std::string_view unit) {
     return format_si(v, 4) + sfx;
 }
 
+std::string shown_text(std::string_view s, size_t max) {
+    static const char* kHex = "0123456789abcdef";
+    std::string out;
+    for (size_t i = 0; i < s.size() && i < max; ++i) {
+        const unsigned char c = static_cast<unsigned char>(s[i]);
+        if (c >= 0x20 && c < 0x7f) {
+            out += char(c);
+        } else {
+            out += "\\x";
+            out += kHex[c >> 4];
+            out += kHex[c & 15];
+        }
+    }
+    if (s.size() > max) out += "...";
+    return out;
+}
+
 static std::string_view trim(std::string_view s) {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
     while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);

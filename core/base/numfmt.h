@@ -22,6 +22,9 @@ std::string format_bytes(double bytes);
 std::string format_si(double v, int digits = 3);
 // A value in its unit for display: bytes get binary units, fractions get %, others SI.
 std::string format_with_unit(double v, std::string_view unit);
+// Untrusted text quoted in a message: printable ASCII as is, other bytes as \xNN, at most `max`
+// characters of the original ("...", when cut), so a binary file or link stays a readable message.
+std::string shown_text(std::string_view s, size_t max = 60);
 
 // Strict parsers: the whole text must be a decimal number (surrounding spaces allowed) that a double
 // holds as typed, up to rounding: no NaN, infinity, hex or trailing junk, and nothing that overflows

@@ -119,13 +119,13 @@ bool Params::set(std::string_view key, std::string_view text, RangePolicy policy
         std::vector<std::string> known;
         for (const auto& p : *specs_) known.push_back(p.key);
         issues.push_back({ParamIssue::error, std::string(key),
-                          "unknown parameter '" + std::string(key) + "' (known: " + join(known) + ")"});
+                          "unknown parameter '" + shown_text(key) + "' (known: " + join(known) + ")"});
         return false;
     }
     const size_t i = index(key);
     auto refuse = [&](const std::string& why) {
         issues.push_back({ParamIssue::error, s->key,
-                          "bad value '" + std::string(text) + "' for parameter '" + s->key + "': " + why});
+                          "bad value '" + shown_text(text) + "' for parameter '" + s->key + "': " + why});
         return false;
     };
     switch (s->kind) {

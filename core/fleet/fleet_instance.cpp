@@ -634,6 +634,9 @@ void FleetSim::end_iteration(uint32_t k, double now) {
     InstanceStats& st = stats_[k];
     st.busy_ms += now - I.iter_start;
     st.iterations += I.steps;
+    // A run of decode steps grows its contexts step by step: its last step is its longest.
+    const double step = I.steps > 1 ? step_ms(k, I.steps - 1) : now - I.iter_start;
+    st.longest_step_ms = std::max(st.longest_step_ms, step);
     bool pre = false, dec = false;
     for (const BatchItem& b : I.batch) (b.chunk ? pre : dec) = true;
     count_iteration(k, pre, dec, I.steps);

@@ -92,6 +92,9 @@ struct InstanceStats {
     uint64_t routed = 0, admitted = 0, completed = 0, preemptions = 0;
     uint32_t peak_running = 0;
     uint64_t peak_queue = 0;
+    // Its longest step (an iteration, or one step of a run of decode steps): no request that arrives
+    // waits less than what the step in progress has left (module 12's delay bound).
+    double longest_step_ms = 0;
     uint64_t cache_nodes = 0, cache_kv_tokens = 0, cache_states = 0;  // at the end (all namespaces)
     uint64_t cache_kv_evicted = 0, cache_states_evicted = 0;
 };

@@ -132,7 +132,7 @@ std::string read_golden_meta(const std::string& dir, GoldenCase& c) {
         const std::string key = text.substr(a, sp == std::string::npos ? std::string::npos : sp - a);
         const std::string val = sp == std::string::npos ? "" : text.substr(sp);
         const auto x = parse_real(val);
-        if (!x) return "meta.txt line " + std::to_string(line) + ": bad value for '" + key + "'";
+        if (!x) return "meta.txt line " + std::to_string(line) + ": bad value for '" + shown_text(key) + "'";
         kv[key] = *x;
     }
     for (const char* key : {"B", "T", "H", "HV", "K", "V", "scale", "initial_state"})

@@ -5,7 +5,12 @@
 // 10 s natively, 1 GiB) and within a small multiple of its own estimate (`k3cli run ... --estimate`).
 // CPU time and peak memory come from GNU time, so a loaded machine does not fail the limits.
 //
-// Usage: node hostile.mjs K3CLI [--explore] [--modules a,b] [--jobs N]
+// Usage: node hostile.mjs K3CLI [--quick] [--explore] [--modules a,b] [--jobs N]
+//   --quick: the test command's sweep (a few minutes on 2 cores): each parameter at its extremes and just
+//     outside them, one bad spelling of a number per numeric parameter (the spellings dealt round robin, so
+//     every spelling meets every module), the three most expensive parameters' maxima two at a time.
+//     Without it every parameter meets every spelling, and the four most expensive are paired.
+//   --modules: only these modules (kda-check: the malformed golden folders).
 //   --explore: print every run's figures (time, memory, estimate) instead of only the failures.
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -15,6 +20,7 @@ import path from 'node:path';
 const args = process.argv.slice(2);
 const k3cli = args[0];
 const explore = args.includes('--explore');
+const quick = args.includes('--quick');
 const pick = (flag, dflt) => {
   const i = args.indexOf(flag);
   return i >= 0 ? args[i + 1] : dflt;
@@ -27,7 +33,7 @@ const kLimitSeconds = 10, kLimitBytes = 1024 ** 3;
 const kOverEstimate = 3, kFloorSeconds = 1.5;
 
 if (!k3cli) {
-  console.error('usage: node hostile.mjs K3CLI [--explore] [--modules a,b] [--jobs N]');
+  console.error('usage: node hostile.mjs K3CLI [--quick] [--explore] [--modules a,b] [--jobs N]');
   process.exit(2);
 }
 
@@ -54,17 +60,46 @@ for (const [name, body] of Object.entries(traces)) {
   tracePaths[name] = p;
 }
 
+// ---- malformed golden folders (k3cli kda-check) -------------------------------------------------
+
+const meta = (t, k) => `B 1\nT ${t}\nH 1\nHV 1\nK ${k}\nV ${k}\nscale 1\ninitial_state 0\n`;
+const goldenMeta = {
+  no_meta: null,
+  junk_meta: 'B x\nT\n',
+  binary_meta: traces.binary,
+  negative_t: meta(-5, 4),
+  huge_t: meta('99999999999999999999', 4),
+  past_the_limits: meta(200000, 128),
+};
+const goldenPaths = { a_file: tracePaths.crlf, dev_zero: '/dev/zero' };
+for (const [name, body] of Object.entries(goldenMeta)) {
+  const dir = path.join(tmp, `golden_${name}`);
+  fs.mkdirSync(dir);
+  if (body !== null) fs.writeFileSync(path.join(dir, 'meta.txt'), body);
+  goldenPaths[name] = dir;
+}
+{
+  // A bundled folder with one input cut short.
+  const bundled = path.join(path.dirname(new URL(import.meta.url).pathname), '../data/golden/kda/t1_k16_v16');
+  const dir = path.join(tmp, 'golden_truncated');
+  fs.cpSync(bundled, dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, 'q.f32'), Buffer.alloc(6));
+  goldenPaths.truncated = dir;
+}
+
 // ---- the runs ---------------------------------------------------------------------------------
 
-// The values one parameter is tried at: its extremes, just outside them, and bad spellings.
-function valuesOf(p) {
+const kBadNumbers = ['nan', 'inf', '1e-400', '1e400', '0x10', '-1', 'abc', ''];
+// The values one parameter (the `index`-th numeric one of its module) is tried at: its extremes, just
+// outside them, and bad spellings (in --quick, one of them).
+function valuesOf(p, index) {
   if (p.kind === 'flag') return ['0', '1', '2', 'yes'];
   if (p.kind === 'choice') return [...(p.choices || []).map((c) => c.id ?? c), 'bogus'];
   if (p.kind === 'text') return Object.values(tracePaths).concat(['', 'synthetic']);
-  const v = [String(p.min), String(p.max), 'nan', 'inf', '1e-400', '1e400', '0x10', '-1', 'abc', ''];
   const span = Math.max(Math.abs(p.max - p.min), 1);
-  v.push(String(p.min - span), String(p.max + span));
-  if (p.kind === 'integer') v.push(String(p.min + 0.5));
+  const v = [String(p.min), String(p.max), String(p.min - span), String(p.max + span)];
+  v.push(...(quick ? [kBadNumbers[index % kBadNumbers.length]] : kBadNumbers));
+  if (p.kind === 'integer' && !quick) v.push(String(p.min + 0.5));
   return v;
 }
 
@@ -119,6 +154,17 @@ async function check(module, kv) {
   else if (r.bytes > kLimitBytes) failures.push(`${what}: ${fig}, past the memory limit`);
 }
 
+// Each malformed folder is refused (exit 2) with a message naming it, within the start-up floor.
+async function checkGolden(name, dir) {
+  ++runs;
+  const r = await runOnce([k3cli, 'kda-check', dir], 4 * kLimitSeconds);
+  const message = r.err.split('\n').find((l) => l.startsWith('k3cli')) || '';
+  if (explore) console.log(`exit ${r.code} kda-check ${name}: ${message}`);
+  if (r.code !== 2 || !message.includes(dir))
+    failures.push(`kda-check ${name}: exit ${r.signal || r.code}, ${message || 'no message'} (expected 2 naming ${dir})`);
+  else if (r.cpu > kFloorSeconds) failures.push(`kda-check ${name}: cpu ${r.cpu.toFixed(2)} s before refusing`);
+}
+
 async function pool(tasks) {
   let next = 0;
   const worker = async () => {
@@ -131,18 +177,23 @@ const list = JSON.parse(execFileSync(k3cli, ['list', '--json']).toString());
 const tasks = [];
 for (const m of list.modules) {
   if (only && !only.includes(m.id)) continue;
-  for (const p of m.params) for (const v of valuesOf(p)) tasks.push(() => check(m.id, [`${p.key}=${v}`]));
+  let numericIndex = 0;
+  for (const p of m.params) {
+    const index = p.kind === 'integer' || p.kind === 'real' ? numericIndex++ : 0;
+    for (const v of valuesOf(p, index)) tasks.push(() => check(m.id, [`${p.key}=${v}`]));
+  }
   // The expensive parameters: those whose maximum alone raises the estimate most, at their maxima
   // two at a time.
   const numeric = m.params.filter((p) => p.kind === 'integer' || p.kind === 'real');
   const ranked = numeric
     .map((p) => ({ p, s: Number(estimateOf(m.id, [`${p.key}=${p.max}`]).seconds) || 0 }))
     .sort((a, b) => b.s - a.s)
-    .slice(0, 4);
+    .slice(0, quick ? 3 : 4);
   for (let i = 0; i < ranked.length; ++i)
     for (let j = i + 1; j < ranked.length; ++j)
       tasks.push(() => check(m.id, [`${ranked[i].p.key}=${ranked[i].p.max}`, `${ranked[j].p.key}=${ranked[j].p.max}`]));
 }
+if (!only || only.includes('kda-check')) for (const [name, dir] of Object.entries(goldenPaths)) tasks.push(() => checkGolden(name, dir));
 const t0 = Date.now();
 await pool(tasks);
 fs.rmSync(tmp, { recursive: true, force: true });

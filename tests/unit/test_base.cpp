@@ -39,6 +39,12 @@ TEST_CASE("display formatting") {
     CHECK(format_sig(0.26061, 3) == "0.261");
 }
 
+TEST_CASE("shown_text quotes untrusted text readably") {
+    CHECK(shown_text("instances") == "instances");
+    CHECK(shown_text(std::string("a\x00\xff\n", 4)) == "a\\x00\\xff\\x0a");
+    CHECK(shown_text("abcdefgh", 3) == "abc...");
+}
+
 TEST_CASE("strict parsers refuse what they cannot represent") {
     CHECK(parse_real("1.5") == 1.5);
     CHECK(parse_real(" 2e3 ") == 2000);

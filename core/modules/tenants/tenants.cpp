@@ -36,7 +36,6 @@ void tenant_params(ParamList<TenantsParams>& l) {
     t(l.real(&P::drr_quantum, "drr_quantum", "DRR quantum", "tokens", 256, 1e6).log())
         .active_when("mechanism", "drr")
         .describe("Uncached tokens a tenant may admit per round (Dynamo queues on uncached tokens).");
-    t(l.real(&P::tolerance, "tolerance", "Isolation tolerance", "x", 1, 10));
     t(l.seed(&P::seed, "Seed of every tenant's arrivals and request sizes."));
 }
 

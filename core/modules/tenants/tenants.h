@@ -36,7 +36,6 @@ struct TenantsParams {
     double noisy_user_len = 6000, output_len = 250;              // tokens
     double bucket_share = 0.8;                                   // of the fleet's prefill capacity
     double drr_quantum = 8192;                                   // uncached tokens per round
-    double tolerance = 2.5;
     uint64_t seed = 1;
     FleetRouterParams router{.router = RouterKind::least_loaded};
     FleetCacheParams cache{.state_capacity = 48, .kv_capacity_tokens = 600000};
@@ -86,10 +85,22 @@ struct TenantsResult {
     RequestSummary bursting(const FleetSim& s) const;
     // The TTFTs of the well-behaved requests that arrived during the burst and completed.
     std::vector<double> well_behaved_ttfts(const FleetSim& s) const;
+    // Each well-behaved request that arrived during the burst and got its first token in the solo run:
+    // how much later it got it in `run` than alone, over its delay bound (burst_delay_bound_ms); one
+    // that never got it in `run` counts its wait until the run's last event. `run` serves the solo run's
+    // requests and tenant 0's.
+    std::vector<double> burst_delay_over_bound(const FleetSim& run, const FleetSim& solo) const;
     // The run of `role` on seed number `k` (0: the run's own seed) of the claim, of claim_seeds().
     const FleetSim& claim_sim(uint64_t k, ClaimRole role) const;
     uint64_t claim_seeds() const { return 1 + claim.size() / 3; }
 };
+
+// What isolation cannot take away from a request of `run` (it arrived at an instance that may be in the
+// middle of a step, and each chunk of its prefill shares a step with other tenants' work): the step in
+// progress and one step per chunk, each at the longest step of the instance it ran on. Its chunks are
+// its uncached prompt tokens over the share of the token budget each prefill is given first
+// (max_batch_tokens / max_prefills).
+double burst_delay_bound_ms(const FleetSim& run, const RequestOutcome& o);
 
 // Each tenant's tokens completed during the burst against its max-min fair share (this run).
 struct TenantShare {

@@ -1,5 +1,8 @@
 // Module 12 `tenants`: the tenants' workload with and without the bursting tenant, simulated under
 // the chosen mechanism, without isolation and under every other mechanism with quotas.
+#include <algorithm>
+#include <cmath>
+
 #include "core/fleet/fleet_cost.h"
 #include "core/fleet/workload_tenants.h"
 #include "core/modules/shared/fleet_estimate.h"
@@ -135,6 +138,33 @@ std::vector<double> TenantsResult::well_behaved_ttfts(const FleetSim& s) const {
     for (const RequestOutcome& o : s.outcomes())
         if (o.tenant != 0 && in_burst(o) && o.completed) v.push_back(o.ttft_ms());
     return v;
+}
+
+std::vector<double> TenantsResult::burst_delay_over_bound(const FleetSim& run, const FleetSim& solo) const {
+    // A request that never got its first token waited at least until the run's last event.
+    double end = 0;
+    for (const RequestOutcome& o : run.outcomes()) end = std::max({end, o.first_token_ms, o.finish_ms});
+    std::vector<double> v;
+    size_t j = 0;  // the solo run's outcome of the next well-behaved request (both in arrival order)
+    for (const RequestOutcome& o : run.outcomes()) {
+        if (o.tenant == 0 || j >= solo.outcomes().size()) continue;
+        const RequestOutcome& alone = solo.outcomes()[j++];
+        if (!in_burst(o) || alone.first_token_ms < 0) continue;
+        const double first = o.first_token_ms < 0 ? end : o.first_token_ms;
+        v.push_back((first - o.arrival_ms - alone.ttft_ms()) / burst_delay_bound_ms(run, o));
+    }
+    return v;
+}
+
+double burst_delay_bound_ms(const FleetSim& run, const RequestOutcome& o) {
+    const FleetConfig& c = run.config();
+    const double share = std::max(1u, c.max_batch_tokens / std::max(1u, c.max_prefills));
+    const double chunks = std::ceil(double(o.prompt - std::min<uint64_t>(o.state_hit, o.prompt)) / share);
+    double step = 0;
+    for (size_t k = 0; k < run.instance_stats().size(); ++k)
+        if (o.instance < 0 || size_t(o.instance) == k)
+            step = std::max(step, run.instance_stats()[k].longest_step_ms);
+    return (1 + chunks) * step;
 }
 
 const FleetSim& TenantsResult::claim_sim(uint64_t k, ClaimRole role) const {
