@@ -83,6 +83,23 @@
     fail("The browser dropped the WebGL context. Reload the page to continue.");
   }, true);
 
+  // Resolves once `idle()` holds and a frame has been drawn since it began to (waking the page, which
+  // draws no frames while nothing changes).
+  function frameAfter(idle) {
+    return new Promise((resolve) => {
+      let drawn = -1;
+      const tick = () => {
+        if (!window.k3.ready) { setTimeout(tick, 20); return; }
+        wake();
+        if (!idle()) drawn = -1;
+        else if (drawn < 0) drawn = Module._k3_frame_count();
+        else if (Module._k3_frame_count() > drawn) { resolve(); return; }
+        setTimeout(tick, 20);
+      };
+      tick();
+    });
+  }
+
   // Test hook for tests/e2e/page.test.mjs: ready, report(), module(), run(); running and resultLink
   // come from the app (ui/platform_web.cpp).
   window.k3 = {
@@ -106,21 +123,10 @@
     // The message shown if the WebAssembly stopped ("" while it runs).
     stopped() { return crashed ? document.getElementById("crash-text").textContent : ""; },
     exhaustMemory() { Module._k3_test_exhaust_memory(); },
-    // Resolves with the report once nothing runs and a frame has been drawn since (state() then
-    // describes what is on screen).
-    run() {
-      return new Promise((resolve) => {
-        let drawn = -1;
-        const tick = () => {
-          if (!window.k3.ready) { setTimeout(tick, 20); return; }
-          wake();
-          if (Module._k3_busy()) drawn = -1;
-          else if (drawn < 0) drawn = Module._k3_frame_count();
-          else if (Module._k3_frame_count() > drawn) { resolve(window.k3.report()); return; }
-          setTimeout(tick, 20);
-        };
-        tick();
-      });
-    },
+    // Resolves once a frame has been drawn after the call (state() then describes what is on screen),
+    // whether a run goes on or not.
+    drawn() { return frameAfter(() => true); },
+    // Resolves with the report once nothing runs and a frame has been drawn since.
+    run() { return frameAfter(() => !Module._k3_busy()).then(() => window.k3.report()); },
   };
 })();

@@ -547,16 +547,17 @@ std::vector<std::string> bundled_trace_candidates() {
 
 bool read_trace_text(std::string_view name, uint64_t max_bytes, std::string& text, std::string& source,
                      std::string& error) {
-    // The bytes the web page holds: the bundled trace it fetched, or a file registered under the name.
-    const std::string file = name == kMooncakeTraceName ? kMooncakeTraceFile : std::string(name);
-    if (const auto bytes = registered_data_file(file)) {
-        if (bytes->size() > max_bytes) {
-            error = file + " is larger than " + std::to_string(max_bytes) + " bytes";
-            return false;
+    if (name == kMooncakeTraceName) {
+        if (const auto bytes = registered_data_file(kMooncakeTraceFile)) {
+            if (bytes->size() > max_bytes) {
+                error = std::string(kMooncakeTraceFile) + " is larger than " + std::to_string(max_bytes) +
+                        " bytes";
+                return false;
+            }
+            text = *bytes;
+            source = kMooncakeTraceFile;
+            return true;
         }
-        text = *bytes;
-        source = file;
-        return true;
     }
     source = resolve_trace_path(name);
     if (source.empty()) {

@@ -4,6 +4,7 @@
 
 #include "core/base/crc32c.h"
 #include "core/base/data_files.h"
+#include "core/base/numfmt.h"
 
 namespace k3 {
 
@@ -75,14 +76,12 @@ std::string check_trace_param(const std::string& trace) {
     // The bundled trace may arrive later (the web page fetches it before the run). A path is loaded
     // in full, so that a malformed file is refused as bad input before the run, naming its line; the
     // parse is kept for the run (load_workload's cache), so it is paid once. Where there is no disk (the
-    // page) only a registered data file is in memory: anything else is refused before a file is touched.
+    // page) a path is refused before anything touches a file (core/base/data_files.h).
     if (trace == "synthetic" || trace == kMooncakeTraceName) return {};
-    if (!disk_files() && !registered_data_file(trace)) {
-        const std::string shown = trace.size() > 80 ? trace.substr(0, 77) + "..." : trace;
-        return "trace '" + shown +
+    if (!disk_files())
+        return "trace '" + shown_text(trace) +
                "' is not available here: the page reads no files from disk, only the bundled trace "
                "('mooncake') or a synthetic workload ('synthetic')";
-    }
     WorkloadSpec s;
     s.trace = trace;
     return load_workload(s).error;
