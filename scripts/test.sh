@@ -25,6 +25,8 @@ stage "set-up" scripts/setup.sh
 stage "style (clang-format, columns, function lengths, include layers, citations)" node tests/style/check_style.mjs
 stage "build native (release: core, CLI, desktop app, tests)" build native
 stage "test native (unit, modules through the CLI, bad input)" ctest_in native
+stage "hostile input (every parameter at and past its extremes, odd traces and golden folders)" \
+      node tests/cli/hostile.mjs build/native/core/k3cli --quick --jobs 2
 stage "build asan (clang -O1: AddressSanitizer + UBSan, libFuzzer targets)" build asan -DK3_FUZZ_SECONDS="$FUZZ_SECONDS"
 stage "test asan (unit, modules through the CLI, bad input)" ctest_in asan -E '^fuzz_'
 stage "fuzz (bounded, ${FUZZ_SECONDS}s per target, under ASan + UBSan)" ctest_in asan -R '^fuzz_'

@@ -113,6 +113,42 @@ inline void falsifiers_fail_their_checks(const char* module,
     }
 }
 
+// The module's run estimate (Experiment::estimate) of the run with `kv` on top of its defaults: within
+// the run limits (core/experiments/experiment.h), with what it counted, and accepted by
+// Experiment::check.
+inline RunCost estimate_within_limits(const char* module,
+                                      const std::vector<std::pair<std::string, std::string>>& kv = {}) {
+    const Experiment& e = *find_experiment(module);
+    REQUIRE(e.estimate);
+    auto pp = parse_params(e.params, kv, RangePolicy::strict);
+    REQUIRE(pp.ok());
+    const RunCost c = e.estimate(pp.params);
+    CHECK(c.seconds > 0);
+    CHECK(c.seconds <= kRunSecondsLimit);
+    CHECK(c.bytes > 0);
+    CHECK(c.bytes <= kRunBytesLimit);
+    CHECK(!c.counted.empty());
+    for (const ParamIssue& i : e.check(pp.params)) CHECK_MESSAGE(i.level == ParamIssue::warning, i.message);
+    return c;
+}
+
+// The run with `kv` is refused before it starts (Experiment::check, the CLI's exit 2) by the run
+// estimate, on parameter `key`. Returns the refusal's message ("" when there is none).
+inline std::string estimate_refuses(const char* module,
+                                    const std::vector<std::pair<std::string, std::string>>& kv,
+                                    const std::string& key) {
+    const Experiment& e = *find_experiment(module);
+    auto pp = parse_params(e.params, kv, RangePolicy::strict);
+    REQUIRE(pp.ok());
+    std::string refusal;
+    for (const ParamIssue& i : e.check(pp.params))
+        if (i.level == ParamIssue::error && i.key == key &&
+            i.message.find("above the limit") != std::string::npos)
+            refusal = i.message;
+    CHECK_MESSAGE(!refusal.empty(), module << ": no refusal on " << key);
+    return refusal;
+}
+
 // Writes `text` to `path` (a trace for a module's `trace` parameter); false if it cannot.
 inline bool write_text_file(const std::string& path, const std::string& text) {
     std::FILE* f = std::fopen(path.c_str(), "wb");

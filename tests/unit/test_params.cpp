@@ -228,6 +228,20 @@ TEST_CASE("every registered module: defaults validate, URL of defaults is just t
     }
 }
 
+// Issue 20: no run starts without its cost counted first (k3cli refuses past the run limits).
+TEST_CASE("every registered module estimates its run, within the run limits at its defaults") {
+    for (const auto& e : experiments()) {
+        CAPTURE(e.id);
+        REQUIRE(e.estimate);
+        const RunCost c = e.estimate(e.defaults());
+        CHECK(c.seconds > 0);
+        CHECK(c.seconds <= kRunSecondsLimit);
+        CHECK(c.bytes > 0);
+        CHECK(c.bytes <= kRunBytesLimit);
+        CHECK_FALSE(c.counted.empty());
+    }
+}
+
 TEST_CASE("every module's parameters have help text and contiguous groups (one panel section each)") {
     std::set<int> numbers;
     for (const Experiment& e : experiments()) {

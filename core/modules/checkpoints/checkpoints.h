@@ -41,7 +41,6 @@ enum class CheckpointsFalsify : uint8_t {
     states_dropped,        // every checkpoint of the headline tree is dropped midway (KV kept)
     recompute_skewed,      // the headline replay's recomputed-token count is one token short
     missing_trace,         // the workload names a trace file that does not exist
-    estimate_lie,          // the tree-size estimate counts one checkpoint per token
     sglang_slot_leak,      // SGLang: one request's mamba slot is never freed at its finish
     sglang_kv_tail_kept,   // SGLang: one request's KV past its last tracked state is never freed
     sglang_lock_left,      // SGLang: one request's lock on its matched node is never released
@@ -74,14 +73,6 @@ struct CheckpointsParams {
     bool vllm_mla_align = true;      // the derivation aligns MLA kernels to 128 tokens (vLLM since #50000)
     uint32_t prefix_match_unit = 0;  // vLLM prefix_match_unit: 0 = unset (hash whole blocks)
     CheckpointsFalsify falsify = CheckpointsFalsify::none;  // not a declared parameter
-};
-
-// Why a run was refused before replaying: the tree it would build exceeds what the page can hold.
-struct NodeEstimate {
-    uint64_t nodes = 0;   // up to one per checkpoint or branch
-    uint64_t tokens = 0;  // cached tokens of the workload
-    uint64_t finest = 0;  // the finest checkpoint interval the run would replay
-    uint64_t limit = 0;
 };
 
 // The SGLang replay (engine=sglang): its counts and the invariants engines.md checks after every
@@ -149,9 +140,8 @@ VllmFault vllm_fault(CheckpointsFalsify f);
 void report_vllm(const CheckpointsParams& p, const CheckpointsResult& m, Report& r);
 
 struct CheckpointsResult {
-    std::string load_error;               // the workload did not load
-    std::optional<NodeEstimate> too_big;  // the run would not fit in the page's memory
-    bool refused() const { return !load_error.empty() || too_big.has_value(); }
+    std::string load_error;  // the workload did not load
+    bool refused() const { return !load_error.empty(); }
 
     ModelConfig model;
     ReplayConfig config;  // the headline run's
@@ -186,6 +176,8 @@ struct CheckpointsResult {
 
 ParamList<CheckpointsParams> checkpoints_params();
 void validate_checkpoints(const CheckpointsParams& p, Issues& issues);
+// What a run costs before it starts (checkpoints_estimate.cpp); a trace is loaded to be counted.
+RunEstimate checkpoints_estimate(const CheckpointsParams& p);
 std::unique_ptr<Run> start_checkpoints(const CheckpointsParams& p, const Params& raw);
 void report_checkpoints(const CheckpointsParams& p, const CheckpointsResult& m, Report& r);
 

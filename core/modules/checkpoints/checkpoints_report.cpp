@@ -14,27 +14,6 @@ namespace {
 
 bool unbounded(const CacheConfig& c) { return c.state_capacity == 0 && c.kv_capacity_tokens == 0; }
 
-void refusal(const CheckpointsResult& m, Report& r) {
-    if (!m.load_error.empty()) {
-        r.check("workload_loaded", "Workload loaded", false, m.load_error);
-        return;
-    }
-    const NodeEstimate& e = *m.too_big;
-    if (m.vllm) {
-        r.check("run_within_memory_budget", "Run within the memory budget", false,
-                "refused: up to " + format_grouped(double(e.nodes)) + " hashed blocks (" +
-                    format_grouped(double(e.tokens)) + " prompt tokens in blocks of " +
-                    format_grouped(double(e.finest)) + " tokens) exceed the limit of " +
-                    format_grouped(double(e.limit)) + "; raise vllm_block_tokens");
-        return;
-    }
-    r.check("run_within_memory_budget", "Run within the memory budget", false,
-            "refused: up to " + format_grouped(double(e.nodes)) + " tree nodes (" +
-                format_grouped(double(e.tokens)) + " tokens at one checkpoint per " +
-                format_grouped(double(e.finest)) + " tokens) exceed the limit of " +
-                format_grouped(double(e.limit)) + "; raise the interval or turn the sweeps off");
-}
-
 // ---- codecs ----
 
 void codecs_on_random_state(const CodecMeasurements& m, Report& r) {
@@ -533,7 +512,7 @@ void notes(const CheckpointsResult& m, Report& r) {
 
 void report_checkpoints(const CheckpointsParams& p, const CheckpointsResult& m, Report& r) {
     if (m.refused()) {
-        refusal(m, r);
+        r.check("workload_loaded", "Workload loaded", false, m.load_error);
         return;
     }
     codecs_on_random_state(m.codecs, r);

@@ -13,8 +13,6 @@ namespace k3 {
 
 namespace {
 
-constexpr uint64_t kMaxNodesEstimate = 3000000;  // about 300 MB of tree: the page's budget
-
 // Bytes of one checkpoint of the preset with its recurrent state encoded by `codec`.
 uint64_t checkpoint_bytes(const ModelConfig& c, const MemoryAccount& a, StateCodec codec) {
     const uint64_t rows = uint64_t(c.lin_v_heads) * uint64_t(c.head_k);
@@ -124,23 +122,7 @@ void CheckpointsRun::load() {
     result_.from_trace = loaded_.trace != nullptr;
     result_.bundled_trace = loaded_.bundled;
     if (params_.engine == CacheEngine::vllm) return load_vllm();
-    // Refuse what the page cannot hold: one node per distinct checkpoint or branch.
-    NodeEstimate e;
-    for (const Request& r : w.requests) e.tokens += r.cache_len();
-    const bool sglang = params_.engine == CacheEngine::sglang;  // at most one state per extend
-    const uint64_t interval = sglang ? params_.chunked_prefill_tokens : result_.config.policy.interval;
-    e.finest = std::min<uint64_t>(interval, params_.sweeps && !sglang ? 256 : interval);
-    if (falsified(CheckpointsFalsify::estimate_lie)) e.finest = 1;
-    e.nodes = e.tokens / std::max<uint64_t>(e.finest, 1) + w.requests.size() * 2;
-    e.limit = kMaxNodesEstimate;
-    if (e.nodes > e.limit) {
-        result_.too_big = e;
-        return;
-    }
-    if (sglang) {
-        start_sglang();
-        return;
-    }
+    if (params_.engine == CacheEngine::sglang) return start_sglang();
     ReplayConfig headline = result_.config;
     headline.record_requests = true;  // the per-request hits the recount is compared with
     if (falsified(CheckpointsFalsify::capacity_lie)) headline.cache.state_capacity *= 2;
@@ -156,17 +138,6 @@ void CheckpointsRun::load() {
 
 void CheckpointsRun::load_vllm() {
     CheckpointsVllm& v = result_.vllm.emplace(vllm_setup(params_));
-    // Refuse what the page cannot hold: a hashed block per block of every prompt.
-    NodeEstimate e;
-    for (const Request& r : loaded_.workload->requests) e.tokens += r.prompt_len;
-    e.finest = v.config.block_tokens;
-    if (falsified(CheckpointsFalsify::estimate_lie)) e.finest = 1;
-    e.nodes = e.tokens / e.finest + loaded_.workload->requests.size() * 2;
-    e.limit = kMaxNodesEstimate;
-    if (e.nodes > e.limit) {
-        result_.too_big = e;
-        return;
-    }
     vllm_ = std::make_unique<VllmKvCacheManager>(v.config, vllm_fault(params_.falsify));
     if (result_.bundled_trace) v.reference = vllm_reference_row(v.config);
 }

@@ -117,6 +117,17 @@ TEST_CASE("checkpoints: blocks whose pseudo-tokens share a first value are no hi
     CHECK(scalar(r, "token_hit_kv") == 0);
 }
 
+TEST_CASE("checkpoints: the run estimate keeps the defaults within the limits and refuses larger trees") {
+    test::estimate_within_limits("checkpoints");
+    // The largest synthetic mix at the finest interval of the sweeps: fewer sessions.
+    test::estimate_refuses("checkpoints", {{"sessions", "4096"}, {"interval", "64"}}, "sessions");
+    // The bundled trace with a checkpoint every 16 tokens: its tree would hold about 3 GiB.
+    const std::string refusal = test::estimate_refuses(
+        "checkpoints", {{"trace", "mooncake"}, {"interval", "16"}, {"chunk", "16"}, {"sweeps", "0"}},
+        "interval");
+    CHECK(refusal.find("make interval larger") != std::string::npos);
+}
+
 TEST_CASE("checkpoints: the hit recount follows prefixes and checkpoints without the tree") {
     auto request = [](TokenSeqPtr t) {
         Request r;

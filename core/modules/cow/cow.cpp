@@ -4,12 +4,11 @@
 #include "core/base/numfmt.h"
 #include "core/experiments/registry.h"
 #include "core/memory/pool.h"
+#include "core/modules/shared/runnable_cost.h"
 
 namespace k3 {
 
 namespace {
-
-constexpr uint64_t kMaxTokens = 40000;  // tokens the run computes (forks x (prompt + branch + gen), twice)
 
 std::vector<Falsifier<CowParams>> cow_falsifiers() {
     auto set = [](CowFalsify f) { return [f](CowParams& p) { p.falsify = f; }; };
@@ -75,16 +74,30 @@ ParamList<CowParams> cow_params() {
 }
 
 void validate_cow(const CowParams& p, Issues& issues) {
-    const uint64_t work = cow_work_tokens(p);
-    if (work > kMaxTokens)
-        issues.error(p.forks,
-                     "the run computes about " + format_grouped(double(work)) +
-                         " tokens on the runnable model (both modes, then every fork alone); the limit is " +
-                         format_grouped(double(kMaxTokens)));
     const uint64_t pool = cow_pool_bytes(p, default_runnable_config());
     if (pool > kMaxBackingBytes)
         issues.error(p.forks, "the forks need a pool of " + format_bytes(double(pool)) + ", over " +
                                   format_bytes(double(kMaxBackingBytes)));
+}
+
+// The runnable model's work (cow_run.cpp): eager copies and copy-on-write each prefill the prompt once,
+// then every fork prefills its branch and decodes its tokens; then every fork runs alone from the
+// start. One pool with its storage at a time.
+RunEstimate cow_estimate(const CowParams& p) {
+    const double n = p.forks, prompt = p.prompt_tokens, gen = p.gen;
+    const double branch = p.scenario == CowScenario::branching ? p.branch_tokens : 0;
+    ForwardWork w;
+    w.instances = 1;
+    w.add_prefill(prompt, 0, 2 + n);
+    w.add_prefill(branch, prompt, 3 * n);
+    w.add_decode(gen, prompt + branch, 3 * n);
+    // What to make smaller: the prompt when its prefills cost more than the forks' own work (a decode
+    // token costs about four prefilled ones), else the forks.
+    const bool prompt_most = prompt * (2 + n) > 3 * n * (branch + 4 * gen);
+    return {.seconds = forward_seconds(w),
+            .bytes = forward_bytes(w) + double(cow_pool_bytes(p, default_runnable_config())),
+            .counted = forward_counted(w),
+            .on = prompt_most ? static_cast<const void*>(&p.prompt_tokens) : &p.forks};
 }
 
 Experiment make_cow_experiment() {
@@ -98,6 +111,7 @@ Experiment make_cow_experiment() {
             "and KV pages and copy on first write, against eager copies.",
         .params = cow_params(),
         .validate = validate_cow,
+        .estimate = cow_estimate,
         .start = start_cow,
         .live = false,
         .falsifiers = cow_falsifiers(),

@@ -64,8 +64,8 @@ inline bool fork_writes(const serve::ForkSpec& s) { return !s.branch.empty() || 
 
 ParamList<CowParams> cow_params();
 void validate_cow(const CowParams& p, Issues& issues);
-// Tokens the run computes: both modes, then each fork alone.
-uint64_t cow_work_tokens(const CowParams& p);
+// What a run costs before it starts: the runnable model's tokens (core/modules/shared/runnable_cost.h).
+RunEstimate cow_estimate(const CowParams& p);
 // The pool a run needs for model `m`: n + 1 state slots and the pages of n + 1 sequences.
 uint64_t cow_pool_bytes(const CowParams& p, const ModelConfig& m);
 std::unique_ptr<Run> start_cow(const CowParams& p, const Params& raw);

@@ -127,12 +127,6 @@ void CowRun::compare_with_alone() {
 
 }  // namespace
 
-uint64_t cow_work_tokens(const CowParams& p) {
-    const uint64_t n = uint64_t(p.forks), prompt = uint64_t(p.prompt_tokens), gen = uint64_t(p.gen);
-    const uint64_t branch = branch_tokens(p);
-    return 2 * (prompt + n * (branch + gen)) + n * (prompt + branch + gen);  // both modes, then each alone
-}
-
 uint64_t cow_pool_bytes(const CowParams& p, const ModelConfig& m) {
     const MemoryAccount a = account_memory(m);
     const uint64_t n = uint64_t(p.forks), page = uint64_t(p.page_size);

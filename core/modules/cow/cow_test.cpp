@@ -39,16 +39,9 @@ TEST_CASE("cow: branching") {
     for (const Check& c : r.checks) CHECK_MESSAGE(c.passed, c.name << ": " << c.detail);
 }
 
-TEST_CASE("cow: a run over the token limit is refused, naming forks") {
-    CowParams p;
-    p.forks = 32;
-    p.prompt_tokens = 2048;
-    CHECK(cow_work_tokens(p) > 40000);
-    const Experiment& e = *find_experiment("cow");
-    auto pp = parse_params(e.params, {{"forks", "32"}, {"prompt_tokens", "2048"}}, RangePolicy::strict);
-    REQUIRE(pp.ok());
-    const auto issues = e.check(pp.params);
-    REQUIRE(!issues.empty());
-    CHECK(issues[0].level == ParamIssue::error);
-    CHECK(issues[0].key == "forks");
+TEST_CASE("cow: the run estimate keeps the defaults within the limits and refuses longer runs") {
+    test::estimate_within_limits("cow");
+    // A long prompt prefilled by every fork alone, and many forks decoding many tokens.
+    test::estimate_refuses("cow", {{"forks", "32"}, {"prompt_tokens", "2048"}}, "prompt_tokens");
+    test::estimate_refuses("cow", {{"forks", "32"}, {"gen", "64"}}, "forks");
 }

@@ -103,6 +103,20 @@ void validate_cp(const CpParams& p, Issues& issues) {
                                     std::to_string(4 * p.ranks + 2) + "): even slices are used");
 }
 
+// One KDA layer of the runnable geometry run whole and over R ranks, three recurrences under three
+// combiners, an fp64 pass for the closed form; the figures at scale are formulas. `/usr/bin/time` of
+// `k3cli run cp` (native) at T = 16 ... 4,096, R = 1 ... 64, C = 1 ... 256 took 0.05 s + T x 0.29 ms x
+// (1 + C / 512) + R x 13 ms of CPU (a cost per rank whatever T: 1.22 s at T = 4,096 on
+// one rank, 1.92 s on 64), up to 1.45 times that on a loaded machine: doubled here. It held at most
+// 30 MiB + T x (48 KiB + R x 0.5 KiB) (291 MiB at the largest).
+RunEstimate cp_estimate(const CpParams& p) {
+    const double T = p.tokens, R = p.ranks, C = p.chunk;
+    return {.seconds = 2 * (0.05 + T * 0.29e-3 * (1 + C / 512) + R * 13e-3),
+            .bytes = 30.0 * 1024 * 1024 + T * (55.0 + 0.5 * R) * 1024,
+            .counted = format_grouped(T) + " tokens of one layer over " + format_grouped(R) + " ranks",
+            .on = &p.tokens};
+}
+
 Experiment make_cp_experiment() {
     return make_experiment(Module<CpParams>{
         .number = 9,
@@ -114,6 +128,7 @@ Experiment make_cp_experiment() {
             "outputs, and why adding the ranks' states is wrong.",
         .params = cp_params(),
         .validate = validate_cp,
+        .estimate = cp_estimate,
         .start = start_cp,
         .headlines =
             {

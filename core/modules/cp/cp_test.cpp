@@ -122,3 +122,8 @@ TEST_CASE("cp: Kimi-K3 at scale holds 12 MiB maps per layer per rank and passes 
     CHECK(test::scalar_of(r, "bytes_per_rank_preset") == 12582912.0);
     CHECK(test::scalar_of(r, "bytes_per_rank_preset_model") == 69 * 12582912.0);
 }
+
+TEST_CASE("cp: every run is within the run limits, the longest prompt over the most ranks included") {
+    test::estimate_within_limits("cp");
+    test::estimate_within_limits("cp", {{"tokens", "4096"}, {"ranks", "64"}, {"chunk", "256"}});
+}

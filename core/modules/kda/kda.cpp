@@ -1,36 +1,11 @@
 // Module 1 `kda`: its parameters, the limits a run must stay within, and its declaration.
 #include "core/modules/kda/kda.h"
 
-#include <algorithm>
-
-#include "core/base/numfmt.h"
 #include "core/experiments/registry.h"
 
 namespace k3 {
 
 namespace {
-
-constexpr double kMaxBytes = 256.0 * 1024 * 1024;  // refuse runs above this estimate
-constexpr double kMaxWork = 2147483648.0;          // T * HV * K * V: the fp64 reference's work
-
-// Bytes the run holds at its peak: inputs, fp64 reference outputs and state, about eight fp32 output
-// arrays and states, and the chunked kernel's per-chunk scratch.
-double bytes_estimate(const KdaParams& p) {
-    const kda::Shape s = kda_shape(p);
-    const double T = p.tokens;
-    const double in = T * (2.0 * double(s.qk_row()) + double(s.v_row()) + double(s.g_row()) + s.HV);
-    const double out = T * double(s.v_row()), st = double(s.state_floats());
-    const double c = std::min(p.chunk, p.tokens);
-    const double scratch = c * (8.0 * s.K + 4.0 * s.V) + 2.0 * c * c + 2.0 * s.K * c;
-    const double many = std::max(kKdaManyStateBytes, 4.0 * st);
-    return 4.0 * in + 8.0 * (out + st) + 4.0 * (8.0 * out + 10.0 * st + double(s.HV) * s.K * s.K) +
-           4.0 * scratch + many;
-}
-
-double work_estimate(const KdaParams& p) {
-    const kda::Shape s = kda_shape(p);
-    return double(p.tokens) * s.HV * s.K * s.V;
-}
 
 // Each corrupts the run's data at one point; the check code is the same as in the intact run.
 std::vector<Falsifier<KdaParams>> kda_falsifiers() {
@@ -102,16 +77,6 @@ ParamList<KdaParams> kda_params() {
 }
 
 void validate_kda(const KdaParams& p, Issues& issues) {
-    const double bytes = bytes_estimate(p);
-    if (bytes > kMaxBytes)
-        issues.error(p.tokens, "the run would hold about " + format_bytes(bytes) +
-                                   ", more than the limit of " + format_bytes(kMaxBytes) +
-                                   "; use fewer tokens, heads or smaller head dims");
-    const double work = work_estimate(p);
-    if (work > kMaxWork)
-        issues.error(p.tokens, "tokens x value heads x K x V = " + format_grouped(work) +
-                                   " exceeds the limit of " + format_grouped(kMaxWork) +
-                                   " (the fp64 reference would run for minutes)");
     if (p.chunk > p.tokens)
         issues.warning(p.chunk, "chunk (" + std::to_string(p.chunk) + ") is longer than the run (" +
                                     std::to_string(p.tokens) +
@@ -129,6 +94,7 @@ Experiment make_kda_experiment() {
             "against an fp64 reference, scalar against SIMD, recurrent against chunked.",
         .params = kda_params(),
         .validate = validate_kda,
+        .estimate = kda_estimate,
         .start = start_kda,
         .live = false,
         .falsifiers = kda_falsifiers(),

@@ -90,6 +90,15 @@ struct KdaResult {
 ParamList<KdaParams> kda_params();
 void validate_kda(const KdaParams& p, Issues& issues);
 kda::Shape kda_shape(const KdaParams& p);
+// What the run computes beside the chosen kernels (kda_run.cpp), shared with its estimate: the chunk
+// sizes of the sweep, those of them timed, and the prefix of the tokens the timed calls run on.
+struct KdaPlan {
+    std::vector<int> sweep_chunks, timed_chunks;
+    int timed_tokens_scalar = 0, timed_tokens_simd = 0;
+};
+KdaPlan kda_plan(const KdaParams& p);
+// What a run costs before it starts (kda_estimate.cpp).
+RunEstimate kda_estimate(const KdaParams& p);
 std::unique_ptr<Run> start_kda(const KdaParams& p, const Params& raw);
 void report_kda(const KdaResult& m, Report& r);
 

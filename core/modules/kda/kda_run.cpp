@@ -28,17 +28,6 @@ constexpr double kPartWork = 4.0e6;
 // prefix of the tokens: about 10 ms natively (the scalar kernels are several times slower).
 constexpr double kTimedCallWork = 6.7e7, kTimedScalarCallWork = 1.0e7;
 
-// Chunk sizes of the sweep: powers of two up to the run length, plus the chosen one.
-std::vector<int> chunk_sweep(int T, int C) {
-    std::vector<int> cs;
-    for (int c = 1; c <= std::min(T, 256); c *= 2) cs.push_back(c);
-    if (T <= 256 && (cs.empty() || cs.back() != T)) cs.push_back(T);
-    cs.push_back(std::min(C, T));
-    std::sort(cs.begin(), cs.end());
-    cs.erase(std::unique(cs.begin(), cs.end()), cs.end());
-    return cs;
-}
-
 // Multiply-adds of one (chunk, value head) unit of the chunked kernel (chunked.h), chunks of n tokens;
 // the segment map's unit adds the state pass on M (`map`).
 double chunk_unit_work(const Shape& s, int n, bool map = false) {
@@ -215,26 +204,15 @@ class KdaRun : public StagedRun {
     KdaResult result_;
 };
 
-// Timed on a prefix of the tokens: enough head-tokens for a stable rate, few enough that one call (which
-// the throughput stage cannot split) stays within its work bound: the prefix is halved until the
-// recurrence and the chunked kernel (at the chosen chunk size, and for SIMD also at 128, the largest of
-// the throughput curve) fit.
+// The sweep, the timed chunk sizes and the timed prefix (kda_plan); the states the decode cycles through.
 void KdaRun::plan_timing() {
-    const int T = p_.tokens, C = p_.chunk;
     result_.simd = simd_enabled();
     result_.simd_arch = simd_arch();
-    auto bounded = [&](int tokens, int chunk, double work) {
-        auto call_work = [&](int n) {
-            const int c = std::max(1, std::min(chunk, n));
-            const double chunked = chunk_unit_work(s_, c) * std::ceil(double(n) / c) * s_.HV;
-            return std::max(chunked, 4.0 * n * s_.HV * s_.K * s_.V);
-        };
-        while (tokens > 1 && call_work(tokens) > work) tokens /= 2;
-        return std::max(1, tokens);
-    };
-    result_.timed_tokens_scalar = bounded(std::max(1, std::min(T, 256 / s_.HV)), C, kTimedScalarCallWork);
-    result_.timed_tokens_simd = bounded(std::min(T, std::max({1, 65536 / s_.HV, std::min(T, 2 * C)})),
-                                        std::max(C, 128), kTimedCallWork);
+    const KdaPlan plan = kda_plan(p_);
+    result_.timed_tokens_scalar = plan.timed_tokens_scalar;
+    result_.timed_tokens_simd = plan.timed_tokens_simd;
+    result_.sweep_chunks = plan.sweep_chunks;
+    timed_chunks_ = plan.timed_chunks;
     n_states_ = std::max(1, int(kKdaManyStateBytes / (4.0 * double(s_.state_floats()))));
     states_tokens_ = std::min(result_.timed_tokens_simd, std::max(1, 4 * n_states_));
 }
@@ -311,11 +289,6 @@ void KdaRun::kernels_done() {
         crc = crc32c(ch_S_[v].data(), ch_S_[v].size() * 4, crc);
     }
     result_.bits_digest = crc;
-    result_.sweep_chunks = chunk_sweep(p_.tokens, p_.chunk);
-    // Throughput against chunk size for C = 4 ... 128 and the chosen C (C = 1 and 2 are the recurrence
-    // plus set-up, C = 256 is all set-up: both slow and already clear from the trend).
-    for (int C : result_.sweep_chunks)
-        if ((C >= 4 && C <= 128) || C == p_.chunk) timed_chunks_.push_back(C);
 }
 
 // The chunked (SIMD) kernel at every chunk size of the sweep, each a prefill of all tokens in parts.
@@ -515,7 +488,42 @@ void KdaRun::gate_range() {
     for (float g : x_.g) result_.gate_min = std::min(result_.gate_min, g);
 }
 
+// Timed on a prefix of the tokens: enough head-tokens for a stable rate, few enough that one timed call
+// (which the throughput stage cannot split) stays within `work` multiply-adds: the prefix is halved until
+// the recurrence and the chunked kernel at `chunk` fit.
+int timed_prefix(const Shape& s, int tokens, int chunk, double work) {
+    auto call_work = [&](int n) {
+        const int c = std::max(1, std::min(chunk, n));
+        const double chunked = chunk_unit_work(s, c) * std::ceil(double(n) / c) * s.HV;
+        return std::max(chunked, 4.0 * n * s.HV * s.K * s.V);
+    };
+    while (tokens > 1 && call_work(tokens) > work) tokens /= 2;
+    return std::max(1, tokens);
+}
+
 }  // namespace
+
+KdaPlan kda_plan(const KdaParams& p) {
+    const int T = p.tokens, C = p.chunk;
+    const Shape s = kda_shape(p);
+    KdaPlan plan;
+    // The sweep: powers of two up to the run length, plus the chosen chunk size.
+    std::vector<int>& cs = plan.sweep_chunks;
+    for (int c = 1; c <= std::min(T, 256); c *= 2) cs.push_back(c);
+    if (T <= 256 && (cs.empty() || cs.back() != T)) cs.push_back(T);
+    cs.push_back(std::min(C, T));
+    std::sort(cs.begin(), cs.end());
+    cs.erase(std::unique(cs.begin(), cs.end()), cs.end());
+    // Throughput against chunk size for C = 4 ... 128 and the chosen C (C = 1 and 2 are the recurrence
+    // plus set-up, C = 256 is all set-up: both slow and already clear from the trend).
+    for (int c : cs)
+        if ((c >= 4 && c <= 128) || c == C) plan.timed_chunks.push_back(c);
+    // The timed prefixes: the SIMD one also runs the throughput curve's chunk sizes, up to 128.
+    plan.timed_tokens_scalar = timed_prefix(s, std::max(1, std::min(T, 256 / s.HV)), C, kTimedScalarCallWork);
+    plan.timed_tokens_simd = timed_prefix(s, std::min(T, std::max({1, 65536 / s.HV, std::min(T, 2 * C)})),
+                                          std::max(C, 128), kTimedCallWork);
+    return plan;
+}
 
 std::unique_ptr<Run> start_kda(const KdaParams& p, const Params& raw) {
     return std::make_unique<KdaRun>(p, raw);

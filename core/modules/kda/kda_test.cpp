@@ -1,5 +1,5 @@
 // Module 1 `kda`: its declaration and report keys, its checks, determinism of everything outside
-// "timing", and the refusal of runs beyond the memory and work limits.
+// "timing", and the run estimate that refuses runs beyond the run limits.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -93,25 +93,14 @@ TEST_CASE("kda: each falsifier fails every check it names (a small run)") {
         "kda", {{"heads", "1"}, {"k", "16"}, {"v", "24"}, {"tokens", "40"}, {"chunk", "8"}});
 }
 
-TEST_CASE("kda: refuses runs beyond the memory and work limits, naming the estimate") {
-    const Experiment& e = *find_experiment("kda");
-    auto big = parse_params(
-        e.params, {{"heads", "64"}, {"group", "8"}, {"k", "256"}, {"v", "256"}, {"tokens", "65536"}},
-        RangePolicy::strict);
-    REQUIRE(big.ok());
-    const auto issues = e.check(big.params);
-    REQUIRE(!issues.empty());
-    bool mem = false, work = false;
-    for (const auto& i : issues) {
-        mem |= i.level == ParamIssue::error && i.key == "tokens" &&
-               i.message.find("GiB") != std::string::npos && i.message.find("limit") != std::string::npos;
-        work |= i.level == ParamIssue::error && i.key == "tokens" &&
-                i.message.find("exceeds the limit") != std::string::npos;
-    }
-    CHECK(mem);
-    CHECK(work);
-    // the defaults are well within both
-    CHECK(e.check(e.defaults()).empty());
+TEST_CASE("kda: the run estimate keeps the defaults within the limits and refuses larger runs") {
+    test::estimate_within_limits("kda");
+    // The most heads, the widest state and the longest run: past the time and the memory limits.
+    const std::string both = test::estimate_refuses(
+        "kda", {{"heads", "64"}, {"group", "8"}, {"k", "256"}, {"v", "256"}, {"tokens", "65536"}}, "tokens");
+    CHECK(both.find("head-tokens") != std::string::npos);
+    // A long chunk alone: the pair matrices grow with it (25 s natively).
+    test::estimate_refuses("kda", {{"tokens", "4096"}, {"chunk", "1024"}}, "tokens");
 }
 
 TEST_CASE("kda: a chunk longer than the run is a warning on the chunk") {

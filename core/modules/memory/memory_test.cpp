@@ -124,3 +124,15 @@ TEST_CASE("memory: Kimi-K3 is the default model") {
     CHECK(test::scalar_of(r, "state_bytes") == 449372160);
     CHECK(test::check_keyed(r, "kimi_k3_reference_figures").passed);
 }
+
+TEST_CASE("memory: every run is closed form, within the run limits at its largest parameters") {
+    test::estimate_within_limits("memory");
+    const RunCost c = test::estimate_within_limits("memory", {{"preset", "custom"},
+                                                              {"layers", "256"},
+                                                              {"heads", "256"},
+                                                              {"v_heads", "256"},
+                                                              {"head_k", "1024"},
+                                                              {"head_v", "1024"},
+                                                              {"context", "16777216"}});
+    CHECK(c.counted == "256 layers accounted and recounted (closed form)");
+}

@@ -3,6 +3,7 @@
 
 #include "core/experiments/registry.h"
 #include "core/modules/shared/choices.h"
+#include "core/modules/shared/runnable_cost.h"
 
 namespace k3 {
 
@@ -162,6 +163,30 @@ void validate_migrate(const MigrateParams& p, Issues& issues) {
                                      " (recomputing from a checkpoint off the chunk grid is not bit-exact)");
 }
 
+// The runnable model's work on its two instances (migrate_run.cpp): the uninterrupted run and the live
+// request each prefill the prompt and decode `before` tokens; move-KV and recompute prefill it again
+// with the tokens before the pause (counted whole, from the start); every continuation decodes `after`
+// tokens: the uninterrupted run's, three strategies', the fault injection's and the same instance's.
+// The figures at scale are formulas.
+RunEstimate migrate_estimate(const MigrateParams& p) {
+    const double prompt = p.prompt, before = p.before, after = p.after;
+    ForwardWork w;
+    w.instances = 2;
+    w.add_prefill(prompt, 0, 2);
+    w.add_decode(before, prompt, 2);
+    w.add_prefill(prompt + before, 0, 2);
+    w.add_decode(after, prompt + before, 6);
+    // What to make smaller: the prompt when its four prefills cost more than the decoded tokens (a
+    // decode token costs about four prefilled ones), else the longer of the two decodes.
+    const bool prompt_most = 4 * prompt > 4 * (2 * before + 6 * after);
+    return {.seconds = forward_seconds(w),
+            .bytes = forward_bytes(w),
+            .counted = forward_counted(w),
+            .on = prompt_most      ? &p.prompt
+                  : before > after ? &p.before
+                                   : &p.after};
+}
+
 Experiment make_migrate_experiment() {
     return make_experiment(Module<MigrateParams>{
         .number = 10,
@@ -172,6 +197,7 @@ Experiment make_migrate_experiment() {
                    "produced; what each way of moving it costs.",
         .params = migrate_params(),
         .validate = validate_migrate,
+        .estimate = migrate_estimate,
         .start = start_migrate,
         .headlines =
             {

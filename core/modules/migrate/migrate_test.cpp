@@ -125,3 +125,10 @@ TEST_CASE("migrate: Kimi-K3 at scale moves its published state and MLA cache, an
     CHECK(test::scalar_of(r, "scale_move_all_bytes") > 449372160.0 + 27648.0 * 131072);
     CHECK(test::scalar_of(r, "scale_move_all_bytes") < 449372160.0 + 27648.0 * 131072 + 1e6);
 }
+
+TEST_CASE("migrate: the run estimate keeps the defaults within the limits and refuses longer requests") {
+    test::estimate_within_limits("migrate");
+    // Six continuations of 512 decoded tokens each, and a 2,048-token prompt prefilled four times.
+    test::estimate_refuses("migrate", {{"after", "512"}}, "after");
+    test::estimate_refuses("migrate", {{"prompt", "2048"}, {"before", "0"}, {"after", "1"}}, "prompt");
+}

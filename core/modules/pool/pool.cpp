@@ -9,11 +9,6 @@ namespace k3 {
 
 namespace {
 
-// Refused above these: the run must stay well under a second and a few MB of samples.
-constexpr double kMaxTokenSteps = 4e6;    // requests x mean output: decode steps summed over requests
-constexpr double kMaxArrivalSteps = 2e5;  // requests / arrival rate
-constexpr uint64_t kMaxSimPages = 1u << 18;
-
 // The stream's parameters up to the mix shift; its seed is declared after map_at (the page's order).
 void stream_params(ParamList<PoolWorkload>& l) {
     l.integer(&PoolWorkload::requests, "requests", "Requests", "requests", 10, 5000)
@@ -188,16 +183,6 @@ void validate_pool(const PoolParams& p, Issues& issues) {
     if (w.prefix_min > w.prefix_max)
         issues.error(w.prefix_min, "shortest prefix (" + std::to_string(w.prefix_min) +
                                        ") exceeds the longest (" + std::to_string(w.prefix_max) + ")");
-    const double token_steps = double(w.requests) * double(w.output_tokens);
-    if (token_steps > kMaxTokenSteps)
-        issues.error(w.output_tokens, "requests x output = " + format_grouped(token_steps) +
-                                          " decode steps exceeds the limit of " +
-                                          format_grouped(kMaxTokenSteps) + " (keeps the run under a second)");
-    const double arrival_steps = double(w.requests) / w.arrival_rate;
-    if (arrival_steps > kMaxArrivalSteps)
-        issues.error(w.arrival_rate, "the arrivals span " + format_grouped(arrival_steps) +
-                                         " steps, over the limit of " + format_grouped(kMaxArrivalSteps) +
-                                         ": raise the rate or lower the request count");
     if (const std::string e = tp_shard_error(pool_config_tp1(p), p.tp); !e.empty()) {
         issues.error(p.tp, e);
         return;
@@ -212,12 +197,6 @@ void validate_pool(const PoolParams& p, Issues& issues) {
                          model_preset(p.preset)->linear_name);
     const PoolModel m = pool_model_of(p);
     const uint64_t budget = pool_budget_bytes(p);
-    const uint64_t pages = budget / (uint64_t(p.page_tokens) * m.kv_bytes_per_token());
-    if (pages > kMaxSimPages)
-        issues.error(p.page_tokens, format_grouped(double(pages)) + " pages of " +
-                                        std::to_string(p.page_tokens) + " tokens exceed the limit of " +
-                                        format_grouped(double(kMaxSimPages)) +
-                                        ": raise page_tokens or lower the budget");
     if (const std::string short_of = design_short_of_one_request(p, m, budget); !short_of.empty())
         issues.error(p.budget_mib, "a budget of " + format_bytes(double(budget)) + " is too small for " +
                                        short_of + " to hold one request's " +
@@ -236,6 +215,7 @@ Experiment make_pool_experiment() {
             "state slots: a static split, one page size for all, and one byte pool with two ends.",
         .params = pool_params(),
         .validate = validate_pool,
+        .estimate = pool_estimate,
         .start = start_pool,
         // About 70 ms natively at defaults, more in the browser: run on release, with progress.
         .live = false,

@@ -98,6 +98,8 @@ struct PoolComparison {
 
 ParamList<PoolParams> pool_params();
 void validate_pool(const PoolParams& p, Issues& issues);
+// What a run costs before it starts (pool_estimate.cpp).
+RunEstimate pool_estimate(const PoolParams& p);
 
 uint64_t pool_budget_bytes(const PoolParams& p);
 ModelConfig pool_config_tp1(const PoolParams& p);  // the preset with its KV dtype

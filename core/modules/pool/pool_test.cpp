@@ -238,13 +238,23 @@ TEST_CASE("pool: refused parameter combinations") {
     };
     refused({{"prefix_min", "5000"}, {"prefix_max", "100"}}, "prefix_min");
     refused({{"budget_mib", "16"}}, "budget_mib");
-    refused({{"requests", "5000"}, {"output_tokens", "16384"}}, "output_tokens");
-    refused({{"requests", "5000"}, {"arrival_rate", "0.001"}}, "arrival_rate");
-    refused({{"preset", "tiny"}, {"tp", "1"}, {"page_tokens", "1"}, {"budget_mib", "65536"}}, "page_tokens");
     refused({{"preset", "tiny"}}, "tp");  // 4 heads cannot be split over the default 8 ranks
     refused({{"preset", "kimi-k3"}, {"tp", "5"}}, "tp");
     refused({{"preset", "kimi-k3"}, {"recoverssm", "on"}}, "recoverssm");
     refused({{"preset", "qwen3-next-80b"}, {"recoverssm", "on"}, {"draft_len", "2"}}, "recoverssm");
+}
+
+TEST_CASE("pool: the run estimate keeps the defaults within the limits and refuses long runs") {
+    test::estimate_within_limits("pool");
+    // Pages of one token: page operations are most of the run (16 s natively).
+    test::estimate_refuses("pool", {{"page_tokens", "1"}}, "page_tokens");
+    // The pool's tables past the memory limit: tiny pages of a large budget.
+    const std::string big = test::estimate_refuses(
+        "pool", {{"preset", "tiny"}, {"tp", "1"}, {"page_tokens", "1"}, {"budget_mib", "65536"}},
+        "budget_mib");
+    CHECK(big.find("GiB") != std::string::npos);
+    // Long outputs of many requests (the decode steps): the request count.
+    test::estimate_refuses("pool", {{"requests", "5000"}, {"output_tokens", "16384"}}, "requests");
 }
 
 TEST_CASE("pool: a factory can refuse a layout the validator accepts, and the report says which") {

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <iterator>
 #include <memory>
 #include <string>
@@ -178,6 +179,13 @@ struct PrefixEstimate {
     uint64_t prompt_tokens = 0, max_fed = 0, requests = 0, fed_tokens = 0;
 };
 PrefixEstimate estimate_prefix(const PrefixParams& p);
+// Every request's prompt tokens at most (its own part at +25 %) and those it shares with an earlier
+// request, in workload order.
+struct PrefixRequestSize {
+    PrefixScenario scenario;
+    uint64_t index = 0, prompt = 0, shared = 0;
+};
+void for_each_prefix_request(const PrefixParams& p, const std::function<void(const PrefixRequestSize&)>& fn);
 uint64_t prefix_pool_bytes(const ModelConfig& c, const PrefixEstimate& e, uint64_t states, uint32_t page);
 uint64_t prefix_states(const PrefixEstimate& e, uint64_t interval, uint64_t capacity);
 // The finest grid states may be saved on (interval, chunk, and the engine's chunk or block).
@@ -193,6 +201,7 @@ std::vector<PrefixRecount> recount_prefix_hits(const PrefixParams& p, const Pref
 
 ParamList<PrefixParams> prefix_params();
 void validate_prefix(const PrefixParams& p, Issues& issues);
+RunEstimate prefix_estimate(const PrefixParams& p);
 std::unique_ptr<Run> start_prefix(const PrefixParams& p, const Params& raw);
 void report_prefix(const PrefixParams& p, const PrefixResult& res, Report& r);
 // The engine method's figures and checks (prefix_engine.cpp); nothing when engine is ideal.

@@ -4,6 +4,7 @@
 // report is built from it (prefix_report.cpp).
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <span>
 
 #include "core/base/bytes.h"
@@ -37,22 +38,32 @@ constexpr PrefixScenario kScenarioOrder[kPrefixScenarios] = {PrefixScenario::sys
 
 }  // namespace
 
-PrefixEstimate estimate_prefix(const PrefixParams& p) {
+void for_each_prefix_request(const PrefixParams& p, const std::function<void(const PrefixRequestSize&)>& fn) {
     const uint64_t n = uint64_t(p.requests), shared = p.shared_tokens;
     const uint64_t user = p.user_tokens * 5 / 4 + 1, gen = uint64_t(p.gen);
+    for (uint64_t i = 0; i < n; ++i) {
+        // The system prompt, an earlier turn with its output, the document and question: reused from the
+        // second request on.
+        if (serves(p.workload, PrefixScenario::system))
+            fn({PrefixScenario::system, i, shared + user, i ? shared : 0});
+        const uint64_t turn = std::max<uint64_t>(shared / 2, 1) + user + i * (user + gen);
+        if (serves(p.workload, PrefixScenario::chat))
+            fn({PrefixScenario::chat, i, turn, i ? turn - user : 0});
+        if (serves(p.workload, PrefixScenario::branch))
+            fn({PrefixScenario::branch, i, shared + 2 * user, i ? shared + user : 0});
+    }
+}
+
+PrefixEstimate estimate_prefix(const PrefixParams& p) {
+    const uint64_t gen = uint64_t(p.gen);
     PrefixEstimate e;
-    auto add = [&](uint64_t prompt) {
+    for_each_prefix_request(p, [&](const PrefixRequestSize& r) {
+        const uint64_t prompt = r.prompt;
         e.prompt_tokens += prompt;
         e.fed_tokens += prompt + gen;
         e.max_fed = std::max(e.max_fed, prompt + gen);
         ++e.requests;
-    };
-    for (uint64_t i = 0; i < n; ++i) {
-        if (serves(p.workload, PrefixScenario::system)) add(shared + user);
-        if (serves(p.workload, PrefixScenario::chat))
-            add(std::max<uint64_t>(shared / 2, 1) + user + i * (user + gen));
-        if (serves(p.workload, PrefixScenario::branch)) add(shared + 2 * user);
-    }
+    });
     return e;
 }
 

@@ -76,6 +76,14 @@ TEST_CASE("prefix: refuses what it cannot run") {
     CHECK(estimate_prefix(p).requests == 96);
 }
 
+TEST_CASE("prefix: the run estimate keeps the defaults within the limits and refuses longer prompts") {
+    test::estimate_within_limits("prefix");
+    // One request alone past the limit (about 24 s natively): its prompt, not the request count.
+    test::estimate_refuses("prefix", {{"requests", "1"}, {"shared_tokens", "2048"}}, "shared_tokens");
+    // Eight 64-token outputs per pass and request (8 s natively; refused with its margin).
+    test::estimate_refuses("prefix", {{"gen", "64"}}, "requests");
+}
+
 TEST_CASE("prefix: engine_plan follows SGLang's chunks and tracks, vLLM's aligned steps and block hits") {
     serve::ServerConfig c;
     c.engine = CacheEngine::sglang;

@@ -1,15 +1,13 @@
 // Module 8 `ring`: its parameters, validation and declaration.
 #include "core/modules/ring/ring.h"
 
-#include "core/base/numfmt.h"
 #include "core/experiments/registry.h"
 #include "core/modules/shared/choices.h"
+#include "core/modules/shared/runnable_cost.h"
 
 namespace k3 {
 
 namespace {
-
-constexpr double kMaxBytes = 256.0 * 1024 * 1024;  // refuse runs whose reference states exceed this
 
 // The state of one sequence of `model` (all linear layers).
 uint64_t sequence_state_bytes(ModelPreset model) {
@@ -94,12 +92,32 @@ ParamList<RingParams> ring_params() {
 void validate_ring(const RingParams& p, Issues& issues) {
     if (std::string e = spec::RecordRing::check(p.ring_capacity, p.draft_len); !e.empty())
         issues.error(p.ring_capacity, e);
-    // The reference run keeps a state per generated token for the bitwise checks.
-    const double bytes = double(p.new_tokens + p.draft_len + 2) * double(sequence_state_bytes(p.model));
-    if (bytes > kMaxBytes)
-        issues.error(p.new_tokens, "the reference states for " + format_number(p.new_tokens) +
-                                       " tokens need " + format_bytes(bytes) + ", above the limit of " +
-                                       format_bytes(kMaxBytes) + "; generate fewer tokens");
+}
+
+// The runnable model's work (ring_run.cpp): the plain greedy reference (the prompt, then a state kept
+// per token), then the ring's stream, which prefills the prompt again and verifies N + 1 tokens at a
+// time until new_tokens are committed. A verification commits 1 + the drafts accepted in a row: with
+// the chance drafter 1 + a + ... + a^N on average (a quarter more for the luck of the draw), with the
+// self drafter at worst 1, each after N drafted tokens decoded on the quantised copy.
+RunEstimate ring_estimate(const RingParams& p) {
+    const double n = p.draft_len, prompt = p.prompt_len, reference = p.new_tokens + n + 1;
+    const bool self = p.drafter == RingDrafter::self;
+    double per_verification = 1, run = 1;
+    for (int k = 0; k < p.draft_len && !self; ++k) per_verification += run *= p.accept;
+    const double verifications = std::min<double>(p.new_tokens, 1.25 * p.new_tokens / per_verification);
+    ForwardWork w;
+    w.instances = self ? 2 : 1;
+    w.add_prefill(prompt, 0, self ? 3 : 2);
+    w.add_decode(reference, prompt);
+    w.add_prefill(n + 1, prompt + p.new_tokens / 2.0, verifications);
+    if (self) w.add_decode(n, prompt + p.new_tokens / 2.0, verifications);
+    const ModelConfig model = *model_preset(p.model);
+    // The reference keeps the state after every token for the bitwise comparisons.
+    const double states = (reference + 1) * double(sequence_state_bytes(p.model));
+    return {.seconds = forward_seconds(w, model),
+            .bytes = forward_bytes(w, model) + states,
+            .counted = forward_counted(w, model),
+            .on = &p.new_tokens};
 }
 
 Experiment make_ring_experiment() {
@@ -113,6 +131,7 @@ Experiment make_ring_experiment() {
             "fills or on commit: rollback by a cursor move, exact replay from any position.",
         .params = ring_params(),
         .validate = validate_ring,
+        .estimate = ring_estimate,
         .start = start_ring,
         .live = false,
         .falsifiers = ring_falsifiers(),

@@ -80,3 +80,10 @@ TEST_CASE("ring: RecoverSSM's records in the ring fold exactly; the figures at s
 }
 
 TEST_CASE("ring: every check holds intact and fails when falsified") { test::all_checks_proven("ring", 7); }
+
+TEST_CASE("ring: the run estimate keeps the defaults within the limits and refuses longer runs") {
+    test::estimate_within_limits("ring");
+    // The self drafter may accept nothing: 256 tokens of 16-token verifications, each after 16 drafts.
+    test::estimate_refuses("ring", {{"new_tokens", "256"}, {"draft_len", "16"}, {"drafter", "self"}},
+                           "new_tokens");
+}

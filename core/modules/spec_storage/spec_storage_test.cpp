@@ -124,3 +124,11 @@ TEST_CASE("spec-storage: Kimi-K3 RecoverSSM record and vLLM's pages (kimi_k3.md 
 TEST_CASE("spec-storage: every check holds intact and fails when falsified") {
     test::all_checks_proven("spec-storage", 17);
 }
+
+TEST_CASE("spec-storage: every run is within the run limits, the longest draft included") {
+    test::estimate_within_limits("spec-storage");
+    CHECK(test::estimate_within_limits("spec-storage", {{"demo", "0"}}).counted == "closed form");
+    // N = 32 with a ring of 32 (a smaller ring is a warning) and the most running requests.
+    test::estimate_within_limits(
+        "spec-storage", {{"draft_len", "32"}, {"ring_capacity", "32"}, {"running_requests", "4096"}});
+}
