@@ -5,6 +5,7 @@
 #include <imgui.h>
 
 #include "core/base/clock.h"
+#include "core/base/json.h"
 #include "core/base/numfmt.h"
 #include "core/experiments/registry.h"
 #include "core/experiments/url_state.h"
@@ -60,11 +61,17 @@ void App::open_module(const std::string& id, const std::vector<std::pair<std::st
 
 void App::show(const ResolvedView& v, const std::string& tab) {
     link_issues_ = v.issues;
-    select(v.experiment);
+    link_applied_ = v.applied;
+    // A link to the module on screen keeps its report: if the link's parameters are refused, the last
+    // result stays (marked as for other parameters) beside the refusal.
+    if (!v.experiment || v.experiment != exp_) select(v.experiment);
     if (v.experiment) {
         params_ = v.params;
         params_changed(true);
     }
+    if (!tab.empty() && tab != "how" && tab != "limits" && v.applied)
+        link_issues_.push_back(
+            {ParamIssue::warning, "tab", "unknown tab '" + tab + "'; the results are shown"});
     tab_ = tab == "how" || tab == "limits" ? tab : "";
     tab_request_ = tab_ == "how" ? 1 : tab_ == "limits" ? 2 : 0;
     publish_hash();
@@ -73,6 +80,7 @@ void App::show(const ResolvedView& v, const std::string& tab) {
 void App::params_changed(bool immediate) {
     if (!exp_) return;
     validation_ = exp_->check(params_);
+    data_error_.clear();
     publish_hash();
     run_.reset();
     waiting_data_.clear();
@@ -113,7 +121,24 @@ void App::start_run() {
     progress_ = 0;
     stage_.clear();
     run_ms_ = 0;
+    run_desc_ = run_description();
+    // Told before the run allocates anything: if it exhausts memory the page can say what ran.
+    told_running_ = run_desc_;
+    platform::run_state(told_running_, result_link_);
     run_ = exp_->start(params_);
+}
+
+std::string App::run_description() const {
+    if (!exp_) return {};
+    std::string s = "module " + std::to_string(exp_->number) + " " + exp_->id;
+    std::string set;
+    for (const auto& spec : params_.specs())
+        if (!params_.is_default(spec.key)) {
+            std::string v = params_.text(spec.key);
+            if (v.size() > 60) v = v.substr(0, 57) + "...";  // a text parameter can hold 4,096 characters
+            set += (set.empty() ? "" : ", ") + spec.key + "=" + v;
+        }
+    return s + (set.empty() ? " with its defaults" : " with " + set);
 }
 
 void App::update(double budget_ms) {
@@ -122,6 +147,10 @@ void App::update(double budget_ms) {
         bool all = true;
         for (const auto& n : waiting_data_) all &= !platform::fetch_data_file(n);
         if (all) start_run();
+    }
+    if (!run_ && !told_running_.empty()) {  // cancelled or replaced: nothing runs any more
+        told_running_.clear();
+        platform::run_state("", result_link_);
     }
     if (!run_) return;
     const Stopwatch sw;
@@ -133,6 +162,9 @@ void App::update(double budget_ms) {
         has_report_ = true;
         report_stale_ = false;
         run_.reset();
+        result_link_ = format_url_hash(exp_->id, &params_, "");
+        told_running_.clear();
+        platform::run_state("", result_link_);
     }
 }
 
@@ -161,5 +193,16 @@ std::string App::widget_rect(const std::string& key) const {
 }
 
 std::string App::report_json() const { return has_report_ ? k3::report_json(report_) : std::string(); }
+
+std::string App::view_state_json() const {
+    JsonWriter w;
+    w.begin_object().field("module", module_id()).field("busy", busy());
+    w.field("stage", run_ ? stage_ : std::string()).field("progress", run_ ? progress_ : 0.0);
+    w.field("report", has_report_ && exp_ && report_.module == exp_->id).field("stale", report_stale_);
+    w.key("messages").begin_array();
+    for (const auto& m : shown_messages_) w.value(m);
+    w.end_array().end_object();
+    return w.take();
+}
 
 }  // namespace k3::ui

@@ -33,6 +33,10 @@ class App {
 
     // Test hooks and scripted screenshots.
     std::string report_json() const;
+    // The view's state as JSON: module, busy, stage and progress of the run, report (a report is on
+    // screen), stale (for other parameters), messages (the problems and refusals drawn in the last
+    // frame, as shown).
+    std::string view_state_json() const;
     std::string module_id() const { return exp_ ? exp_->id : "overview"; }
     bool has_report() const { return has_report_; }
     // "x,y,w,h" (device pixels) of a parameter's widget on the current page, "" if not shown.
@@ -44,6 +48,8 @@ class App {
     // Set by the toolbar; the main loop saves a PNG of the next rendered frame and clears it.
     bool want_png = false;
     void notify(std::string message);  // a toast
+    // A banner until dismissed: what happened before this view (the web page restarted after a crash).
+    void set_notice(std::string message) { notice_ = std::move(message); }
 
   private:
     void select(const Experiment* e);
@@ -58,11 +64,18 @@ class App {
     void draw_status();
     void handle_keys();
     void remember_rect(const std::string& key);  // the last item's rectangle, for widget_rect()
+    void draw_link_issues();
+    // A problem drawn on screen: the text goes into view_state_json() as shown.
+    void draw_message(unsigned color, const std::string& text);
+    std::string run_description() const;  // "module 1 kda with heads=1, group=8" for a crash report
 
     const Experiment* exp_ = nullptr;  // null: Overview
     Params params_;
     std::map<std::string, Params> saved_params_;  // per module, kept while switching
     std::vector<ParamIssue> link_issues_;         // from the last link, shown until dismissed
+    bool link_applied_ = true;                    // the last link was followed, its issues aside
+    std::string notice_;                          // set_notice()
+    std::vector<std::string> shown_messages_;     // drawn in this frame (draw_message)
     std::vector<ParamIssue> validation_;          // of the current parameters
     std::string tab_;                             // "", "how", "limits"
     int tab_request_ = -1;                        // select a tab on the next frame
@@ -78,6 +91,9 @@ class App {
     std::string data_error_;
     double start_at_ms_ = 0;
     double run_ms_ = 0;
+    std::string run_desc_;      // what the run in progress is (run_description at its start)
+    std::string result_link_;   // the link of the report on screen
+    std::string told_running_;  // what platform::run_state was last told is running
 
     struct OverviewFigure {
         const Experiment* exp;

@@ -6,8 +6,16 @@
 #include <imgui_impl_glfw.h>
 #include <imgui_impl_opengl3.h>
 
+#include <emscripten/heap.h>
+
 #include <cmath>
+#include <cstdlib>
+#include <memory>
+#include <new>
 #include <string>
+#include <vector>
+
+#include "core/base/data_files.h"
 
 #include "ui/app.h"
 #include "ui/frame.h"
@@ -44,7 +52,19 @@ EM_JS(void, k3js_save_png, (const char* name), {
 EM_JS(void, k3js_loaded, (), {
     if (window.k3Loaded) window.k3Loaded();
 });
+// Called by the new-handler below, just before the abort: web/k3.js's onAbort then says the run ran out
+// of memory (Emscripten's abort gives no reason) and how far the memory had grown.
+EM_JS(void, k3js_out_of_memory, (double heap_bytes, double max_bytes), {
+    window.k3.outOfMemory = {heap: heap_bytes, max: max_bytes};
+});
 // clang-format on
+
+// No allocation here: the heap is full. Aborting is the only way out of a run that cannot go on (the
+// page is built without exceptions); the page then offers to restart on the last result (web/k3.js).
+void out_of_memory() {
+    k3js_out_of_memory(double(emscripten_get_heap_size()), double(emscripten_get_heap_max()));
+    std::abort();
+}
 
 void frame() {
     k3::ui::App& app = *g_app;
@@ -109,6 +129,25 @@ EMSCRIPTEN_KEEPALIVE void k3_data_file_loaded(const char* name, const char* byte
     k3::ui::platform::data_file_arrived(name, bytes, size_t(size > 0 ? size : 0), error);
     k3_wake();
 }
+EMSCRIPTEN_KEEPALIVE const char* k3_view_state() {
+    static std::string j;
+    j = g_app ? g_app->view_state_json() : "";
+    return j.c_str();
+}
+// web/k3.js: what happened before a restart (the run that stopped the previous page).
+EMSCRIPTEN_KEEPALIVE void k3_notice(const char* text) {
+    if (g_app) g_app->set_notice(text);
+    k3_wake();
+}
+// The browser test's stand-in for a run that exhausts memory (runs that would are refused before they
+// start, so no link does): allocates until the heap is full, as the run in progress would.
+EMSCRIPTEN_KEEPALIVE void k3_test_exhaust_memory() {
+    static std::vector<std::unique_ptr<char[]>> hoard;
+    for (;;) {
+        hoard.emplace_back(new char[64u << 20]);
+        hoard.back()[0] = 1;
+    }
+}
 EMSCRIPTEN_KEEPALIVE int k3_frame_count() { return g_frames; }
 EMSCRIPTEN_KEEPALIVE int k3_busy() { return g_app && g_app->busy() ? 1 : 0; }
 EMSCRIPTEN_KEEPALIVE int k3_ready() { return g_ready ? 1 : 0; }
@@ -120,6 +159,8 @@ EMSCRIPTEN_KEEPALIVE void k3_hash_changed() {
 }
 
 int main() {
+    k3::set_disk_files(false);  // linked without a file system: see core/base/data_files.h
+    std::set_new_handler(out_of_memory);
     if (!glfwInit()) return 1;
     glfwWindowHint(GLFW_CLIENT_API, GLFW_OPENGL_ES_API);
     glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);

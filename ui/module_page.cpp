@@ -49,7 +49,7 @@ void App::draw_toolbar(const Experiment& e) {
 
 void App::draw_status() {
     const Theme& t = theme();
-    if (!data_error_.empty()) text_wrapped_colored(t.bad, data_error_);
+    if (!data_error_.empty()) draw_message(t.bad, data_error_);
     if (run_ || pending_start_ || !waiting_data_.empty()) {
         const float bw = std::max(t.px(120), ImGui::GetContentRegionAvail().x - t.px(90));
         std::string label = pending_start_ ? "waiting for the sliders to settle" : stage_;
@@ -68,15 +68,21 @@ void App::draw_status() {
         }
         return;
     }
+    const ParamIssue* refusal = nullptr;
+    for (const auto& i : validation_)
+        if (!refusal && i.level == ParamIssue::error) refusal = &i;
+    if (refusal) {
+        // Said here, above the report, as well as in the parameter panel: the run did not start.
+        draw_message(t.bad,
+                     "Not run: " + refusal->message + "." +
+                         (has_report_ ? " The report below is the last result, for other parameters." : ""));
+        return;
+    }
     if (report_stale_ || !has_report_) {
         ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(t.warn), "%s",
                            has_report_ ? "The parameters changed since this report." : "No report yet.");
         ImGui::SameLine();
-        bool blocked = false;
-        for (const auto& i : validation_) blocked |= i.level == ParamIssue::error;
-        ImGui::BeginDisabled(blocked);
         if (ImGui::Button("Run")) start_run();
-        ImGui::EndDisabled();
     }
 }
 

@@ -26,6 +26,11 @@ bool copy_to_clipboard(const std::string& text);
 bool fetch_data_file(const std::string& name);
 // Why fetching NAME failed ("HTTP 404"), or "" if it did not fail.
 std::string data_file_error(const std::string& name);
+// What the core is running now ("" when nothing) and the link of the result on screen. If the web
+// page's WebAssembly stops (out of memory), the page names the run and offers to reopen that result;
+// the desktop app needs neither.
+void run_state(const std::string& running, const std::string& result_link);
+
 #ifdef __EMSCRIPTEN__
 void data_file_arrived(const std::string& name, const char* bytes, size_t size, const std::string& error);
 #endif

@@ -43,5 +43,6 @@ bool copy_to_clipboard(const std::string& text) {
 
 bool fetch_data_file(const std::string&) { return false; }
 std::string data_file_error(const std::string&) { return {}; }
+void run_state(const std::string&, const std::string&) {}
 
 }  // namespace k3::ui::platform

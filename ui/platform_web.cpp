@@ -63,11 +63,17 @@ EM_JS(void, k3js_fetch, (const char* name_ptr), {
         .then((buf) => {
             const bytes = new Uint8Array(buf);
             const p = _malloc(Math.max(1, bytes.length));
+            if (!p) return done(0, 0, "no memory left for " + bytes.length + " bytes");
             HEAPU8.set(bytes, p);
             done(p, bytes.length, "");
             _free(p);
         })
         .catch((err) => done(0, 0, String(err && err.message || err)));
+});
+// web/k3.js reads these when the WebAssembly stops, to say what was running and offer the result.
+EM_JS(void, k3js_run_state, (const char* running, const char* result_link), {
+    window.k3.running = UTF8ToString(running);
+    window.k3.resultLink = UTF8ToString(result_link);
 });
 // clang-format on
 
@@ -91,6 +97,10 @@ std::string save_file(const std::string& name, const std::string& mime, const st
 }
 
 bool copy_to_clipboard(const std::string& text) { return k3js_copy(text.c_str()) != 0; }
+
+void run_state(const std::string& running, const std::string& result_link) {
+    k3js_run_state(running.c_str(), result_link.c_str());
+}
 
 static std::set<std::string> g_fetching;
 static std::map<std::string, std::string> g_fetch_errors;

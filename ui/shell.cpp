@@ -14,6 +14,7 @@ namespace k3::ui {
 void App::draw() {
     const Theme& t = theme();
     widget_rects_.clear();
+    shown_messages_.clear();
     handle_keys();
     const ImGuiViewport* vp = ImGui::GetMainViewport();
     ImGui::SetNextWindowPos(vp->WorkPos);
@@ -32,15 +33,11 @@ void App::draw() {
     ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImVec2(t.px(20), t.px(14)));
     ImGui::BeginChild("page", ImVec2(0, 0), ImGuiChildFlags_AlwaysUseWindowPadding);
     ImGui::PopStyleVar();
-    if (!link_issues_.empty()) {
-        std::string text = "The link had problems; the rest of it was applied:";
-        bool any_error = false;
-        for (const auto& i : link_issues_) {
-            text += "\n- " + i.message;
-            any_error |= i.level == ParamIssue::error;
-        }
-        if (banner(any_error ? t.bad : t.warn, text, "link_issues", true)) link_issues_.clear();
+    if (!notice_.empty()) {
+        shown_messages_.push_back(notice_);
+        if (banner(t.warn, notice_, "notice", true)) notice_.clear();
     }
+    draw_link_issues();
     if (exp_)
         draw_module(*exp_);
     else
@@ -62,6 +59,39 @@ void App::draw() {
     }
     ImGui::End();
     animating_ = take_frame_request();
+}
+
+// What became of the last link: the header says whether any of it was applied, each line what became of
+// one part. In a link that was followed, an error is a part that was not applied (url_state.h: the
+// parameter keeps its default) and a warning one applied as adjusted (clamped, read literally). A
+// hostile link can carry hundreds of problems and values of thousands of characters, so the banner
+// shows a few lines, each cut to a readable length.
+void App::draw_link_issues() {
+    if (link_issues_.empty()) return;
+    const Theme& t = theme();
+    constexpr size_t kLines = 6, kChars = 200;
+    std::string text = link_applied_
+                           ? "The link had problems; everything else in it was applied:"
+                           : "The link was not opened, none of it was applied; the Overview is shown:";
+    bool any_error = false;
+    for (size_t n = 0; n < link_issues_.size(); ++n) {
+        const ParamIssue& i = link_issues_[n];
+        any_error |= i.level == ParamIssue::error;
+        if (n == kLines) {
+            text += "\n- and " + std::to_string(link_issues_.size() - kLines) + " more problems";
+            break;
+        }
+        std::string line = (link_applied_ && i.level == ParamIssue::error ? "ignored: " : "") + i.message;
+        if (line.size() > kChars) line = line.substr(0, kChars - 3) + "...";
+        text += "\n- " + line;
+    }
+    shown_messages_.push_back(text);
+    if (banner(any_error ? t.bad : t.warn, text, "link_issues", true)) link_issues_.clear();
+}
+
+void App::draw_message(unsigned color, const std::string& text) {
+    text_wrapped_colored(color, text);
+    shown_messages_.push_back(text);
 }
 
 void App::handle_keys() {

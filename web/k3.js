@@ -11,20 +11,62 @@
     status.textContent = text;
   }
 
+  // The WebAssembly stopped after the page was up (out of memory, an abort, an uncaught error): the
+  // instance cannot go on, so the page says what ran and why, keeps the last frame visible under the
+  // message, and offers a restart on the last result (the message then shows as a banner there).
+  let crashed = false;
+  function stopped(what) {
+    if (crashed) return;
+    crashed = true;
+    const k3 = window.k3;
+    if (!k3.ready) { fail("The explorer stopped while loading: " + (what || "no reason given") + ". Reload the page to try again."); return; }
+    k3.ready = false;
+    const during = k3.running ? " while running " + k3.running : "";
+    const mib = (b) => Math.round(b / 1048576).toLocaleString("en-US") + " MiB";
+    const text = k3.outOfMemory
+      ? `The explorer ran out of memory${during}: its WebAssembly memory had grown to ${mib(k3.outOfMemory.heap)} ` +
+        `(the page's limit is ${mib(k3.outOfMemory.max)}) and the run needed more.`
+      : `The explorer stopped${during}: ${what || "the WebAssembly code aborted without giving a reason"}.`;
+    document.getElementById("crash-text").textContent = text;
+    const back = document.getElementById("crash-back");
+    back.hidden = !k3.resultLink;
+    const restart = (hash) => {
+      sessionStorage.setItem("k3-restart-note", "The page restarted. " + text);
+      history.replaceState(null, "", window.location.pathname + hash);
+      window.location.reload();
+    };
+    back.onclick = () => restart(k3.resultLink);
+    document.getElementById("crash-overview").onclick = () => restart("");
+    document.getElementById("crash").hidden = false;
+    (k3.resultLink ? back : document.getElementById("crash-overview")).focus();
+  }
+
   window.Module = {
     canvas: document.getElementById("canvas"),
     print: (t) => console.log(t),
     printErr: (t) => console.warn(t),
     setStatus: (t) => { if (t) status.textContent = t; },
-    onAbort: (what) => fail("The explorer stopped: " + what + ". Reload the page to start again."),
+    onAbort: (what) => stopped(what),
     // The canvas keeps its WebGL context when the page is hidden and shown again.
     webglContextAttributes: { antialias: false, alpha: false, preserveDrawingBuffer: false },
   };
   if (typeof WebAssembly !== "object") fail("This browser has no WebAssembly support.");
 
+  // An uncaught error from the WebAssembly or its glue (a call the build does not support, say) stops the
+  // instance as surely as an abort; errors from elsewhere are not ours to report.
+  window.addEventListener("error", (e) => {
+    if (e.error instanceof WebAssembly.RuntimeError || /k3explorer\.(js|wasm)/.test(e.filename || ""))
+      stopped(String(e.message || e.error));
+  });
+
   window.k3Loaded = function () {
     loading.classList.add("done");
     window.k3.ready = true;
+    const note = sessionStorage.getItem("k3-restart-note");
+    if (note) {
+      sessionStorage.removeItem("k3-restart-note");
+      Module.ccall("k3_notice", null, ["string"], [note]);
+    }
   };
 
   function wake() {
@@ -41,7 +83,25 @@
     fail("The browser dropped the WebGL context. Reload the page to continue.");
   }, true);
 
-  // Test hook for tests/e2e/page.test.mjs: ready, report(), module(), run().
+  // Resolves once `idle()` holds and a frame has been drawn since it began to (waking the page, which
+  // draws no frames while nothing changes).
+  function frameAfter(idle) {
+    return new Promise((resolve) => {
+      let drawn = -1;
+      const tick = () => {
+        if (!window.k3.ready) { setTimeout(tick, 20); return; }
+        wake();
+        if (!idle()) drawn = -1;
+        else if (drawn < 0) drawn = Module._k3_frame_count();
+        else if (Module._k3_frame_count() > drawn) { resolve(); return; }
+        setTimeout(tick, 20);
+      };
+      tick();
+    });
+  }
+
+  // Test hook for tests/e2e/page.test.mjs: ready, report(), module(), run(); running and resultLink
+  // come from the app (ui/platform_web.cpp).
   window.k3 = {
     ready: false,
     report() { return Module.UTF8ToString(Module._k3_report_json()); },
@@ -58,16 +118,15 @@
       return { x: x / d, y: y / d, w: w / d, h: h / d };
     },
     frames() { return Module._k3_frame_count(); },
-    run() {
-      return new Promise((resolve) => {
-        const tick = () => {
-          if (!window.k3.ready) { setTimeout(tick, 20); return; }
-          wake();
-          if (Module._k3_busy()) setTimeout(tick, 20);
-          else resolve(window.k3.report());
-        };
-        tick();
-      });
-    },
+    // {module, busy, report, stale, messages}: the problems and refusals the last frame showed.
+    state() { return JSON.parse(Module.UTF8ToString(Module._k3_view_state())); },
+    // The message shown if the WebAssembly stopped ("" while it runs).
+    stopped() { return crashed ? document.getElementById("crash-text").textContent : ""; },
+    exhaustMemory() { Module._k3_test_exhaust_memory(); },
+    // Resolves once a frame has been drawn after the call (state() then describes what is on screen),
+    // whether a run goes on or not.
+    drawn() { return frameAfter(() => true); },
+    // Resolves with the report once nothing runs and a frame has been drawn since.
+    run() { return frameAfter(() => !Module._k3_busy()).then(() => window.k3.report()); },
   };
 })();

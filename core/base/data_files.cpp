@@ -18,4 +18,9 @@ std::shared_ptr<const std::string> registered_data_file(const std::string& name)
     return it == files().end() ? nullptr : it->second;
 }
 
+static bool g_disk_files = true;
+
+void set_disk_files(bool allowed) { g_disk_files = allowed; }
+bool disk_files() { return g_disk_files; }
+
 }  // namespace k3

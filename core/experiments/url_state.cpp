@@ -1,10 +1,10 @@
 #include "core/experiments/url_state.h"
 
+#include "core/base/numfmt.h"
 #include "core/experiments/registry.h"
 
 namespace k3 {
 
-static constexpr size_t kMaxHash = 8192;
 static constexpr size_t kMaxPairs = 256;
 
 static int hexval(char c) {
@@ -60,9 +60,12 @@ std::string percent_encode(std::string_view s) {
 UrlState parse_url_hash(std::string_view h) {
     UrlState st;
     if (!h.empty() && h.front() == '#') h.remove_prefix(1);
-    if (h.size() > kMaxHash) {
+    if (h.size() > kMaxLinkChars) {
+        st.read = false;
         st.issues.push_back({ParamIssue::error, "",
-                             "link is longer than " + std::to_string(kMaxHash) + " characters; ignored"});
+                             "the link is " + format_grouped(double(h.size())) +
+                                 " characters long; the page reads " + format_grouped(double(kMaxLinkChars)) +
+                                 " at most"});
         return st;
     }
     size_t pairs = 0;
@@ -73,7 +76,9 @@ UrlState parse_url_hash(std::string_view h) {
         h = amp == std::string_view::npos ? std::string_view{} : h.substr(amp + 1);
         if (part.empty()) continue;
         if (++pairs > kMaxPairs) {
-            st.issues.push_back({ParamIssue::error, "", "link has more than 256 parts; the rest is ignored"});
+            st.issues.push_back({ParamIssue::error, "",
+                                 "the parts after the first " + std::to_string(kMaxPairs) +
+                                     " (a link has at most " + std::to_string(kMaxPairs) + ")"});
             break;
         }
         const size_t eq = part.find('=');
@@ -82,8 +87,8 @@ UrlState parse_url_hash(std::string_view h) {
         const std::string val =
             eq == std::string_view::npos ? "" : percent_decode(part.substr(eq + 1), &ok_v);
         if (!ok_k || !ok_v)
-            st.issues.push_back(
-                {ParamIssue::warning, key, "malformed %-escape in '" + std::string(part) + "'"});
+            st.issues.push_back({ParamIssue::warning, key,
+                                 "malformed %-escape in '" + std::string(part) + "', read as typed"});
         if (eq == std::string_view::npos) {
             st.issues.push_back({ParamIssue::error, key, "'" + key + "' in the link has no value"});
             continue;
@@ -114,6 +119,7 @@ std::string format_url_hash(const std::string& module, const Params* params, con
 ResolvedView resolve_url(const UrlState& s) {
     ResolvedView r;
     r.issues = s.issues;
+    r.applied = s.read;
     if (s.module.empty() || s.module == "overview") {
         for (const auto& [k, v] : s.kv)
             r.issues.push_back({ParamIssue::error, k, "parameter '" + k + "' given without a module"});
@@ -121,6 +127,7 @@ ResolvedView resolve_url(const UrlState& s) {
     }
     r.experiment = find_experiment(s.module);
     if (!r.experiment) {
+        r.applied = false;
         r.issues.push_back({ParamIssue::error, "m", "unknown module '" + s.module + "' in the link"});
         return r;
     }

@@ -18,17 +18,24 @@ struct UrlState {
     std::string tab;                 // "", "how", "limits"
     KeyValues kv;                    // parameter text values, each key once
     std::vector<ParamIssue> issues;  // malformed parts of the hash
+    bool read = true;                // false: too long, none of it was read
 };
+
+// Links longer than this (after the '#') are not read: nothing of them is applied.
+inline constexpr size_t kMaxLinkChars = 8192;
 
 UrlState parse_url_hash(std::string_view hash);
 std::string format_url_hash(const std::string& module, const Params* params, const std::string& tab = "");
 
 // Applies a parsed hash to a module's declaration: values out of range are clamped with a warning,
-// unknown keys and bad values are reported and skipped.
+// unknown keys and bad values are reported and skipped (errors: the parameter keeps its default).
 struct ResolvedView {
     const Experiment* experiment = nullptr;  // null: overview (or unknown module, see issues)
     Params params;
     std::vector<ParamIssue> issues;
+    // Whether the link was followed, its faulty parts aside; false when nothing of it was applied (a
+    // link too long to read, an unknown module) and the Overview stands in for it.
+    bool applied = true;
 };
 ResolvedView resolve_url(const UrlState& s);
 

@@ -466,6 +466,10 @@ TraceResult parse_mooncake(std::string_view text, const TraceLimits& lim) {
 
 bool read_file_bytes(const std::string& path, uint64_t max_bytes, std::string& out, std::string& error) {
     out.clear();
+    if (!disk_files()) {  // not even stat(): see core/base/data_files.h
+        error = "cannot open '" + path + "': this build reads no files from disk";
+        return false;
+    }
     // Only regular files: a directory opens but cannot be read, and a device or a pipe (/dev/zero,
     // /dev/stdin) may never end or give other bytes to the second read (validation reads the file,
     // then the run does). A size known up front is refused before reading anything.
@@ -568,6 +572,7 @@ bool read_trace_text(std::string_view name, uint64_t max_bytes, std::string& tex
 
 std::string resolve_trace_path(std::string_view name) {
     if (name != kMooncakeTraceName) return std::string(name);
+    if (!disk_files()) return "";
     for (const std::string& p : bundled_trace_candidates()) {
         if (std::FILE* f = std::fopen(p.c_str(), "rb")) {
             std::fclose(f);

@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "core/base/crc32c.h"
+#include "core/base/data_files.h"
+#include "core/base/numfmt.h"
 
 namespace k3 {
 
@@ -73,8 +75,13 @@ LoadedWorkload load_workload(const WorkloadSpec& s) {
 std::string check_trace_param(const std::string& trace) {
     // The bundled trace may arrive later (the web page fetches it before the run). A path is loaded
     // in full, so that a malformed file is refused as bad input before the run, naming its line; the
-    // parse is kept for the run (load_workload's cache), so it is paid once.
+    // parse is kept for the run (load_workload's cache), so it is paid once. Where there is no disk (the
+    // page) a path is refused before anything touches a file (core/base/data_files.h).
     if (trace == "synthetic" || trace == kMooncakeTraceName) return {};
+    if (!disk_files())
+        return "trace '" + shown_text(trace) +
+               "' is not available here: the page reads no files from disk, only the bundled trace "
+               "('mooncake') or a synthetic workload ('synthetic')";
     WorkloadSpec s;
     s.trace = trace;
     return load_workload(s).error;

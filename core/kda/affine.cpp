@@ -1,5 +1,7 @@
 #include "core/kda/affine.h"
 
+#include "core/kda/chunked.h"
+
 namespace k3::kda {
 
 AffineMap affine_identity(const Shape& s) {
@@ -15,6 +17,16 @@ void segment_map(const Shape& s, const Tokens& x, float scale, int C, float* M, 
     if (impl == Impl::simd) return segment_map_simd(s, x, scale, C, M, B, o0, eo);
 #endif
     segment_map_scalar(s, x, scale, C, M, B, o0, eo);
+}
+
+size_t segment_map_units(const Shape& s, int T, int C) { return chunked_units(s, T, C); }
+
+void segment_map_part(const Shape& s, const Tokens& x, float scale, int C, float* M, float* B, float* o0,
+                      float* eo, size_t first, size_t count, Impl impl) {
+#if K3_SIMD
+    if (impl == Impl::simd) return segment_map_part_simd(s, x, scale, C, M, B, o0, eo, first, count);
+#endif
+    segment_map_part_scalar(s, x, scale, C, M, B, o0, eo, first, count);
 }
 
 AffineMap segment_map(const Shape& s, const Tokens& x, float scale, int C, Impl impl) {

@@ -28,6 +28,13 @@ AffineMap affine_identity(const Shape& s);
 void segment_map(const Shape& s, const Tokens& x, float scale, int C, float* M, float* B, float* o0,
                  float* eo, Impl impl = Impl::simd);
 AffineMap segment_map(const Shape& s, const Tokens& x, float scale, int C, Impl impl = Impl::simd);
+// The same map in parts (see chunked_part): units are (value head, chunk) pairs, head-major, unit u
+// being chunk u % chunks of head u / chunks, where a head's first unit starts its map at (I, 0).
+// Calls that run units 0 ... segment_map_units(s, x.T, C) - 1 in order give segment_map()'s bits
+// (T >= 1).
+size_t segment_map_units(const Shape& s, int T, int C);
+void segment_map_part(const Shape& s, const Tokens& x, float scale, int C, float* M, float* B, float* o0,
+                      float* eo, size_t first, size_t count, Impl impl = Impl::simd);
 
 // (M, B) = (M2, B2) ∘ (M1, B1) = (M2 M1, M2 B1 + B2). Outputs must not alias inputs.
 void affine_compose(const Shape& s, const float* M2, const float* B2, const float* M1, const float* B1,
@@ -46,6 +53,8 @@ void affine_outputs(const Shape& s, int T, const float* o0, const float* eo, con
 // Implementations (tests and benchmarks call them directly).
 void segment_map_scalar(const Shape& s, const Tokens& x, float scale, int C, float* M, float* B, float* o0,
                         float* eo);
+void segment_map_part_scalar(const Shape& s, const Tokens& x, float scale, int C, float* M, float* B,
+                             float* o0, float* eo, size_t first, size_t count);
 void affine_compose_scalar(const Shape& s, const float* M2, const float* B2, const float* M1, const float* B1,
                            float* M, float* B);
 void affine_apply_scalar(const Shape& s, const float* M, const float* B, const float* S_in, float* S_out);
@@ -54,6 +63,8 @@ void affine_outputs_scalar(const Shape& s, int T, const float* o0, const float* 
 #if K3_SIMD
 void segment_map_simd(const Shape& s, const Tokens& x, float scale, int C, float* M, float* B, float* o0,
                       float* eo);
+void segment_map_part_simd(const Shape& s, const Tokens& x, float scale, int C, float* M, float* B, float* o0,
+                           float* eo, size_t first, size_t count);
 void affine_compose_simd(const Shape& s, const float* M2, const float* B2, const float* M1, const float* B1,
                          float* M, float* B);
 void affine_apply_simd(const Shape& s, const float* M, const float* B, const float* S_in, float* S_out);

@@ -56,42 +56,68 @@ class ChunkDriver {
 
     int chunk() const { return C_; }
 
+    // Work units: one (chunk, value head) pair each, the steps both loops below are made of. A caller
+    // may run a loop's units in parts (prefill_part, segment_part): in order, they do exactly what one
+    // call does, since a unit depends only on its chunk's tokens and the head's state or map.
+    size_t units(int T) const { return size_t((T + C_ - 1) / C_) * size_t(s_.HV); }
+
     // Prefill: S [HV][K][V] in place, o [T][HV][V] or null.
     void prefill(float* S, const Tokens& x, float scale, float* o) {
-        // Chunk-major: the chunk's input rows are read contiguously and reused by every head; a head's
-        // state is read and written once per chunk.
-        for (int t0 = 0; t0 < x.T; t0 += C_) {
+        prefill_part(S, x, scale, o, 0, units(x.T));
+    }
+
+    // Units [u0, u1) of the prefill of x. Chunk-major: unit u is head u % HV of chunk u / HV (the chunk's
+    // input rows are read contiguously and reused by every head; a head's state is read and written
+    // once per chunk).
+    void prefill_part(float* S, const Tokens& x, float scale, float* o, size_t u0, size_t u1) {
+        for (size_t u = u0; u < u1; ++u) {
+            const int t0 = int(u / size_t(s_.HV)) * C_, h = int(u % size_t(s_.HV));
             const int n = std::min(C_, x.T - t0);
-            for (int h = 0; h < s_.HV; ++h) {
-                phase_a(x, h, t0, n, scale);
-                state_pass(n, S + size_t(h) * s_.head_state(), s_.V, s_.V, U_, s_.V,
-                           o ? o + size_t(t0) * s_.v_row() + size_t(h) * s_.V : nullptr, int(s_.v_row()));
-            }
+            phase_a(x, h, t0, n, scale);
+            state_pass(n, S + size_t(h) * s_.head_state(), s_.V, s_.V, U_, s_.V,
+                       o ? o + size_t(t0) * s_.v_row() + size_t(h) * s_.V : nullptr, int(s_.v_row()));
         }
     }
 
     // Affine segment map: M [HV][K][K] and B [HV][K][V] (overwritten), outputs from a zero start o0
     // [T][HV][V] and output sensitivities eo [T][HV][K] (O = o0 + eo S_in per head), both optional.
     void segment(const Tokens& x, float scale, float* M, float* B, float* o0, float* eo) {
+        if (x.T <= 0)  // no units: every head's map is the identity
+            for (int h = 0; h < s_.HV; ++h) start_map(h, M, B);
+        segment_part(x, scale, M, B, o0, eo, 0, units(x.T));
+    }
+
+    // Units [u0, u1) of the segment map of x. Head-major: unit u is chunk u % chunks of head u / chunks;
+    // a head's first unit starts its map at (I, 0).
+    void segment_part(const Tokens& x, float scale, float* M, float* B, float* o0, float* eo, size_t u0,
+                      size_t u1) {
         const int K = s_.K, V = s_.V;
-        for (int h = 0; h < s_.HV; ++h) {
+        const size_t chunks = size_t((x.T + C_ - 1) / C_);
+        for (size_t u = u0; u < u1; ++u) {
+            const int h = int(u / chunks), t0 = int(u % chunks) * C_;
+            const int n = std::min(C_, x.T - t0);
             float* Mh = M + size_t(h) * K * K;
             float* Bh = B + size_t(h) * s_.head_state();
-            for (int i = 0; i < K; ++i)
-                for (int c = 0; c < K; ++c) Mh[size_t(i) * K + c] = i == c ? 1.0f : 0.0f;
-            for (size_t e = 0; e < s_.head_state(); ++e) Bh[e] = 0.0f;
-            for (int t0 = 0; t0 < x.T; t0 += C_) {
-                const int n = std::min(C_, x.T - t0);
-                phase_a(x, h, t0, n, scale);
-                state_pass(n, Mh, K, K, nullptr, 0,
-                           eo ? eo + size_t(t0) * s_.g_row() + size_t(h) * K : nullptr, int(s_.g_row()));
-                state_pass(n, Bh, V, V, U_, V, o0 ? o0 + size_t(t0) * s_.v_row() + size_t(h) * V : nullptr,
-                           int(s_.v_row()));
-            }
+            if (t0 == 0) start_map(h, M, B);
+            phase_a(x, h, t0, n, scale);
+            state_pass(n, Mh, K, K, nullptr, 0, eo ? eo + size_t(t0) * s_.g_row() + size_t(h) * K : nullptr,
+                       int(s_.g_row()));
+            state_pass(n, Bh, V, V, U_, V, o0 ? o0 + size_t(t0) * s_.v_row() + size_t(h) * V : nullptr,
+                       int(s_.v_row()));
         }
     }
 
   private:
+    // Head h's map before any token: (I, 0).
+    void start_map(int h, float* M, float* B) const {
+        const int K = s_.K;
+        float* Mh = M + size_t(h) * K * K;
+        float* Bh = B + size_t(h) * s_.head_state();
+        for (int i = 0; i < K; ++i)
+            for (int c = 0; c < K; ++c) Mh[size_t(i) * K + c] = i == c ? 1.0f : 0.0f;
+        for (size_t e = 0; e < s_.head_state(); ++e) Bh[e] = 0.0f;
+    }
+
     // Gathers tokens [t0, t0 + n) of value head h and computes everything that does not depend on S.
     void phase_a(const Tokens& x, int h, int t0, int n, float scale) {
         const int K = s_.K, V = s_.V, hk = h / s_.group();

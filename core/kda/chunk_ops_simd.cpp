@@ -279,6 +279,18 @@ void chunked_simd(const Shape& s, float* S, const Tokens& x, float scale, int C,
     ChunkDriver<SimdOps>(s, C).prefill(S, x, scale, o);
 }
 
+void chunked_part_simd(const Shape& s, float* S, const Tokens& x, float scale, int C, float* o, size_t first,
+                       size_t count) {
+    if (x.T <= 0 || count == 0) return;
+    ChunkDriver<SimdOps>(s, C).prefill_part(S, x, scale, o, first, first + count);
+}
+
+void segment_map_part_simd(const Shape& s, const Tokens& x, float scale, int C, float* M, float* B, float* o0,
+                           float* eo, size_t first, size_t count) {
+    if (x.T <= 0 || count == 0) return;
+    ChunkDriver<SimdOps>(s, C).segment_part(x, scale, M, B, o0, eo, first, first + count);
+}
+
 void segment_map_simd(const Shape& s, const Tokens& x, float scale, int C, float* M, float* B, float* o0,
                       float* eo) {
     ChunkDriver<SimdOps>(s, C).segment(x, scale, M, B, o0, eo);

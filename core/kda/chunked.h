@@ -22,4 +22,18 @@ void chunked_scalar(const Shape& s, float* S, const Tokens& x, float scale, int 
 void chunked_simd(const Shape& s, float* S, const Tokens& x, float scale, int C, float* o);
 #endif
 
+// The same prefill in parts, for callers that must stop in between (the page's time-boxed runs). Its
+// work units are (chunk, value head) pairs, chunk-major: unit u is head u % HV of chunk u / HV; a call
+// runs units [first, first + count). Calls that run units 0 ... chunked_units(s, x.T, C) - 1 in order,
+// on the same S, x and o, give chunked()'s bits, however the units are grouped into calls.
+size_t chunked_units(const Shape& s, int T, int C);
+void chunked_part(const Shape& s, float* S, const Tokens& x, float scale, int C, float* o, size_t first,
+                  size_t count, Impl impl = Impl::simd);
+void chunked_part_scalar(const Shape& s, float* S, const Tokens& x, float scale, int C, float* o,
+                         size_t first, size_t count);
+#if K3_SIMD
+void chunked_part_simd(const Shape& s, float* S, const Tokens& x, float scale, int C, float* o, size_t first,
+                       size_t count);
+#endif
+
 }  // namespace k3::kda

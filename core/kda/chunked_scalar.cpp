@@ -45,4 +45,30 @@ void chunked(const Shape& s, float* S, const Tokens& x, float scale, int C, floa
     chunked_scalar(s, S, x, scale, C, o);
 }
 
+void chunked_part_scalar(const Shape& s, float* S, const Tokens& x, float scale, int C, float* o,
+                         size_t first, size_t count) {
+    if (x.T <= 0 || count == 0) return;
+    ChunkDriver<ScalarOps>(s, C).prefill_part(S, x, scale, o, first, first + count);
+}
+
+void segment_map_part_scalar(const Shape& s, const Tokens& x, float scale, int C, float* M, float* B,
+                             float* o0, float* eo, size_t first, size_t count) {
+    if (x.T <= 0 || count == 0) return;
+    ChunkDriver<ScalarOps>(s, C).segment_part(x, scale, M, B, o0, eo, first, first + count);
+}
+
+// Both loops have one unit per (chunk, value head) pair (ChunkDriver::units).
+size_t chunked_units(const Shape& s, int T, int C) {
+    const int c = std::max(1, std::min(C, kMaxChunk));
+    return T <= 0 ? 0 : size_t((T + c - 1) / c) * size_t(s.HV);
+}
+
+void chunked_part(const Shape& s, float* S, const Tokens& x, float scale, int C, float* o, size_t first,
+                  size_t count, Impl impl) {
+#if K3_SIMD
+    if (impl == Impl::simd) return chunked_part_simd(s, S, x, scale, C, o, first, count);
+#endif
+    chunked_part_scalar(s, S, x, scale, C, o, first, count);
+}
+
 }  // namespace k3::kda

@@ -2,8 +2,9 @@
 // Usage: node tests/e2e/page.test.mjs WEB_DIR K3CLI
 // Checks: the page loads with no console errors and a non-blank canvas; every module opened by
 // URL reports exactly what `k3cli run` reports for the same parameters (timing aside); a moved
-// slider changes the result and the link; a bad link is reported, not fatal; an idle page stops
-// drawing. Screenshots go to build/e2e/.
+// slider changes the result and the link; bad and hostile links are reported, never fatal; a refusal
+// keeps the last result; running out of memory is named and the page restarts on the last result; an
+// idle page stops drawing. Screenshots go to build/e2e/.
 import { chromium } from "playwright-core";
 import { spawn, execFileSync } from "node:child_process";
 import fs from "node:fs";
@@ -58,6 +59,85 @@ async function open(hash) {
   const firstFrameMs = Date.now() - t0;
   const text = await page.evaluate(() => window.k3.run());
   return { report: text ? JSON.parse(text) : null, firstFrameMs };
+}
+
+// Follows a link on the page already open (a hash change, no reload); resolves with the report once
+// nothing runs and a frame has been drawn (null: no report).
+async function follow(hash) {
+  const text = await page.evaluate(async (h) => {
+    const changed = new Promise((r) => window.addEventListener("hashchange", r, { once: true }));
+    window.location.hash = h;
+    await changed;
+    return window.k3.run();
+  }, hash);
+  return text ? JSON.parse(text) : null;
+}
+
+// One hostile link (section 4): opened, then judged once the page is ready and has drawn a frame.
+async function hostile(c) {
+  const label = c.hash.length > 70 ? c.hash.slice(0, 67) + "..." : c.hash;
+  const t0 = Date.now();
+  if (c.follow) {
+    await page.evaluate((h) => {
+      const changed = new Promise((r) => window.addEventListener("hashchange", r, { once: true }));
+      window.location.hash = h;
+      return changed;
+    }, c.hash);
+  } else {
+    await page.goto("about:blank");
+    await page.goto(base + c.hash);
+  }
+  await page.waitForFunction(() => window.k3 && window.k3.ready, null, { timeout: 30000 });
+  await page.evaluate(() => window.k3.drawn());
+  const st = await page.evaluate(() => window.k3.state());
+  const text = st.messages.join("\n");
+  ok(st.module === c.module && c.message.test(text),
+     `hostile link ${label}: ready on ${st.module} in ${Date.now() - t0} ms, shows ${c.message}`);
+  if (!c.message.test(text)) console.log("     shown: " + JSON.stringify(st.messages).slice(0, 400));
+  if (c.applied === false) ok(/none of it was applied/.test(text), "  ... and says none of it was applied");
+  if (c.report === false) ok(!st.report && !st.busy, "  ... and runs nothing");
+  const shown = await page.evaluate(() => window.location.hash);
+  if (c.applies) ok(c.applies.test(shown), `  ... and applies ${shown}`);
+  if (c.shot) await page.screenshot({ path: path.join(outDir, `${c.shot}.png`) });
+}
+
+// Opens a kda link afresh and waits until its run is in the fp32 kernels or it is refused.
+async function openKda(hash) {
+  const t0 = Date.now();
+  await page.goto("about:blank");
+  await page.goto(base + hash);
+  await page.waitForFunction(() => window.k3 && window.k3.ready, null, { timeout: 30000 });
+  const ready = Date.now() - t0;
+  await page.waitForFunction(() => window.k3.state().stage === "fp32 kernels" ||
+                                   window.k3.state().messages.some((m) => /^Not run:/.test(m)),
+                             null, { timeout: 60000, polling: 100 });
+  return { ...(await page.evaluate(() => window.k3.state())), ready, at: Date.now() - t0 };
+}
+
+// A run in the fp32 kernels (one step ran them all once, minutes for the link that froze the page) is
+// sliced: the page still draws, and a new link opens at once.
+async function yieldsInKernels(what, st) {
+  const f0 = await page.evaluate(() => window.k3.frames());
+  await page.waitForTimeout(1000);
+  await page.mouse.move(300, 300);
+  const f1 = await page.evaluate(() => window.k3.frames());
+  const t0 = Date.now();
+  await page.evaluate(() => { window.location.hash = "#m=memory"; });
+  await page.waitForFunction(() => window.k3.module() === "memory" && window.k3.state().report, null, { timeout: 10000 });
+  ok(f1 - f0 >= 3, `${what}: ready after ${st.ready} ms, in its fp32 kernels after ${st.at} ms, ` +
+     `${f1 - f0} frames drawn in 1 s of them, another link opened ${Date.now() - t0} ms later`);
+}
+
+// The kda link that froze the page: refused up front (its estimate is past the run limit), or sliced.
+// When it is refused, a long run the limit accepts shows the slicing.
+async function kdaFreezeLink() {
+  const st = await openKda("#m=kda&heads=1&group=8&k=256&v=32&tokens=8192&chunk=1024");
+  if (st.busy) return yieldsInKernels("kda freeze link", st);
+  ok(!st.report && st.messages.some((m) => /^Not run: the run would take about/.test(m)),
+     `kda freeze link: refused after ${st.ready} ms: ${st.messages.join(" ").slice(0, 100)}...`);
+  const long = await openKda("#m=kda&heads=4&tokens=4096");
+  ok(long.busy, "a long kda run (heads=4, tokens=4096) is accepted");
+  if (long.busy) await yieldsInKernels("a long kda run", long);
 }
 
 try {
@@ -167,14 +247,90 @@ try {
     await ctx.close();
   }
 
-  // 4. A bad link is reported on screen and the rest applied; the page keeps working.
+  // 4. Hostile links: each gives a ready page that shows what became of the link (or why it was not
+  // run), never a dead one. Opened afresh, as a shared link is, except `follow: true` (a hash change on
+  // the page already open: the Overview's figures are not computed again). `applied: false`: the banner
+  // must say that none of the link was applied; `report: false`: nothing ran; `applies`: the link the
+  // page shows once it has applied it; `shot`: a screenshot's name. Runs are not awaited (a link is judged by what it shows once ready).
   {
-    const { report } = await open("#m=memory&context=abc&bogus=1&budget_gib=1e9");
-    ok(report.params.context === 131072 && report.params.budget_gib === 4096,
-       "bad values fall back to defaults, out-of-range values are clamped");
-    const { report: r2 } = await open("#m=nosuch");
-    ok(await page.evaluate(() => window.k3.module()) === "overview", "an unknown module opens the Overview");
-    void r2;
+    const t0 = Date.now();
+    const long = "#m=memory&context=4096&" + "x".repeat(9000);
+    const cases = [
+      { hash: "#m=nosuch&context=1", module: "overview", message: /unknown module 'nosuch'/, applied: false },
+      { hash: long, module: "overview", message: /9,0\d\d characters long; the page reads 8,192 at most/, applied: false,
+        follow: true, shot: "link-too-long" },
+      { hash: "#m=memory&bogus=1&" + Array.from({ length: 300 }, (_, i) => `k${i}=${i}`).join("&"), module: "memory",
+        message: /ignored: unknown parameter 'bogus'[\s\S]*more problems/ },
+      { hash: "#m=memory&context=abc&budget_gib=NaN&tp=Infinity", module: "memory",
+        message: /ignored: bad value 'abc' for parameter 'context'/, applies: /^#m=memory$/ },
+      { hash: "#m=memory&context=99999999999999&budget_gib=-1e308", module: "memory", message: /clamped to/,
+        applies: /^#m=memory&context=16777216&budget_gib=0.01$/ },
+      { hash: "#m=memory&context=4096&%zz=1&context=8192&%%=%&&&=&tab=%00", module: "memory",
+        message: /malformed %-escape[\s\S]*given twice/, applies: /^#m=memory&context=4096$/ },
+      { hash: "#m=fleet&trace=x", module: "fleet", message: /^Not run: trace 'x' is not available here/m, report: false,
+        shot: "trace-path" },
+      { hash: "#m=fleet&instances=99999", module: "fleet", message: /instances=99999 is out of range \[1, 64\]; clamped to 64/,
+        applies: /^#m=fleet&instances=64$/ },
+      { hash: "#m=fleet&instances=8&instances=4", module: "fleet",
+        message: /ignored: parameter 'instances' given twice \(instances=8, instances=4\); the first is used/,
+        applies: /^#m=fleet&instances=8$/ },
+      { hash: "#m=fleet&instances=1e-400", module: "fleet", message: /ignored: bad value '1e-400'.*underflows to 0/,
+        applies: /^#m=fleet$/ },
+      { hash: "#m=tenants&duration_s=3600", module: "tenants", report: false,
+        message: /^Not run: the run would take about [\d.]+ s natively .*above the limit of 10(\.0)? s/m },
+    ];
+    for (const c of cases) await hostile(c);
+    console.log(`     hostile links took ${Date.now() - t0} ms`);
+  }
+  await kdaFreezeLink();
+
+  // 4b. A refusal keeps the last result: a good run, then links to the same module that are refused (by
+  // the module's validator, by the run budget, a trace path the page cannot read). The result stays,
+  // marked as for other parameters, under the reason.
+  {
+    const t0 = Date.now();
+    for (const [good, refusals] of [
+      ["#m=memory&context=65536", [["#m=memory&context=65536&tp=5", /^Not run: tensor parallelism 5 must divide/]]],
+      ["#m=fleet", [["#m=fleet&trace=x", /^Not run: trace 'x' is not available here/],
+                    ["#m=fleet&sessions=4096", /^Not run: the run would (take|hold) about .*above the limit of/]]]]) {
+      const before = await follow(good);
+      for (const [refused, why] of refusals) {
+        const kept = await follow(refused);
+        const st = await page.evaluate(() => window.k3.state());
+        const same = before && kept && JSON.stringify(strip(before)) === JSON.stringify(strip(kept));
+        ok(same && st.report && st.stale, `${refused} keeps the result of ${good} on screen (marked as for other parameters)`);
+        ok(st.messages.some((m) => why.test(m) && /The report below is the last result, for other parameters\.$/.test(m)),
+           `  ... under the reason: ${JSON.stringify(st.messages).slice(0, 200)}`);
+        if (refused === "#m=fleet&sessions=4096") await page.screenshot({ path: path.join(outDir, "refused.png") });
+      }
+    }
+    console.log(`     the refusals took ${Date.now() - t0} ms`);
+  }
+
+  // 4d. A run that exhausts the WebAssembly memory: the page names it, keeps the last frame and restarts
+  // on the last result with the message as a banner. (Links that would are refused before they run; the
+  // test hook allocates until the heap is full, as such a run would.)
+  {
+    const t0 = Date.now();
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const p3 = await ctx.newPage();
+    await p3.goto(base + "#m=memory");
+    await p3.waitForFunction(() => window.k3 && window.k3.ready && window.k3.state().report, null, { timeout: 30000 });
+    await p3.evaluate(() => { window.location.hash = "#m=kda&tokens=4096&heads=4"; });
+    await p3.waitForFunction(() => window.k3.state().busy && window.k3.running, null, { timeout: 10000 });
+    await p3.evaluate(() => window.k3.exhaustMemory()).catch(() => {});
+    const said = await p3.evaluate(() => window.k3.stopped());
+    ok(/ran out of memory while running module 1 kda with heads=4, tokens=4096: its WebAssembly memory had grown to [\d,]+ MiB \(the page's limit is 1,024 MiB\)/.test(said),
+       `out of memory: "${said}"`);
+    await p3.screenshot({ path: path.join(outDir, "out-of-memory.png") });
+    await p3.click("#crash-back");
+    await p3.waitForFunction(() => window.k3 && window.k3.ready && window.k3.state().report, null, { timeout: 30000 });
+    const st = await p3.evaluate(() => window.k3.state());
+    ok(st.module === "memory" && st.messages.some((m) => /^The page restarted\. The explorer ran out of memory/.test(m)),
+       `restart on the last result: ${st.module}, banner ${JSON.stringify(st.messages).slice(0, 120)}`);
+    await p3.screenshot({ path: path.join(outDir, "restarted.png") });
+    await ctx.close();
+    console.log(`     out of memory and the restart took ${Date.now() - t0} ms`);
   }
 
   // 5. No busy loop when idle: the page stops drawing when nothing changes.

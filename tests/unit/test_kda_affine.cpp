@@ -287,3 +287,48 @@ TEST_CASE("kda invariant 13: states do not add; the difference is the §4.3 form
     for (size_t e = 0; e < S2.size(); ++e) gap = std::fmax(gap, std::fabs(S2[e] - b1[e] - b2[e]));
     CHECK(gap > 1e-3);
 }
+
+// The page runs the kernels in parts between its frames (chunked_part, segment_map_part): any grouping
+// of the units, run in order, must give the one call's bits, in both implementations. The shapes cover
+// a partial last chunk, a chunk longer than the run, C = 1, and C past kMaxChunk (clamped).
+TEST_CASE("kda parts: chunked and segment-map calls in parts give the one call's bits") {
+    struct Case {
+        Shape s;
+        int T, C;
+    };
+    for (const Case& c : {Case{Shape{2, 4, 24, 20}, 45, 16}, Case{Shape{1, 3, 16, 8}, 7, 64},
+                          Case{Shape{1, 1, 8, 12}, 33, 1}, Case{Shape{2, 2, 8, 8}, 40, 2000}}) {
+        const Shape& s = c.s;
+        const int T = c.T, C = c.C;
+        CAPTURE(T);
+        CAPTURE(C);
+        const TokenData x = random_tokens(s, T, 7);
+        const float sc = default_scale(s.K);
+        const size_t no = size_t(T) * s.v_row(), ne = size_t(T) * s.g_row();
+        const size_t units = chunked_units(s, T, C);
+        REQUIRE(segment_map_units(s, T, C) == units);
+        for (Impl impl : kImpls) {
+            FloatBuf S1 = random_state(s, 3), o1(no), o01(no), eo1(ne);
+            chunked(s, S1.data(), x.view(), sc, C, o1.data(), impl);
+            AffineMap m1{s, FloatBuf(size_t(s.HV) * s.K * s.K), FloatBuf(s.state_floats())};
+            segment_map(s, x.view(), sc, C, m1.M.data(), m1.B.data(), o01.data(), eo1.data(), impl);
+            for (size_t per : {size_t(1), size_t(2), size_t(3), units}) {
+                CAPTURE(per);
+                FloatBuf S2 = random_state(s, 3), o2(no), o02(no), eo2(ne);
+                AffineMap m2{s, FloatBuf(m1.M.size()), FloatBuf(m1.B.size())};
+                for (size_t u = 0; u < units; u += per) {
+                    const size_t n = std::min(per, units - u);
+                    chunked_part(s, S2.data(), x.view(), sc, C, o2.data(), u, n, impl);
+                    segment_map_part(s, x.view(), sc, C, m2.M.data(), m2.B.data(), o02.data(), eo2.data(), u,
+                                     n, impl);
+                }
+                CHECK(bitwise_equal(S1, S2));
+                CHECK(bitwise_equal(o1, o2));
+                CHECK(bitwise_equal(m1.M, m2.M));
+                CHECK(bitwise_equal(m1.B, m2.B));
+                CHECK(bitwise_equal(o01, o02));
+                CHECK(bitwise_equal(eo1, eo2));
+            }
+        }
+    }
+}

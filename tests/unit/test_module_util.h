@@ -82,7 +82,9 @@ inline void falsifiers_fail_their_checks(const char* module,
         const FalsifierInfo& f = e.falsifiers[i];
         auto all = f.params;
         for (const auto& [k, v] : kv) {
-            auto own = std::find_if(all.begin(), all.end(), [&](const auto& p) { return p.first == k; });
+            // (an init-capture: clang 14, the wasm build's compiler, cannot capture a structured binding)
+            auto own =
+                std::find_if(all.begin(), all.end(), [&key = k](const auto& p) { return p.first == key; });
             if (own != all.end())
                 own->second = v;
             else

@@ -149,6 +149,28 @@ TEST_CASE("URL hash: bad parts are reported, the rest applied, never a crash") {
     CHECK(resolve_url(parse_url_hash(std::string(10000, 'a'))).issues.size() == 1);
 }
 
+// The page's banner says whether any of a link was applied (ui/shell.cpp): `applied` must be true.
+TEST_CASE("URL hash: a link too long to read or naming an unknown module applies nothing") {
+    // (appended, not concatenated: g++ 12 warns falsely on operator+ with a long temporary)
+    std::string many = "#m=memory&context=4096&";
+    many.append(kMaxLinkChars, 'x');
+    const ResolvedView too_long = resolve_url(parse_url_hash(many));
+    CHECK_FALSE(too_long.applied);
+    CHECK(too_long.experiment == nullptr);
+    REQUIRE(too_long.issues.size() == 1);
+    CHECK(too_long.issues[0].message.find("8,192") != std::string::npos);
+    // exactly at the limit it is read
+    std::string at_limit = "m=memory&context=4096&x=";
+    at_limit.append(kMaxLinkChars - 24, 'y');
+    REQUIRE(at_limit.size() == kMaxLinkChars);
+    const ResolvedView read = resolve_url(parse_url_hash(at_limit));
+    CHECK(read.applied);
+    CHECK(read.params.integer("context") == 4096);
+    CHECK_FALSE(resolve_url(parse_url_hash("#m=nosuch&context=4096")).applied);
+    CHECK(resolve_url(parse_url_hash("#m=memory&context=abc")).applied);
+    CHECK(resolve_url(parse_url_hash("#context=4096")).applied);  // the Overview, its parameter ignored
+}
+
 TEST_CASE("URL hash: a repeated key is reported and its first value used") {
     const auto st = parse_url_hash("#m=memory&context=4096&tab=how&context=8192&m=fleet&tab=limits");
     CHECK(st.module == "memory");

@@ -20,6 +20,20 @@ namespace {
 using namespace k3::kda;
 
 constexpr double kTimedMs = 6;  // least wall time per timed kernel
+// Multiply-adds of one part of a parted kernel call: a millisecond or two of work in WebAssembly, so
+// that the page's slices stay near their budget (its frames are 10 ms), and enough work per call that
+// the calls cost nothing.
+constexpr double kPartWork = 4.0e6;
+// Multiply-adds of one timed call, which the throughput stage cannot split, bound by shortening the timed
+// prefix of the tokens: about 10 ms natively (the scalar kernels are several times slower).
+constexpr double kTimedCallWork = 6.7e7, kTimedScalarCallWork = 1.0e7;
+
+// Multiply-adds of one (chunk, value head) unit of the chunked kernel (chunked.h), chunks of n tokens;
+// the segment map's unit adds the state pass on M (`map`).
+double chunk_unit_work(const Shape& s, int n, bool map = false) {
+    const double K = s.K, V = s.V, c = n;
+    return c * c * (K + (K + V) / 2) + 3 * c * K * (V + (map ? K : 0)) + c * c * V / 2;
+}
 
 // The index of the element of largest magnitude (where a falsifier's corruption cannot drown).
 size_t largest(const FloatBuf& x) {
@@ -36,24 +50,82 @@ int split_point(int T, int C) {
     return C > 1 && A % C == 0 ? A + 1 : A;
 }
 
+// One kernel call made in parts, so that a run can stop between them (the page steps runs in
+// time-boxed slices): `part(first, count)` runs units [first, first + count) of `units`, in order. The
+// kernels give the one call's bits however the units are grouped (recurrent.h: tokens; chunked.h and
+// affine.h: (chunk, head) pairs).
+struct PartedCall {
+    size_t units = 0, per_part = 1, done = 0;
+    std::function<void(size_t first, size_t count)> part;
+
+    static PartedCall of(size_t units, double unit_work, std::function<void(size_t, size_t)> part) {
+        const size_t per = size_t(std::max(1.0, std::floor(kPartWork / std::max(1.0, unit_work))));
+        return {units, per, 0, std::move(part)};
+    }
+    // Parts until all units are done (true) or the deadline has passed.
+    bool advance(const Deadline& dl) {
+        while (done < units) {
+            const size_t n = std::min(per_part, units - done);
+            part(done, n);
+            done += n;
+            if (dl.passed()) break;
+        }
+        return done >= units;
+    }
+};
+
+// Parted calls and short steps run in order across slices; each is made when reached, so that it can
+// take buffers the steps before it prepared. Returns the stage's progress.
+class CallSequence {
+  public:
+    void call(std::function<PartedCall()> make) { items_.push_back(std::move(make)); }
+    void step(std::function<void()> fn) {
+        call([fn = std::move(fn)] { return PartedCall{1, 1, 0, [fn](size_t, size_t) { fn(); }}; });
+    }
+    bool empty() const { return items_.empty(); }
+    double advance(const Deadline& dl) {
+        while (i_ < items_.size()) {
+            if (!started_) current_ = items_[i_](), started_ = true;
+            if (!current_.advance(dl)) break;
+            ++i_, started_ = false;
+            current_ = {};
+            if (dl.passed()) break;
+        }
+        if (i_ >= items_.size()) return 1.0;
+        const double within = started_ && current_.units ? double(current_.done) / double(current_.units) : 0;
+        return (double(i_) + within) / double(items_.size());
+    }
+
+  private:
+    std::vector<std::function<PartedCall()>> items_;
+    size_t i_ = 0;
+    bool started_ = false;
+    PartedCall current_;
+};
+
 // Calls `fn` (which processes `head_tokens` head-tokens) once untimed (caches; in WebAssembly the
-// engine tiers the code up), then timed at least three times and until `ms` have passed; returns the
-// best rate of the timed calls in head-tokens/s (the best, because a shared machine only ever slows
-// a call down).
-double best_rate(const std::function<void()>& fn, double head_tokens, double ms) {
-    fn();
-    double best = 0;
-    const Stopwatch total;
-    int n = 0;
-    do {
-        const Stopwatch sw;
-        fn();
-        const double t = sw.ms();
-        if (t > 0) best = std::max(best, head_tokens / (t * 1e-3));
-        ++n;
-    } while (total.ms() < ms || n < 3);
-    return best;
-}
+// engine tiers the code up), then timed at least three times and until `ms` of timed calls have passed;
+// the rate is the best of the timed calls in head-tokens/s (the best, because a shared machine only ever
+// slows a call down). One call per advance() at most after the deadline: a run can stop between calls.
+struct TimedRate {
+    std::function<void()> fn;
+    double head_tokens = 0, best = 0, timed_ms = 0;
+    int calls = 0;
+
+    bool advance(const Deadline& dl, double ms) {
+        while (true) {
+            const Stopwatch sw;
+            fn();
+            const double t = sw.ms();
+            if (calls++ > 0) {
+                timed_ms += t;
+                if (t > 0) best = std::max(best, head_tokens / (t * 1e-3));
+                if (timed_ms >= ms && calls > 3) return true;
+            }
+            if (dl.passed()) return false;
+        }
+    }
+};
 
 class KdaRun : public StagedRun {
   public:
@@ -62,15 +134,15 @@ class KdaRun : public StagedRun {
         result_.tokens = p.tokens;
         result_.chunk = p.chunk;
         plan_timing();
+        plan_kernels();
+        plan_exactness();
         add_step("inputs", 1, [this] { make_inputs(); });
         add_stage("fp64 reference", 6, [this](const Deadline& dl) { return reference(dl); });
-        add_step("fp32 kernels", 2, [this] { kernels(); });
+        add_stage("fp32 kernels", 2, [this](const Deadline& dl) { return kernels_.advance(dl); });
         add_stage("chunk-size sweep", 2, [this](const Deadline& dl) { return sweep(dl); });
         add_stage("throughput", 4, [this](const Deadline& dl) { return throughput(dl); });
-        add_step("report", 0.1, [this] {
-            exactness();
-            report_kda(result_, report_);
-        });
+        add_stage("exactness", 1, [this](const Deadline& dl) { return exactness_.advance(dl); });
+        add_step("report", 0.1, [this] { report_kda(result_, report_); });
     }
 
   private:
@@ -84,18 +156,24 @@ class KdaRun : public StagedRun {
     };
 
     void plan_timing();
+    void plan_kernels();
+    void plan_exactness();
     void make_inputs();
     double reference(const Deadline& dl);
-    void kernels();
+    void kernel_results(int v);
+    void kernels_done();
     double sweep(const Deadline& dl);
+    void sweep_result(int C);
     double throughput(const Deadline& dl);
+    bool fill_states(const Deadline& dl);
     TimedCall timed_call(TimedKernel k, Scratch& w);
     std::function<void()> prefill(Scratch& w, Impl impl, int C, int T);
     std::function<void()> decode(Scratch& w, Impl impl, int T);
     std::function<void()> decode_states_in_memory(Scratch& w, int T);
-    void exactness();
-    void check_decode();
-    void check_split();
+    PartedCall recurrent_call(Impl impl, float* S, float* o, const Tokens& x) const;
+    PartedCall chunked_call(Impl impl, int C, float* S, float* o, const Tokens& x) const;
+    PartedCall decode_call(float* S, float* o);
+    PartedCall affine_call();
     void check_affine();
     void gate_range();
 
@@ -104,6 +182,7 @@ class KdaRun : public StagedRun {
         ErrorStats e = compare(o.data(), ref_o_.data(), o.size());
         return e.add(compare(S.data(), ref_S_.data(), S.size()));
     }
+    size_t out_floats() const { return size_t(p_.tokens) * s_.v_row(); }
 
     KdaParams p_;
     Shape s_;
@@ -113,9 +192,13 @@ class KdaRun : public StagedRun {
     std::vector<double> ref_S_, ref_o_;
     int ref_t_ = 0;
     FloatBuf rec_S_[2], rec_o_[2], ch_S_[2], ch_o_[2];  // [scalar, SIMD]
-    size_t sweep_i_ = 0;
+    CallSequence kernels_, sweep_, exactness_;
+    FloatBuf work_S_, work_o_;  // the run in progress of the sweep and the exactness checks
+    AffineMap map_;
     std::vector<int> timed_chunks_;  // chunk sizes of the throughput-against-C curve
     size_t timing_i_ = 0;
+    std::unique_ptr<Scratch> scratch_;
+    TimedRate timed_;
     int n_states_ = 0, states_tokens_ = 0;  // states cycled through by the states-in-memory decode, tokens
     long states_pos_ = 0;                   // its position in the ring of states, across calls
     KdaResult result_;
@@ -156,20 +239,47 @@ double KdaRun::reference(const Deadline& dl) {
     return double(ref_t_) / T;
 }
 
-void KdaRun::kernels() {
-    const size_t no = size_t(p_.tokens) * s_.v_row();
+PartedCall KdaRun::recurrent_call(Impl impl, float* S, float* o, const Tokens& x) const {
+    return PartedCall::of(size_t(x.T), 4.0 * s_.HV * s_.K * s_.V, [this, impl, S, o, x](size_t t, size_t n) {
+        recurrent(s_, S, x.slice(s_, int(t), int(n)), scale_, o + t * s_.v_row(), impl);
+    });
+}
+
+PartedCall KdaRun::chunked_call(Impl impl, int C, float* S, float* o, const Tokens& x) const {
+    const double work = chunk_unit_work(s_, std::min({C, x.T, kMaxChunk}));
+    return PartedCall::of(chunked_units(s_, x.T, C), work, [this, impl, C, S, o, x](size_t u, size_t n) {
+        chunked_part(s_, S, x, scale_, C, o, u, n, impl);
+    });
+}
+
+// The four fp32 prefills over all tokens (recurrent and chunked, scalar and SIMD), each in parts.
+void KdaRun::plan_kernels() {
     // The fp64 reference has run: from here on the fp32 kernels see a last-token gate it never saw.
-    if (p_.falsify == KdaFalsify::fp32_gate) x_.g[size_t(p_.tokens - 1) * s_.g_row()] -= 1.0f;
+    kernels_.step([this] {
+        if (p_.falsify == KdaFalsify::fp32_gate) x_.g[size_t(p_.tokens - 1) * s_.g_row()] -= 1.0f;
+    });
     for (int v = 0; v < 2; ++v) {
         const Impl impl = v ? Impl::simd : Impl::scalar;
-        rec_S_[v] = S0_, rec_o_[v].assign(no, 0.0f);
-        recurrent(s_, rec_S_[v].data(), x_.view(), scale_, rec_o_[v].data(), impl);
-        ch_S_[v] = S0_, ch_o_[v].assign(no, 0.0f);
-        chunked(s_, ch_S_[v].data(), x_.view(), scale_, p_.chunk, ch_o_[v].data(), impl);
-        if (v == 1 && p_.falsify == KdaFalsify::simd_output_bit) flip_bit(ch_o_[1][0], 0);
-        result_.recurrent[v] = vs_ref(rec_o_[v], rec_S_[v]);
-        result_.chunked[v] = vs_ref(ch_o_[v], ch_S_[v]);
+        kernels_.step([this, v] { rec_S_[v] = S0_, rec_o_[v].assign(out_floats(), 0.0f); });
+        kernels_.call(
+            [this, v, impl] { return recurrent_call(impl, rec_S_[v].data(), rec_o_[v].data(), x_.view()); });
+        kernels_.step([this, v] { ch_S_[v] = S0_, ch_o_[v].assign(out_floats(), 0.0f); });
+        kernels_.call([this, v, impl] {
+            return chunked_call(impl, p_.chunk, ch_S_[v].data(), ch_o_[v].data(), x_.view());
+        });
+        kernels_.step([this, v] { kernel_results(v); });
     }
+    kernels_.step([this] { kernels_done(); });
+}
+
+void KdaRun::kernel_results(int v) {
+    if (v == 1 && p_.falsify == KdaFalsify::simd_output_bit) flip_bit(ch_o_[1][0], 0);
+    result_.recurrent[v] = vs_ref(rec_o_[v], rec_S_[v]);
+    result_.chunked[v] = vs_ref(ch_o_[v], ch_S_[v]);
+}
+
+void KdaRun::kernels_done() {
+    const size_t no = out_floats();
     result_.chunked_vs_recurrent = compare(ch_o_[1].data(), rec_o_[1].data(), no);
     result_.chunked_vs_recurrent.add(compare(ch_S_[1].data(), rec_S_[1].data(), ch_S_[1].size()));
     uint32_t crc = 0;
@@ -181,42 +291,72 @@ void KdaRun::kernels() {
     result_.bits_digest = crc;
 }
 
+// The chunked (SIMD) kernel at every chunk size of the sweep, each a prefill of all tokens in parts.
 double KdaRun::sweep(const Deadline& dl) {
-    const std::vector<int>& chunks = result_.sweep_chunks;
-    while (sweep_i_ < chunks.size()) {
-        const int C = chunks[sweep_i_++];
-        FloatBuf S = S0_, o(size_t(p_.tokens) * s_.v_row());
-        chunked(s_, S.data(), x_.view(), scale_, C, o.data(), Impl::simd);
-        if (sweep_i_ == 1 && p_.falsify == KdaFalsify::sweep_state) flip_bit(S[largest(S)], 23);
-        ErrorStats d = compare(o.data(), rec_o_[1].data(), o.size());
-        d.add(compare(S.data(), rec_S_[1].data(), S.size()));
-        result_.sweep_rel_err.push_back(vs_ref(o, S).rel_rms());
-        result_.sweep_max_diff.push_back(d.max_abs);
-        if (dl.passed()) break;
-    }
-    return chunks.empty() ? 1.0 : double(sweep_i_) / chunks.size();
+    if (sweep_.empty())
+        for (int C : result_.sweep_chunks) {
+            sweep_.step([this] { work_S_ = S0_, work_o_.assign(out_floats(), 0.0f); });
+            sweep_.call(
+                [this, C] { return chunked_call(Impl::simd, C, work_S_.data(), work_o_.data(), x_.view()); });
+            sweep_.step([this, C] { sweep_result(C); });
+        }
+    return sweep_.advance(dl);
+}
+
+void KdaRun::sweep_result(int C) {
+    if (C == result_.sweep_chunks.front() && p_.falsify == KdaFalsify::sweep_state)
+        flip_bit(work_S_[largest(work_S_)], 23);
+    ErrorStats d = compare(work_o_.data(), rec_o_[1].data(), work_o_.size());
+    d.add(compare(work_S_.data(), rec_S_[1].data(), work_S_.size()));
+    result_.sweep_rel_err.push_back(vs_ref(work_o_, work_S_).rel_rms());
+    result_.sweep_max_diff.push_back(d.max_abs);
 }
 
 double KdaRun::throughput(const Deadline& dl) {
-    Scratch w{FloatBuf(s_.state_floats()), FloatBuf(size_t(p_.tokens) * s_.v_row()), {}};
+    if (!scratch_) scratch_.reset(new Scratch{FloatBuf(s_.state_floats()), FloatBuf(out_floats()), {}});
+    Scratch& w = *scratch_;
     const int Tv = result_.timed_tokens_simd;
     const size_t n_calls = kTimedKernels + timed_chunks_.size();
     KdaThroughput& t = result_.throughput;
     while (timing_i_ < n_calls) {
-        if (timing_i_ < kTimedKernels) {
-            const TimedCall c = timed_call(TimedKernel(timing_i_), w);
-            t.rate[timing_i_] = best_rate(c.fn, double(c.tokens) * s_.HV, kTimedMs);
-        } else {
-            const int C = timed_chunks_[timing_i_ - kTimedKernels];
-            t.chunks.push_back(C);
-            t.chunk_rate.push_back(best_rate(prefill(w, Impl::simd, C, Tv), double(Tv) * s_.HV, kTimedMs));
+        if (!timed_.fn) {
+            if (timing_i_ == size_t(TimedKernel::decode_states_in_memory) && !fill_states(dl)) break;
+            if (timing_i_ < kTimedKernels) {
+                TimedCall c = timed_call(TimedKernel(timing_i_), w);
+                timed_ = {std::move(c.fn), double(c.tokens) * s_.HV};
+            } else {
+                timed_ = {prefill(w, Impl::simd, timed_chunks_[timing_i_ - kTimedKernels], Tv),
+                          double(Tv) * s_.HV};
+            }
         }
+        if (!timed_.advance(dl, kTimedMs)) break;
+        if (timing_i_ < kTimedKernels) {
+            t.rate[timing_i_] = timed_.best;
+        } else {
+            t.chunks.push_back(timed_chunks_[timing_i_ - kTimedKernels]);
+            t.chunk_rate.push_back(timed_.best);
+        }
+        timed_ = {};
         ++timing_i_;
         if (dl.passed()) break;
     }
-    return double(timing_i_) / double(n_calls);
+    if (timing_i_ < n_calls) return double(timing_i_) / double(n_calls);
+    scratch_.reset();
+    return 1.0;
 }
 
+// The states the states-in-memory decode cycles through, copies of S0 written in parts (64 MiB).
+bool KdaRun::fill_states(const Deadline& dl) {
+    FloatBuf& many = scratch_->many;
+    const size_t n = s_.state_floats(), total = size_t(n_states_) * n;
+    if (many.capacity() < total) many.reserve(total);
+    while (many.size() < total) {
+        for (size_t f = 0; f < (1u << 20) && many.size() < total; f += n)
+            many.insert(many.end(), S0_.begin(), S0_.end());
+        if (dl.passed()) break;
+    }
+    return many.size() >= total;
+}
 KdaRun::TimedCall KdaRun::timed_call(TimedKernel k, Scratch& w) {
     const int Ts = result_.timed_tokens_scalar, Tv = result_.timed_tokens_simd, C = p_.chunk;
     switch (k) {
@@ -254,15 +394,10 @@ std::function<void()> KdaRun::decode(Scratch& w, Impl impl, int T) {
 }
 
 // Decode cycling through 64 MiB of states (a model's layers times a batch of sequences): every step
-// reads and writes its state from memory instead of cache.
+// reads and writes its state from memory instead of cache. The states are written before (fill_states).
 std::function<void()> KdaRun::decode_states_in_memory(Scratch& w, int T) {
     return [this, &w, T] {
         const size_t n = s_.state_floats();
-        if (w.many.empty()) {  // filled by the untimed first call
-            w.many.resize(size_t(n_states_) * n);
-            for (int m = 0; m < n_states_; ++m)
-                std::copy(S0_.begin(), S0_.end(), w.many.data() + size_t(m) * n);
-        }
         for (int t = 0; t < T; ++t, ++states_pos_) {  // calls continue round the ring of states
             const Tokens r = x_.view().slice(s_, t, 1);
             recurrent_step(s_, w.many.data() + size_t(states_pos_ % n_states_) * n, r.q, r.k, r.v, r.g,
@@ -271,49 +406,79 @@ std::function<void()> KdaRun::decode_states_in_memory(Scratch& w, int T) {
     };
 }
 
-void KdaRun::exactness() {
-    result_.scalar_simd_same_bits = bitwise_equal(rec_o_[0], rec_o_[1]) &&
-                                    bitwise_equal(rec_S_[0], rec_S_[1]) &&
-                                    bitwise_equal(ch_o_[0], ch_o_[1]) && bitwise_equal(ch_S_[0], ch_S_[1]);
-    check_decode();
-    if (p_.tokens > 1) check_split();
-    check_affine();
-    gate_range();
-}
-
-// Decoding token by token gives the bits of the recurrent prefill.
-void KdaRun::check_decode() {
-    FloatBuf S = S0_, o(rec_o_[1].size());
-    const int flip_after = (p_.tokens - 1) / 2;
-    for (int t = 0; t < p_.tokens; ++t) {
-        const Tokens one = x_.view().slice(s_, t, 1);
-        recurrent_step(s_, S.data(), one.q, one.k, one.v, one.g, one.beta, scale_,
-                       o.data() + size_t(t) * s_.v_row());
-        if (t == flip_after && p_.falsify == KdaFalsify::decode_state_bit) flip_bit(S[0], 22);
+// The exactness checks, in parts: scalar against SIMD bits, decode steps against the prefill, a split
+// prefill and the affine map against fp64, and the gates' range.
+void KdaRun::plan_exactness() {
+    exactness_.step([this] {
+        result_.scalar_simd_same_bits =
+            bitwise_equal(rec_o_[0], rec_o_[1]) && bitwise_equal(rec_S_[0], rec_S_[1]) &&
+            bitwise_equal(ch_o_[0], ch_o_[1]) && bitwise_equal(ch_S_[0], ch_S_[1]);
+    });
+    // Decoding token by token gives the bits of the recurrent prefill.
+    exactness_.step([this] { work_S_ = S0_, work_o_.assign(out_floats(), 0.0f); });
+    exactness_.call([this] { return decode_call(work_S_.data(), work_o_.data()); });
+    exactness_.step([this] {
+        result_.decode_same_bits = bitwise_equal(work_S_, rec_S_[1]) && bitwise_equal(work_o_, rec_o_[1]);
+    });
+    // A prefill in two calls, cut off the chunk grid: chunks restart at the cut, so only the state
+    // carried from the first call links the second to the tokens before it; both together against
+    // fp64. (A cut on the grid would give the one-call bits by construction, chunked.h.)
+    if (p_.tokens > 1) {
+        const int T = p_.tokens, C = p_.chunk, A = split_point(T, C);
+        exactness_.step(
+            [this, A] { result_.split_at = A, work_S_ = S0_, work_o_.assign(out_floats(), 0.0f); });
+        exactness_.call([this, A, C] {
+            return chunked_call(Impl::simd, C, work_S_.data(), work_o_.data(), x_.view().slice(s_, 0, A));
+        });
+        exactness_.step([this] {
+            if (p_.falsify == KdaFalsify::split_carry) work_S_ = S0_;
+        });
+        exactness_.call([this, A, C, T] {
+            return chunked_call(Impl::simd, C, work_S_.data(), work_o_.data() + size_t(A) * s_.v_row(),
+                                x_.view().slice(s_, A, T - A));
+        });
+        exactness_.step([this] { result_.split_vs_fp64 = vs_ref(work_o_, work_S_); });
     }
-    result_.decode_same_bits = bitwise_equal(S, rec_S_[1]) && bitwise_equal(o, rec_o_[1]);
+    exactness_.step([this] {
+        work_S_ = {}, work_o_ = {};
+        map_ = {s_, FloatBuf(size_t(s_.HV) * s_.K * s_.K), FloatBuf(s_.state_floats())};
+    });
+    exactness_.call([this] { return affine_call(); });
+    exactness_.step([this] { check_affine(); });
+    exactness_.step([this] { gate_range(); });
 }
 
-// A prefill in two calls, cut off the chunk grid: chunks restart at the cut, so only the state carried
-// from the first call links the second to the tokens before it; both together against fp64. (A cut on
-// the grid would give the one-call bits by construction, chunked.h.)
-void KdaRun::check_split() {
-    const int T = p_.tokens, C = p_.chunk, A = split_point(T, C);
-    FloatBuf S = S0_, o(ch_o_[1].size());
-    chunked(s_, S.data(), x_.view().slice(s_, 0, A), scale_, C, o.data());
-    if (p_.falsify == KdaFalsify::split_carry) S = S0_;
-    chunked(s_, S.data(), x_.view().slice(s_, A, T - A), scale_, C, o.data() + size_t(A) * s_.v_row());
-    result_.split_at = A;
-    result_.split_vs_fp64 = vs_ref(o, S);
+// Single-token steps from S0 over all tokens, with one bit of the state flipped midway when falsified.
+PartedCall KdaRun::decode_call(float* S, float* o) {
+    const int flip_after = (p_.tokens - 1) / 2;
+    return PartedCall::of(size_t(p_.tokens), 4.0 * s_.HV * s_.K * s_.V,
+                          [this, S, o, flip_after](size_t t0, size_t n) {
+                              for (int t = int(t0); t < int(t0 + n); ++t) {
+                                  const Tokens one = x_.view().slice(s_, t, 1);
+                                  recurrent_step(s_, S, one.q, one.k, one.v, one.g, one.beta, scale_,
+                                                 o + size_t(t) * s_.v_row());
+                                  if (t == flip_after && p_.falsify == KdaFalsify::decode_state_bit)
+                                      flip_bit(S[0], 22);
+                              }
+                          });
+}
+
+// The affine map of all tokens (segment_map, in parts).
+PartedCall KdaRun::affine_call() {
+    const int C = p_.chunk;
+    const double work = chunk_unit_work(s_, std::min({C, p_.tokens, kMaxChunk}), true);
+    return PartedCall::of(segment_map_units(s_, p_.tokens, C), work, [this, C](size_t u, size_t n) {
+        segment_map_part(s_, x_.view(), scale_, C, map_.M.data(), map_.B.data(), nullptr, nullptr, u, n);
+    });
 }
 
 // The affine map of the run reproduces it from the start state: S_T = M S0 + B.
 void KdaRun::check_affine() {
-    AffineMap map = segment_map(s_, x_.view(), scale_, p_.chunk);
-    if (p_.falsify == KdaFalsify::affine_b_sign) flip_bit(map.B[largest(map.B)], 31);
+    if (p_.falsify == KdaFalsify::affine_b_sign) flip_bit(map_.B[largest(map_.B)], 31);
     FloatBuf S(s_.state_floats());
-    affine_apply(s_, map.M.data(), map.B.data(), S0_.data(), S.data());
+    affine_apply(s_, map_.M.data(), map_.B.data(), S0_.data(), S.data());
     result_.affine_vs_fp64 = compare(S.data(), ref_S_.data(), S.size());
+    map_ = {};
 }
 
 // The most negative gate the inputs drew: how far a chunk's cumulative gate goes (<= 0 by the recipes,
@@ -323,10 +488,24 @@ void KdaRun::gate_range() {
     for (float g : x_.g) result_.gate_min = std::min(result_.gate_min, g);
 }
 
+// Timed on a prefix of the tokens: enough head-tokens for a stable rate, few enough that one timed call
+// (which the throughput stage cannot split) stays within `work` multiply-adds: the prefix is halved until
+// the recurrence and the chunked kernel at `chunk` fit.
+int timed_prefix(const Shape& s, int tokens, int chunk, double work) {
+    auto call_work = [&](int n) {
+        const int c = std::max(1, std::min(chunk, n));
+        const double chunked = chunk_unit_work(s, c) * std::ceil(double(n) / c) * s.HV;
+        return std::max(chunked, 4.0 * n * s.HV * s.K * s.V);
+    };
+    while (tokens > 1 && call_work(tokens) > work) tokens /= 2;
+    return std::max(1, tokens);
+}
+
 }  // namespace
 
 KdaPlan kda_plan(const KdaParams& p) {
-    const int T = p.tokens, C = p.chunk, HV = kda_shape(p).HV;
+    const int T = p.tokens, C = p.chunk;
+    const Shape s = kda_shape(p);
     KdaPlan plan;
     // The sweep: powers of two up to the run length, plus the chosen chunk size.
     std::vector<int>& cs = plan.sweep_chunks;
@@ -339,10 +518,10 @@ KdaPlan kda_plan(const KdaParams& p) {
     // plus set-up, C = 256 is all set-up: both slow and already clear from the trend).
     for (int c : cs)
         if ((c >= 4 && c <= 128) || c == C) plan.timed_chunks.push_back(c);
-    // Timed on a prefix of the tokens: enough head-tokens for a stable rate, few enough that the scalar
-    // kernels finish quickly even for large runs.
-    plan.timed_tokens_scalar = std::max(1, std::min(T, 256 / HV));
-    plan.timed_tokens_simd = std::min(T, std::max({1, 65536 / HV, std::min(T, 2 * C)}));
+    // The timed prefixes: the SIMD one also runs the throughput curve's chunk sizes, up to 128.
+    plan.timed_tokens_scalar = timed_prefix(s, std::max(1, std::min(T, 256 / s.HV)), C, kTimedScalarCallWork);
+    plan.timed_tokens_simd = timed_prefix(s, std::min(T, std::max({1, 65536 / s.HV, std::min(T, 2 * C)})),
+                                          std::max(C, 128), kTimedCallWork);
     return plan;
 }
 
