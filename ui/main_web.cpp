@@ -10,10 +10,8 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <memory>
 #include <new>
 #include <string>
-#include <vector>
 
 #include "core/base/data_files.h"
 
@@ -65,6 +63,15 @@ void out_of_memory() {
     k3js_out_of_memory(double(emscripten_get_heap_size()), double(emscripten_get_heap_max()));
     std::abort();
 }
+
+// Dear ImGui allocates with malloc, which returns null on the page when the heap cannot grow (and
+// address 0 is writable in WebAssembly): its allocations fail as the run's do, with the message.
+void* imgui_alloc(size_t n, void*) {
+    void* p = std::malloc(n);
+    if (!p && n) out_of_memory();
+    return p;
+}
+void imgui_free(void* p, void*) { std::free(p); }
 
 void frame() {
     k3::ui::App& app = *g_app;
@@ -139,15 +146,6 @@ EMSCRIPTEN_KEEPALIVE void k3_notice(const char* text) {
     if (g_app) g_app->set_notice(text);
     k3_wake();
 }
-// The browser test's stand-in for a run that exhausts memory (runs that would are refused before they
-// start, so no link does): allocates until the heap is full, as the run in progress would.
-EMSCRIPTEN_KEEPALIVE void k3_test_exhaust_memory() {
-    static std::vector<std::unique_ptr<char[]>> hoard;
-    for (;;) {
-        hoard.emplace_back(new char[64u << 20]);
-        hoard.back()[0] = 1;
-    }
-}
 EMSCRIPTEN_KEEPALIVE int k3_frame_count() { return g_frames; }
 EMSCRIPTEN_KEEPALIVE int k3_busy() { return g_app && g_app->busy() ? 1 : 0; }
 EMSCRIPTEN_KEEPALIVE int k3_ready() { return g_ready ? 1 : 0; }
@@ -169,6 +167,7 @@ int main() {
     if (!g_window) return 1;
     glfwMakeContextCurrent(g_window);
     IMGUI_CHECKVERSION();
+    ImGui::SetAllocatorFunctions(imgui_alloc, imgui_free);
     ImGui::CreateContext();
     ImGuiIO& io = ImGui::GetIO();
     io.IniFilename = nullptr;

@@ -122,7 +122,6 @@
     state() { return JSON.parse(Module.UTF8ToString(Module._k3_view_state())); },
     // The message shown if the WebAssembly stopped ("" while it runs).
     stopped() { return crashed ? document.getElementById("crash-text").textContent : ""; },
-    exhaustMemory() { Module._k3_test_exhaust_memory(); },
     // Resolves once a frame has been drawn after the call (state() then describes what is on screen),
     // whether a run goes on or not.
     drawn() { return frameAfter(() => true); },

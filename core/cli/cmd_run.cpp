@@ -52,7 +52,7 @@ static void print_text(const Experiment& e, const Report& r) {
 
 // The run's cost before it starts (Experiment::estimate) and the limits, as one JSON line.
 static void print_estimate(const Experiment& e, const Params& p) {
-    const RunCost c = e.estimate ? e.estimate(p) : RunCost{};
+    const RunCost c = e.cost(p);
     JsonWriter w;
     w.begin_object()
         .field("seconds", c.seconds)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <tuple>
 
 #include "core/base/numfmt.h"
 
@@ -82,11 +83,55 @@ bool key_matches(const std::string& pattern, const std::string& key) {
     return pattern == key;
 }
 
+// How far past the limits a cost is: 1 at the nearer limit, above 1 past it.
+static double over_limits(const RunCost& c) {
+    return std::max(c.seconds / kRunSecondsLimit, c.bytes / kRunBytesLimit);
+}
+
+// The parameter a user changed from its default to name in a refusal, since the module's own key is
+// often not the one that was moved (`sessions=4096` against a key of `event_block_tokens`): of those
+// whose default alone lowers the cost, first one that brings the run within the limits, then a number
+// before a choice (a smaller number is advice; "another trace" rarely is), then the lowest cost. The
+// cost unchanged when none lowers it.
+static RunCost with_moved_cause(const Experiment& e, const Params& p, RunCost c) {
+    const double now = over_limits(c);
+    auto rank = [](const ParamSpec& s, double over) { return std::tuple(over > 1, s.is_textual(), over); };
+    const ParamSpec* best = nullptr;
+    RunCost at_default;
+    for (const ParamSpec& s : p.specs()) {
+        if (p.is_default(s.key) || !p.is_active(s)) continue;
+        Params q = p;
+        q.reset(s.key);
+        const RunCost r = e.estimate(q);
+        if (over_limits(r) >= now * 0.999) continue;
+        if (!best || rank(s, over_limits(r)) < rank(*best, over_limits(at_default)))
+            best = &s, at_default = r;
+    }
+    if (!best) return c;
+    const std::string& key = best->key;
+    c.fix = best->is_textual()       ? "choose another " + key
+            : p.num(key) > best->def ? "make " + key + " smaller than " + p.text(key)
+                                     : "make " + key + " larger than " + p.text(key);
+    c.fix += " (at its default, " + Params(&p.specs()).text(key) +
+             (over_limits(at_default) > 1 ? ", still " : ", ") + "about " +
+             format_sig(at_default.seconds, 2) + " s and " + format_bytes(at_default.bytes) + ")";
+    c.key = key;
+    return c;
+}
+
+RunCost Experiment::cost(const Params& p) const {
+    if (!estimate) return {};
+    RunCost c = estimate(p);
+    return over_limits(c) > 1 ? with_moved_cause(*this, p, std::move(c)) : c;
+}
+
 std::vector<ParamIssue> run_budget_issues(const RunCost& c) {
     std::vector<ParamIssue> v;
     const std::string what = c.counted.empty() ? "" : " (" + c.counted + ")";
-    const std::string fix =
-        c.key.empty() ? "" : ": make " + c.key + (c.larger_is_cheaper ? " larger" : " smaller");
+    const std::string fix = !c.fix.empty() ? ": " + c.fix
+                            : c.key.empty()
+                                ? ""
+                                : ": make " + c.key + (c.larger_is_cheaper ? " larger" : " smaller");
     if (!(c.seconds <= kRunSecondsLimit))
         v.push_back({ParamIssue::error, c.key,
                      "the run would take about " + format_sig(c.seconds, 3) + " s natively" + what +
@@ -103,7 +148,7 @@ std::vector<ParamIssue> Experiment::check(const Params& p) const {
     for (const ParamIssue& i : v)
         if (i.level == ParamIssue::error) return v;
     if (estimate)
-        for (ParamIssue& i : run_budget_issues(estimate(p))) v.push_back(std::move(i));
+        for (ParamIssue& i : run_budget_issues(cost(p))) v.push_back(std::move(i));
     return v;
 }
 

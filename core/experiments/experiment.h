@@ -93,6 +93,7 @@ struct RunCost {
     double seconds = 0, bytes = 0;
     std::string counted, key;
     bool larger_is_cheaper = false;  // of the key's parameter: a budget or an interval
+    std::string fix;  // what a refusal tells the user to change, when the key is one they moved
 };
 // The refusals of a run past the limits ("the run would take about 37 s natively (...), above the
 // limit of 10 s"), each on the cost's key; none within them.
@@ -124,6 +125,8 @@ struct Experiment {
     // The validator's issues, then, if it found no error, the run budget's refusals (run_budget_issues):
     // what the CLI (exit 2) and the page show before a run starts.
     std::vector<ParamIssue> check(const Params& p) const;
+    // The estimate; past the limits, its key is the moved parameter whose default lowers it most.
+    RunCost cost(const Params& p) const;
 };
 
 // Runs to completion (CLI, tests); with a falsifier (an index into e.falsifiers) applied.

@@ -318,7 +318,12 @@ try {
     await p3.waitForFunction(() => window.k3 && window.k3.ready && window.k3.state().report, null, { timeout: 30000 });
     await p3.evaluate(() => { window.location.hash = "#m=kda&tokens=4096&heads=4"; });
     await p3.waitForFunction(() => window.k3.state().busy && window.k3.running, null, { timeout: 10000 });
-    await p3.evaluate(() => window.k3.exhaustMemory()).catch(() => {});
+    // Fill the heap from outside the run (the page's own malloc, halving the request until nothing is
+    // left): the run's next allocation fails as it would on its own.
+    await p3.evaluate(() => {
+      for (let n = 64 << 20; n >= 8;) if (!Module._malloc(n)) n >>= 1;
+    }).catch(() => {});
+    await p3.waitForFunction(() => window.k3.stopped(), null, { timeout: 30000 }).catch(() => {});
     const said = await p3.evaluate(() => window.k3.stopped());
     ok(/ran out of memory while running module 1 kda with heads=4, tokens=4096: its WebAssembly memory had grown to [\d,]+ MiB \(the page's limit is 1,024 MiB\)/.test(said),
        `out of memory: "${said}"`);

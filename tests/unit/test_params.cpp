@@ -242,6 +242,23 @@ TEST_CASE("every registered module estimates its run, within the run limits at i
     }
 }
 
+// A refusal names what the user moved, not the module's costliest parameter: the fleet's cost key is
+// its event blocks, but `sessions=4096` is what made this run too large.
+TEST_CASE("a refusal names the moved parameter whose default would lower the cost most") {
+    const Experiment& e = *find_experiment("fleet");
+    auto pp = parse_params(e.params, {{"sessions", "4096"}, {"instances", "8"}}, RangePolicy::strict);
+    REQUIRE(pp.ok());
+    const RunCost c = e.cost(pp.params);
+    CHECK(c.key == "sessions");
+    CHECK(c.fix.find("make sessions smaller than 4096 (at its default, ") == 0);
+    bool named = false;
+    for (const ParamIssue& i : e.check(pp.params))
+        named |= i.key == "sessions" && i.message.find(c.fix) != std::string::npos;
+    CHECK(named);
+    // Within the limits nothing is named beyond the module's own key.
+    CHECK(e.cost(e.defaults()).fix.empty());
+}
+
 TEST_CASE("every module's parameters have help text and contiguous groups (one panel section each)") {
     std::set<int> numbers;
     for (const Experiment& e : experiments()) {

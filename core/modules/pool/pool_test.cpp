@@ -251,10 +251,10 @@ TEST_CASE("pool: the run estimate keeps the defaults within the limits and refus
     // The pool's tables past the memory limit: tiny pages of a large budget.
     const std::string big = test::estimate_refuses(
         "pool", {{"preset", "tiny"}, {"tp", "1"}, {"page_tokens", "1"}, {"budget_mib", "65536"}},
-        "budget_mib");
+        "page_tokens");
     CHECK(big.find("GiB") != std::string::npos);
-    // Long outputs of many requests (the decode steps): the request count.
-    test::estimate_refuses("pool", {{"requests", "5000"}, {"output_tokens", "16384"}}, "requests");
+    // Long outputs of many requests (the decode steps): the output length, the one moved furthest.
+    test::estimate_refuses("pool", {{"requests", "5000"}, {"output_tokens", "16384"}}, "output_tokens");
 }
 
 TEST_CASE("pool: a factory can refuse a layout the validator accepts, and the report says which") {

@@ -81,7 +81,7 @@ TEST_CASE("prefix: the run estimate keeps the defaults within the limits and ref
     // One request alone past the limit (about 24 s natively): its prompt, not the request count.
     test::estimate_refuses("prefix", {{"requests", "1"}, {"shared_tokens", "2048"}}, "shared_tokens");
     // Eight 64-token outputs per pass and request (8 s natively; refused with its margin).
-    test::estimate_refuses("prefix", {{"gen", "64"}}, "requests");
+    test::estimate_refuses("prefix", {{"gen", "64"}}, "gen");
 }
 
 TEST_CASE("prefix: engine_plan follows SGLang's chunks and tracks, vLLM's aligned steps and block hits") {

@@ -3,6 +3,7 @@
 // cache quotas. Each run is compared with the well-behaved tenants' solo run.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -94,6 +95,11 @@ struct TenantsResult {
     const FleetSim& claim_sim(uint64_t k, ClaimRole role) const;
     uint64_t claim_seeds() const { return 1 + claim.size() / 3; }
 };
+
+// Each well-behaved request of `run` (tenant != 0) with the solo run's request it is, paired in arrival
+// order (the solo run serves exactly those requests): f(index in run, index in solo), while both last.
+void for_each_solo_pair(const FleetSim& run, const FleetSim& solo,
+                        const std::function<void(size_t here, size_t alone)>& f);
 
 // What isolation cannot take away from a request of `run` (it arrived at an instance that may be in the
 // middle of a step, and each chunk of its prefill shares a step with other tenants' work): the step in

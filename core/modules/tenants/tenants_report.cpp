@@ -184,19 +184,15 @@ struct SoloComparison {
 };
 SoloComparison compare_solo(const FleetSim& main, const FleetSim& solo) {
     SoloComparison c;
-    std::vector<size_t> well_behaved;  // of this run, in arrival order
-    for (size_t i = 0; i < main.outcomes().size(); ++i)
-        if (main.outcomes()[i].tenant != 0) well_behaved.push_back(i);
-    c.here = well_behaved.size();
+    for (const RequestOutcome& o : main.outcomes()) c.here += o.tenant != 0;
     c.alone = solo.outcomes().size();
-    for (size_t j = 0; j < std::min<size_t>(c.here, c.alone); ++j) {
-        const RequestOutcome &a = main.outcomes()[well_behaved[j]], &b = solo.outcomes()[j];
-        const TokenSeq &ta = *main.workload().requests[well_behaved[j]].tokens,
-                       &tb = *solo.workload().requests[j].tokens;
+    for_each_solo_pair(main, solo, [&](size_t i, size_t j) {
+        const RequestOutcome &a = main.outcomes()[i], &b = solo.outcomes()[j];
+        const TokenSeq &ta = *main.workload().requests[i].tokens, &tb = *solo.workload().requests[j].tokens;
         c.differ += a.arrival_ms != b.arrival_ms || a.tenant != b.tenant || a.prompt != b.prompt ||
                     a.output != b.output || ta.size() != tb.size() ||
                     common_prefix(ta, tb, 0, ta.size()) != ta.size();
-    }
+    });
     return c;
 }
 

@@ -145,15 +145,20 @@ std::vector<double> TenantsResult::burst_delay_over_bound(const FleetSim& run, c
     double end = 0;
     for (const RequestOutcome& o : run.outcomes()) end = std::max({end, o.first_token_ms, o.finish_ms});
     std::vector<double> v;
-    size_t j = 0;  // the solo run's outcome of the next well-behaved request (both in arrival order)
-    for (const RequestOutcome& o : run.outcomes()) {
-        if (o.tenant == 0 || j >= solo.outcomes().size()) continue;
-        const RequestOutcome& alone = solo.outcomes()[j++];
-        if (!in_burst(o) || alone.first_token_ms < 0) continue;
+    for_each_solo_pair(run, solo, [&](size_t here, size_t alone_at) {
+        const RequestOutcome &o = run.outcomes()[here], &alone = solo.outcomes()[alone_at];
+        if (!in_burst(o) || alone.first_token_ms < 0) return;
         const double first = o.first_token_ms < 0 ? end : o.first_token_ms;
         v.push_back((first - o.arrival_ms - alone.ttft_ms()) / burst_delay_bound_ms(run, o));
-    }
+    });
     return v;
+}
+
+void for_each_solo_pair(const FleetSim& run, const FleetSim& solo,
+                        const std::function<void(size_t here, size_t alone)>& f) {
+    size_t j = 0;
+    for (size_t i = 0; i < run.outcomes().size() && j < solo.outcomes().size(); ++i)
+        if (run.outcomes()[i].tenant != 0) f(i, j++);
 }
 
 double burst_delay_bound_ms(const FleetSim& run, const RequestOutcome& o) {
