@@ -153,7 +153,8 @@ void FleetSim::sglang_falsifications(uint32_t k, double now, bool chunked) {
         const Live& L = live_[r];
         if (L.pos < L.target || !falsify_now(FleetSimFalsify::sglang_mixes_decode)) continue;
         for (uint32_t d : I.running)
-            if (live_[d].pos >= live_[d].target && grow(k, d, live_[d].pos + 1)) I.batch.push_back({d, 0});
+            if (live_[d].pos >= live_[d].target && grow(k, d, live_[d].pos + decode_tokens(d, 1)))
+                I.batch.push_back({d, 0});
         break;
     }
 }
@@ -187,7 +188,7 @@ bool FleetSim::sglang_decode_batch(uint32_t k) {
         for (uint32_t r : I.running) {
             const Live& L = live_[r];
             if (L.pos < L.target) continue;
-            const uint64_t want = (L.pos + 1 - L.own_start() + pt - 1) / pt * pt;
+            const uint64_t want = (L.pos + decode_tokens(r, 1) - L.own_start() + pt - 1) / pt * pt;
             need += want > L.kv_alloc ? want - L.kv_alloc : 0;
             const Live* v = victim < 0 ? nullptr : &live_[uint32_t(victim)];
             const uint32_t prompt = w_->requests[r].prompt_len;
@@ -210,7 +211,7 @@ bool FleetSim::sglang_decode_batch(uint32_t k) {
     }
     for (uint32_t r : I.running) {
         const Live& L = live_[r];
-        if (L.pos >= L.target && grow(k, r, L.pos + 1)) I.batch.push_back({r, 0});
+        if (L.pos >= L.target && grow(k, r, L.pos + decode_tokens(r, 1))) I.batch.push_back({r, 0});
     }
     return !I.batch.empty();
 }
@@ -240,13 +241,15 @@ bool FleetSim::vllm_running(uint32_t k, uint64_t& budget, uint32_t& partial) {
         const uint32_t r = I.running[i];
         const Live& L = live_[r];
         const bool prefill = L.pos < L.target;
-        uint64_t n = prefill ? L.target - L.pos : 1;
+        // A decode schedules its token and its drafts (a verify), and its KV takes what they yield.
+        uint64_t n = prefill ? L.target - L.pos : 1 + spec_.drafts;
+        if (!prefill && n > budget) break;
         if (threshold > 0 && n > threshold) n = threshold;
         n = std::min(n, budget);
         if (prefill && align) n = vllm_aligned_split(v, L.pos, n, L.target, L.junction);
         const bool is_partial = prefill && L.pos + n < L.target;
         if (n == 0 || (is_partial && c_.max_partial_prefills && partial >= c_.max_partial_prefills)) continue;
-        if (!ensure_kv(k, r, L.pos + n)) break;  // preempted itself
+        if (!ensure_kv(k, r, L.pos + (prefill ? n : decode_tokens(r, 1)))) break;  // preempted itself
         if (is_partial && align) n = vllm_falsified_chunk(L.pos, n, v.block_tokens);
         I.batch.push_back({r, prefill ? uint32_t(n) : 0u});
         budget -= n;

@@ -8,19 +8,31 @@ enum : size_t { kDecode = 0, kPrefill = 1, kState = 2 };
 
 }  // namespace
 
-// One decode: its KV read and attention over its context, its state read and written.
-void BatchRoofline::add_decode(Pass& p, uint64_t context, Pass* next) const {
+// One decode: its KV read and attention over its context, its state read and written; a verify's
+// drafts besides: their attention over the context and their KV written, their state FLOPs and the
+// speculative state traffic.
+void BatchRoofline::add_decode(Pass& p, double context, Pass* next, const SpecWork& spec,
+                               double tokens_per_step) const {
     const StepModel::SequenceCoefficients& q = model_.sequence();
-    const double x = double(context);
+    const double x = context, n = spec.drafts;
     p.flops[kDecode] += q.decode_flops_per_context * x;
     p.bytes[kDecode] += q.kv_bytes_per_token * x;
-    p.flops[kState] += q.state_decode_flops;
-    p.bytes[kState] += q.state_bytes;
-    p.tokens += 1;
+    p.flops[kState] += q.state_decode_flops + q.state_chunk_flops_per_token * n;
+    p.bytes[kState] += q.state_bytes * (1 + spec.extra_state_transfers / 2);
+    const double draft_flops = q.prefill_flops_per_pair * n * (x + (n + 1) / 2);
+    p.flops[kPrefill] += draft_flops;
+    p.bytes[kPrefill] += q.kv_bytes_per_token * n;
+    p.draft_flops += draft_flops;
+    p.draft_bytes += q.kv_bytes_per_token * n;
+    p.draft_tokens += n;
+    p.extra_state_transfers += spec.extra_state_transfers;
+    p.tokens += 1 + n;
     p.decodes += 1;
     if (next) {
-        next->flops[kDecode] += q.decode_flops_per_context;
-        next->bytes[kDecode] += q.kv_bytes_per_token;
+        next->flops[kDecode] += q.decode_flops_per_context * tokens_per_step;
+        next->bytes[kDecode] += q.kv_bytes_per_token * tokens_per_step;
+        next->flops[kPrefill] += q.prefill_flops_per_pair * n * tokens_per_step;
+        next->draft_flops += q.prefill_flops_per_pair * n * tokens_per_step;
     }
 }
 
@@ -55,12 +67,13 @@ BatchRoofline::Pass busiest_group_pass(const BatchRoofline::Pass& p, double dp, 
     BatchRoofline::Pass r = p;
     r.flops[kDecode] *= g.decode;
     r.bytes[kDecode] *= g.decode;
-    r.flops[kPrefill] *= g.chunk_attention;
-    r.bytes[kPrefill] *= g.chunk_tokens;
+    r.flops[kPrefill] = (p.flops[kPrefill] - p.draft_flops) * g.chunk_attention + p.draft_flops * g.decode;
+    r.bytes[kPrefill] = (p.bytes[kPrefill] - p.draft_bytes) * g.chunk_tokens + p.draft_bytes * g.decode;
     r.flops[kState] =
         (p.flops[kState] - p.chunk_state_flops) * g.decode + p.chunk_state_flops * g.chunk_tokens;
-    r.bytes[kState] = state_bytes * (p.decodes * g.decode + p.chunks * g.chunks);
-    r.tokens = p.decodes * g.decode + p.chunk_tokens * g.chunk_tokens;
+    r.bytes[kState] =
+        state_bytes * (p.decodes * g.decode + p.chunks * g.chunks + p.extra_state_transfers * g.decode / 2);
+    r.tokens = (p.decodes + p.draft_tokens) * g.decode + p.chunk_tokens * g.chunk_tokens;
     return r;
 }
 
@@ -72,6 +85,7 @@ double BatchRoofline::step_seconds(const Pass& first, const Pass& next, double j
         p.flops[i] += j * next.flops[i];
         p.bytes[i] += j * next.bytes[i];
     }
+    p.draft_flops += j * next.draft_flops;
     return seconds(p);
 }
 

@@ -68,12 +68,12 @@ const std::vector<std::string>& recovery_labels() {
 std::optional<Recovery> parse_recovery(std::string_view s) { return parse_in<Recovery>(recovery_ids(), s); }
 
 const std::vector<std::string>& spec_state_ids() {
-    static const std::vector<std::string> v = {"off", "snapshots", "recoverssm"};
+    static const std::vector<std::string> v = {"off", "snapshot", "recoverssm"};
     return v;
 }
 const std::vector<std::string>& spec_state_labels() {
     static const std::vector<std::string> v = {"off (one state per request)",
-                                               "snapshots: one state page per draft token (vLLM)",
+                                               "snapshot: one state page per draft token (vLLM)",
                                                "RecoverSSM: one page with records (Kimi-K3)"};
     return v;
 }
@@ -91,8 +91,8 @@ RunningStateSlots running_state_slots(const FleetConfig& c, SpecState spec) {
         const int n = int(c.draft_len);
         const spec::VllmPages p = spec::vllm_pages(spec::vllm_kda_page_tensors(c.model, n), n);
         const bool align = c.caching;  // vLLM: prefix caching runs the mamba cache in align mode
-        s.page_bytes_per_layer = spec == SpecState::snapshots ? p.snapshot_page : p.recoverssm_page;
-        s.pages = spec == SpecState::snapshots ? c.draft_len + (align ? 2 : 1) : (align ? 2 : 1);
+        s.page_bytes_per_layer = spec == SpecState::snapshot ? p.snapshot_page : p.recoverssm_page;
+        s.pages = spec == SpecState::snapshot ? c.draft_len + (align ? 2 : 1) : (align ? 2 : 1);
     }
     s.kv_reserve_bytes = uint64_t(kKvReservePages) * c.page_tokens * a.kv_bytes_per_token();
     const uint64_t per_request = s.bytes();
@@ -200,6 +200,9 @@ std::string check_fleet_config(const FleetConfig& c) {
     if (c.cache.page_size == 0 || c.page_tokens == 0) return "page sizes must be positive";
     if (c.spec_state != SpecState::off && c.draft_len == 0)
         return "speculative decoding needs a draft length";
+    if (!(c.acceptance_len >= 1) ||
+        c.acceptance_len > (c.spec_state == SpecState::off ? 1.0 : 1.0 + double(c.draft_len)))
+        return "the acceptance length must be within 1 and 1 + draft_len (1 without speculative decoding)";
     if (c.spec_state == SpecState::recoverssm && c.model.linear_name != "KDA")
         return "RecoverSSM records KDA's corrections and gates; " + c.model.name + "'s linear layers are " +
                c.model.linear_name;

@@ -93,10 +93,10 @@ std::optional<Recovery> parse_recovery(std::string_view s);
 // fleet's own accounting); vLLM's default of one full state page per verified position, 1 + N pages
 // (2 + N with prefix caching, vLLM's align mode); or Kimi-K3's RecoverSSM, one page that also holds
 // the records of the 1 + N positions (two with prefix caching). Pages are vLLM's
-// (spec::vllm_pages), not padded to an attention block. Only the memory is modelled: the verify
-// pass's cost and the tokens a step yields are not (the cost model decodes one token per step).
-enum class SpecState : uint8_t { off, snapshots, recoverssm };
-const std::vector<std::string>& spec_state_ids();  // "off", "snapshots", "recoverssm"
+// (spec::vllm_pages), not padded to an attention block. A step verifies 1 + N tokens and yields the
+// acceptance length on average; its cost and tokens: core/fleet/spec_decode.h.
+enum class SpecState : uint8_t { off, snapshot, recoverssm };
+const std::vector<std::string>& spec_state_ids();  // "off", "snapshot", "recoverssm"
 const std::vector<std::string>& spec_state_labels();
 std::optional<SpecState> parse_spec_state(std::string_view s);
 
@@ -123,6 +123,7 @@ enum class FleetSimFalsify : uint8_t {
     migration_drops_state,    // one live migration arrives without the request's state
     migration_lost_counter,   // the drain's lost-work counter is one token high
     state_slot_one_page,  // the first instance's state slots hold one state page, whatever the request holds
+    spec_accepts_all,     // every verify keeps all its drafts, whatever the acceptance length (every step)
     // TP layout (core/fleet/tp_layout.h), under tensor parallel attention:
     kv_capacity_sharded,  // the first instance's pool holds KV as if spread over the ranks
     kv_read_sharded,      // the iterations cost the KV a decode reads as if spread over the ranks
@@ -175,9 +176,11 @@ struct FleetConfig {
     uint64_t working_bytes = 32ull << 30;
     uint32_t page_tokens = 256;
     uint32_t max_running = 64;
-    // Speculative decoding's state scratch (above): N = draft_len draft tokens per step.
+    // Speculative decoding (above): N = draft_len draft tokens per step, of which a step keeps
+    // acceptance_len - 1 on average, plus the token the verify itself yields (1 with spec_state off).
     SpecState spec_state = SpecState::off;
     uint32_t draft_len = 7;
+    double acceptance_len = 1;
     // Continuous batching (vLLM / SGLang chunked prefill): at most max_batch_tokens tokens per
     // iteration (one per decoding sequence, the rest prefill chunks), at most max_prefills requests
     // prefilling at once.

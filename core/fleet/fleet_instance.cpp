@@ -150,7 +150,7 @@ uint32_t FleetSim::batch_decodes(uint32_t k) {
         const uint32_t r = I.running[i];
         const Live& L = live_[r];
         if (L.pos < L.target) continue;
-        if (!ensure_kv(k, r, L.pos + 1)) continue;
+        if (!ensure_kv(k, r, L.pos + decode_tokens(r, 1))) continue;
         I.batch.push_back({r, 0});
         ++decoding;
     }
@@ -244,10 +244,13 @@ void FleetSim::batch_prefills(uint32_t k, uint32_t budget, uint32_t cap) {
 double FleetSim::plan_decode_run(uint32_t k, const IterationWork& w, double now) {
     Inst& I = inst_[k];
     uint64_t m = UINT64_MAX;
-    for (const BatchItem& b : I.batch) m = std::min<uint64_t>(m, out_[b.req].output - live_[b.req].generated);
+    for (const BatchItem& b : I.batch) {
+        const RequestOutcome& o = out_[b.req];
+        m = std::min(m, accept_.steps_for(o.decode_step_tokens, o.output - live_[b.req].generated));
+    }
     bool all = true;
     for (const BatchItem& b : I.batch)
-        if (!grow(k, b.req, live_[b.req].pos + m)) {
+        if (!grow(k, b.req, live_[b.req].pos + decode_tokens(b.req, m))) {
             all = false;
             break;
         }
@@ -255,10 +258,10 @@ double FleetSim::plan_decode_run(uint32_t k, const IterationWork& w, double now)
         for (const BatchItem& b : I.batch) {
             Live& L = live_[b.req];
             const uint64_t pt = I.pool->layout().page_tokens;
-            const uint64_t need = (L.pos + 1 - L.own_start() + pt - 1) / pt * pt;
+            const uint64_t need = (L.pos + decode_tokens(b.req, 1) - L.own_start() + pt - 1) / pt * pt;
             if (L.kv_alloc > need && I.pool->truncate_kv(OwnerId(b.req) + 1, need) == AllocStatus::ok)
                 L.kv_alloc = need;
-            m = std::min(m, L.base + L.kv_alloc - L.pos);
+            m = std::min(m, decode_steps_within(b.req, L.base + L.kv_alloc - L.pos));
         }
     }
     I.run_decode = w.decode;
@@ -277,7 +280,9 @@ bool FleetSim::form_ideal(uint32_t k, double now) {
     for (;;) {
         I.batch.clear();
         const uint32_t decoding = batch_decodes(k);
-        const uint32_t budget = c_.max_batch_tokens > decoding ? c_.max_batch_tokens - decoding : 0;
+        // A verify schedules its token and its drafts (vLLM counts both against the budget).
+        const uint32_t verified = decoding * (1 + spec_.drafts);
+        const uint32_t budget = c_.max_batch_tokens > verified ? c_.max_batch_tokens - verified : 0;
         admit_waiting(k, now, budget, count_by_tenant(k));
         batch_prefills(k, budget, cap);
         if (!I.batch.empty()) return true;
@@ -301,8 +306,9 @@ void FleetSim::start_iteration(uint32_t k, double now) {
         if (b.chunk)
             w.add_chunk(double(L.pos), double(b.chunk));
         else
-            w.add_decode(double(L.pos));
+            w.add_decode(cost_context(b.req));
     }
+    add_drafts(w, spec_);
     I.steps = 1;
     const bool decode_run =
         c_.fast_decode && w.prefill_chunks == 0 && I.queue.empty() && I.status == Inst::up;
@@ -317,7 +323,9 @@ double FleetSim::step_ms(uint32_t k, uint32_t j) const {
     const Inst& I = inst_[k];
     IterationWork w;
     w.decode = I.run_decode;
-    w.decode_context = I.run_context0 + double(j) * double(I.run_decode);
+    // Each step moves every cost context on by the acceptance length (cost_context).
+    w.decode_context = I.run_context0 + double(j) * double(I.run_decode) * accept_.length();
+    add_drafts(w, spec_);
     return cost_.seconds(w) * 1000.0;
 }
 
@@ -327,11 +335,10 @@ void FleetSim::time_iteration(uint32_t k, double now) {
     const Inst& I = inst_[k];
     BatchRoofline::Pass first, next;
     for (const BatchItem& b : I.batch) {
-        const uint64_t context = live_[b.req].pos;
         if (b.chunk)
-            roofline_.add_chunk(first, double(context), double(b.chunk));
+            roofline_.add_chunk(first, double(live_[b.req].pos), double(b.chunk));
         else
-            roofline_.add_decode(first, context, &next);
+            roofline_.add_decode(first, cost_context(b.req), &next, spec_, accept_.length());
     }
     double roofline_s = 0;
     for (uint32_t j = 0; j < I.steps; ++j) roofline_s += roofline_.step_seconds(first, next, double(j));
@@ -371,14 +378,43 @@ uint32_t FleetSim::steps_done_by(uint32_t k, double now) const {
     return j;
 }
 
+// The context a decoding request's step is costed at: where its decode steps would have brought it at
+// exactly the acceptance length per step (within a token of its position; its position without
+// speculative decoding), so that a run of steps grows it by A per step whether it runs as one event or
+// step by step.
+double FleetSim::cost_context(uint32_t r) const {
+    const RequestOutcome& o = out_[r];
+    return double(live_[r].pos - o.decode_step_tokens) + accept_.length() * double(o.decode_steps);
+}
+
+uint64_t FleetSim::decode_tokens(uint32_t r, uint64_t m) const {
+    const RequestOutcome& o = out_[r];
+    return std::min<uint64_t>(o.output - live_[r].generated, accept_.tokens(o.decode_step_tokens, m));
+}
+
+// The most decode steps request r can take while its tokens fit in `room` more tokens of KV.
+uint64_t FleetSim::decode_steps_within(uint32_t r, uint64_t room) const {
+    const RequestOutcome& o = out_[r];
+    const uint64_t left = o.output - live_[r].generated;
+    return room >= left ? accept_.steps_for(o.decode_step_tokens, left)
+                        : accept_.steps_within(o.decode_step_tokens, room);
+}
+
+// m decode steps of request r on instance k: the tokens they yield (decode_tokens) join its context.
+void FleetSim::yield_decode_steps(uint32_t k, uint32_t r, uint32_t m) {
+    const uint64_t n = decode_tokens(r, m);
+    Live& L = live_[r];
+    RequestOutcome& o = out_[r];
+    L.pos += n;
+    L.generated += uint32_t(n);
+    o.decode_steps += m;
+    o.decode_step_tokens += uint32_t(n);
+    t_.iter_decode_tokens += n;
+    stats_[k].decode_tokens += n;
+}
+
 void FleetSim::apply_decode_steps(uint32_t k, uint32_t m) {
-    for (const BatchItem& b : inst_[k].batch) {
-        Live& L = live_[b.req];
-        L.pos += m;
-        L.generated += m;
-        t_.iter_decode_tokens += m;
-        stats_[k].decode_tokens += m;
-    }
+    for (const BatchItem& b : inst_[k].batch) yield_decode_steps(k, b.req, m);
 }
 
 // The engine's match (engine sglang, vllm): the lease on its state-usable hit, its KV-visible hit, the
@@ -663,10 +699,7 @@ void FleetSim::end_iteration(uint32_t k, double now) {
                 finished = L.generated >= o.output;
             }
         } else {
-            L.pos += I.steps;
-            L.generated += I.steps;
-            t_.iter_decode_tokens += I.steps;
-            st.decode_tokens += I.steps;
+            yield_decode_steps(k, r, I.steps);
             finished = L.generated >= o.output;
             if (!finished && I.steps > 1) {
                 // Give back pages taken ahead for a run that was cut short.

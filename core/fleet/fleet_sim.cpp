@@ -89,6 +89,25 @@ std::string check_inputs(const Workload* w, const FleetConfig& c) {
 
 }  // namespace
 
+// The tenants' token buckets (their weights' shares of the rate) and quotas: shares of the running
+// cap (it reads the pools just made, the same on every instance) and of the prefills.
+void FleetSim::configure_tenants() {
+    double sum = 0;
+    for (uint32_t t = 0; t < tenants_; ++t) sum += t < c_.tenants.size() ? c_.tenants[t].weight : 1.0;
+    auto share = [&](uint32_t t) { return (t < c_.tenants.size() ? c_.tenants[t].weight : 1.0) / sum; };
+    if (c_.queue == QueuePolicy::token_bucket) {
+        std::vector<double> rates(tenants_);
+        for (uint32_t t = 0; t < tenants_; ++t) rates[t] = c_.bucket_rate_tokens_per_s * share(t);
+        buckets_.configure(rates, c_.bucket_burst_s);
+    }
+    for (uint32_t t = 0; t < tenants_; ++t) {
+        cap_run_.push_back(std::max<uint32_t>(1, uint32_t(double(running_cap(0)) * share(t))));
+        cap_pre_.push_back(std::max<uint32_t>(1, uint32_t(double(c_.max_prefills) * share(t))));
+    }
+    run_t_.assign(tenants_, 0);
+    pre_t_.assign(tenants_, 0);
+}
+
 FleetSim::FleetSim(std::shared_ptr<const Workload> w, const FleetConfig& c)
     : w_(std::move(w)), c_(with_engine_grid(c)), router_(c.router, c.instances, c.seed) {
     error_ = check_inputs(w_.get(), c_);
@@ -103,6 +122,10 @@ FleetSim::FleetSim(std::shared_ptr<const Workload> w, const FleetConfig& c)
     // merged view of DP attention) while the instance runs tensor parallel attention.
     cost_ = CostModel(c_, c_.falsify == FleetSimFalsify::kv_read_sharded);
     roofline_ = BatchRoofline(cost_.step_model());
+    accept_ = SpecAcceptance(c_.spec_state == SpecState::off                   ? 1.0
+                             : c_.falsify == FleetSimFalsify::spec_accepts_all ? 1.0 + c_.draft_len
+                                                                               : c_.acceptance_len);
+    spec_ = spec_work(c_);
     const size_t n = w_->requests.size();
     live_.resize(n);
     out_.resize(n);
@@ -120,30 +143,10 @@ FleetSim::FleetSim(std::shared_ptr<const Workload> w, const FleetConfig& c)
     std::stable_sort(order_.begin(), order_.end(),
                      [&](uint32_t a, uint32_t b) { return out_[a].arrival_ms < out_[b].arrival_ms; });
 
-    if (c_.queue == QueuePolicy::token_bucket) {
-        double sum = 0;
-        for (uint32_t t = 0; t < tenants_; ++t) sum += t < c_.tenants.size() ? c_.tenants[t].weight : 1.0;
-        std::vector<double> rates(tenants_);
-        for (uint32_t t = 0; t < tenants_; ++t)
-            rates[t] =
-                c_.bucket_rate_tokens_per_s * (t < c_.tenants.size() ? c_.tenants[t].weight : 1.0) / sum;
-        buckets_.configure(rates, c_.bucket_burst_s);
-    }
     inst_.resize(c_.instances);
     stats_.resize(c_.instances);
     for (uint32_t k = 0; k < c_.instances && error_.empty(); ++k) reset_instance(k);
-    {  // tenant quotas: shares of the running cap (it reads the pools just made, the same on every
-       // instance) and of the prefills
-        double sum = 0;
-        for (uint32_t t = 0; t < tenants_; ++t) sum += t < c_.tenants.size() ? c_.tenants[t].weight : 1.0;
-        for (uint32_t t = 0; t < tenants_; ++t) {
-            const double share = (t < c_.tenants.size() ? c_.tenants[t].weight : 1.0) / sum;
-            cap_run_.push_back(std::max<uint32_t>(1, uint32_t(double(running_cap(0)) * share)));
-            cap_pre_.push_back(std::max<uint32_t>(1, uint32_t(double(c_.max_prefills) * share)));
-        }
-        run_t_.assign(tenants_, 0);
-        pre_t_.assign(tenants_, 0);
-    }
+    configure_tenants();
     if (!error_.empty()) {
         done_ = true;
         return;

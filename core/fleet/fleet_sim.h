@@ -41,6 +41,7 @@
 #include "core/fleet/fleet_cost.h"
 #include "core/fleet/fleet_engine.h"
 #include "core/fleet/router.h"
+#include "core/fleet/spec_decode.h"
 #include "core/fleet/timeline_recorder.h"
 #include "core/fleet/wait_queue.h"
 #include "core/fleet/workload.h"
@@ -68,6 +69,8 @@ struct RequestOutcome {
     // logged when each ended: what the work recount of the shared checks adds to the last attempt's.
     uint64_t abandoned_work = 0;
     uint32_t preemptions = 0, moves = 0, violations = 0;
+    // Decode steps (verifies, with speculative decoding) and the tokens they yielded, over all attempts.
+    uint32_t decode_steps = 0, decode_step_tokens = 0;
     bool admitted = false, completed = false;
     FailReason failed = FailReason::none;
 
@@ -267,6 +270,7 @@ class FleetSim {
         StateRecord record;           // the state's own record (the resume audit's input)
     };
 
+    void configure_tenants();
     // ---- events (fleet_sim.cpp) ----
     void handle(const FleetEvent& e);
     void arrive(uint32_t r, double now);
@@ -312,6 +316,7 @@ class FleetSim {
     void cut_run(uint32_t k, double now);
     uint32_t steps_done_by(uint32_t k, double now) const;
     void apply_decode_steps(uint32_t k, uint32_t m);
+    void yield_decode_steps(uint32_t k, uint32_t r, uint32_t m);
     RadixCache& cache_of(uint32_t k, uint32_t r);
     uint64_t lookup_len(uint32_t r) const;
     uint64_t resume_lookup_len(const RadixCache& c, uint32_t r) const;  // what r may resume from in c
@@ -382,6 +387,10 @@ class FleetSim {
     // The running requests an instance may hold under the engine's scheduler: SGLang caps them at
     // the state slots / ratio (batch_former.h), vLLM and ideal at the state slots.
     uint32_t running_cap(uint32_t k) const;  // instance k's, from its pool
+    // Tokens a step yields to each decoding request on average (the acceptance length; 1 without
+    // speculative decoding), and what a verify adds to a step's work (core/fleet/spec_decode.h).
+    const SpecAcceptance& acceptance() const { return accept_; }
+    const SpecWork& spec_work_per_verify() const { return spec_; }
 
   private:
     // ---- the engines' batch formers (batch_former.cpp) ----
@@ -402,6 +411,12 @@ class FleetSim {
     void count_iteration(uint32_t k, bool prefill, bool decode, uint32_t steps);
     uint64_t sglang_max_new(uint32_t r) const;
     double sglang_rem_total_tokens(uint32_t k) const;
+    // The tokens the next m decode steps give request r: the acceptance rule's, up to its output.
+    uint64_t decode_tokens(uint32_t r, uint64_t m) const;
+    uint64_t decode_steps_within(uint32_t r, uint64_t room) const;
+    double cost_context(uint32_t r) const;
+    SpecAcceptance accept_;
+    SpecWork spec_;
     FleetEngineRules eng_;  // the engine's caching rules (engine sglang, vllm; ideal: off)
     std::vector<uint64_t> eng_states_;
 };

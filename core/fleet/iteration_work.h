@@ -17,6 +17,9 @@ struct IterationWork {
     double largest_chunk_attention = 0;  // attention a chunk runs on one rank (core/fleet/step_model.h)
     double draft_tokens = 0;     // speculative draft tokens the decodes verify (query tokens, no chunk)
     double draft_attention = 0;  // their sum of (context + position) over the draft window
+    // Speculative decoding's state reads and writes beyond each decode's one of each, in states
+    // (core/fleet/spec_decode.h).
+    double extra_state_transfers = 0;
 
     void add_decode(double context) {
         ++decode;

@@ -212,7 +212,7 @@ StepTerms StepModel::terms(const IterationWork& w) const {
     const double seqs = decodes + double(w.prefill_chunks) * g.chunks;
     s.term[size_t(StepTerm::state)] =
         roof(StepTerm::state, q.state_decode_flops * decodes + q.state_chunk_flops_per_token * query_tokens,
-             q.state_bytes * seqs);
+             q.state_bytes * (seqs + w.extra_state_transfers * g.decode / 2));
     return s;
 }
 

@@ -32,7 +32,9 @@
 //                   4 (H/ta) hd P/dp x La for GQA; bytes = the rank's KV of the new tokens written
 //   state           decode: FLOPs 8 (HV/ta) K V Ll Br, bytes 2 x a rank's state x Br (read + write);
 //                   prefill (chunked delta rule, chunk 64): FLOPs (8 K V + 4 x 64 (K + V)) (HV/ta) Ll
-//                   x n_total/dp, bytes 2 x a rank's state per chunk (the FLOPs at f_attn: not GEMMs)
+//                   x n_total/dp, bytes 2 x a rank's state per chunk (the FLOPs at f_attn: not GEMMs);
+//                   a verify's drafts run the chunked form, and its speculative state traffic adds
+//                   extra_state_transfers states (core/fleet/spec_decode.h)
 //   tp_allreduce    ta > 1: 2 L all-reduces of Tr x d x 2 B, each 2 alpha + 2 (ta-1)/ta bytes / NVLink:
 //                   a reduce-scatter and an all-gather of one step each, whatever ta (every GPU reaches
 //                   every other through the NVLink switch, as the engines' custom all-reduces use it)

@@ -324,10 +324,13 @@ TEST_CASE("fleet conservation: memory pressure, preemptions, every router") {
 
 TEST_CASE("fleet: runs of decode steps give exactly what stepping one iteration at a time gives") {
     auto w = mix(32);
-    for (int scenario = 0; scenario < 4; ++scenario) {
+    for (int scenario = 0; scenario < 6; ++scenario) {
         CAPTURE(scenario);
         FleetConfig c = base_config(3);
         c.load = 5;
+        // Speculative decoding: steps of several tokens, with and without preemptions.
+        if (scenario >= 4) c.spec_state = SpecState::snapshot, c.draft_len = 5, c.acceptance_len = 3.7;
+        if (scenario == 5) c.working_bytes = working_for(48, 40000), c.max_running = 48;
         if (scenario == 1) c.working_bytes = working_for(48, 40000), c.max_running = 48;  // preemptions
         if (scenario == 2) c.faults = {{FaultKind::crash, 1, 8000, 15000}}, c.recovery = Recovery::host_tier;
         if (scenario == 3) c.faults = {{FaultKind::drain, 0, 8000, 0}}, c.recovery = Recovery::migrate;
@@ -339,6 +342,7 @@ TEST_CASE("fleet: runs of decode steps give exactly what stepping one iteration 
         CHECK(a->totals().preemptions == b->totals().preemptions);
         CHECK(a->totals().events < b->totals().events);
         if (scenario == 1) CHECK(a->totals().preemptions > 0);
+        if (scenario >= 4) CHECK(a->totals().iter_decode_tokens > 3 * a->totals().decode_iterations);
         check_conservation(*a);
     }
 }

@@ -4,6 +4,7 @@
 
 #include "core/base/numfmt.h"
 #include "core/fleet/closed_loop.h"
+#include "core/fleet/spec_decode.h"
 #include "core/model/accounting.h"
 #include "core/model/tp_shard.h"
 #include "core/modules/cost/cost.h"
@@ -84,14 +85,15 @@ Deployment falsified_deployment(const CostParams& p, const Deployment& d) {
     return dd;
 }
 
-// The verify step: each decoding sequence reads its KV and state once; its N draft tokens ride as
-// extra query tokens (attention over its context, in the prefill form), no prefill-step overhead.
-StepTerms verify_step(const CostParams& p, const StepModel& sm, IterationWork w) {
-    if (w.decode > 0 && p.draft_len > 0) {
-        const double drafts = double(w.decode) * double(p.draft_len);
-        w.draft_tokens = drafts;
-        w.draft_attention = drafts * (w.decode_context / double(w.decode) + double(p.draft_len + 1) / 2);
-    }
+// The verify step (core/fleet/spec_decode.h): each decoding sequence reads its KV once; its N draft
+// tokens ride as extra query tokens (attention over its context, in the prefill form), no prefill-step
+// overhead; its state traffic is the speculative state's (snapshot pages or RecoverSSM's records).
+StepTerms verify_step(const CostParams& p, const ModelConfig& m, const StepModel& sm, IterationWork w) {
+    if (p.draft_len > 0)
+        add_drafts(
+            w,
+            spec_work(m, p.spec_memory == SpecMemory::snapshots ? SpecState::snapshot : SpecState::recoverssm,
+                      uint32_t(p.draft_len)));
     StepTerms s = sm.terms(w);
     if (p.falsify == CostFalsify::step_fast)
         for (TermCost& t : s.term) t.seconds *= 0.01;
@@ -108,7 +110,7 @@ StepTerms cost_step(const CostParams& p, const ModelConfig& m, const Deployment&
     }
     IterationWork w = decode_work(decodes, context);
     if (chunk > 0) w.add_chunk(chunk_ctx, chunk);
-    return verify_step(p, StepModel(m, falsified_deployment(p, d), f), w);
+    return verify_step(p, m, StepModel(m, falsified_deployment(p, d), f), w);
 }
 
 ClosedLoop cost_benchmark(const CostParams& p, int concurrency) {
@@ -131,12 +133,12 @@ CostPoint cost_point(const CostParams& p, const ModelConfig& m, const Deployment
     const StepModel sm(m, falsified_deployment(p, d), f);
     const ClosedLoop b = cost_benchmark(p, concurrency);
     const ClosedLoopResult r = run_closed_loop(b, [&](const IterationWork& w) {
-        const double s = verify_step(p, sm, w).seconds();
+        const double s = verify_step(p, m, sm, w).seconds();
         if (w.prefill_chunks == 0) return s;
         IterationWork decodes;
         decodes.decode = w.decode;
         decodes.decode_context = w.decode_context;
-        c.prefill_share_s += s - verify_step(p, sm, decodes).seconds();
+        c.prefill_share_s += s - verify_step(p, m, sm, decodes).seconds();
         return s;
     });
     c.ttft_s = median_of(r.ttft_s);

@@ -161,19 +161,19 @@ TEST_CASE("fleet: speculative decoding's state scratch lowers Kimi-K3's running 
     FleetConfig c = fleet_module_config(p);
     CHECK(running_state_slots(c).slots == 64);
     CHECK(running_state_slots(c).bytes() == 449372160);
-    const RunningStateSlots snap = running_state_slots(c, SpecState::snapshots);
+    const RunningStateSlots snap = running_state_slots(c, SpecState::snapshot);
     CHECK(snap.bytes() == 9ull * 7028736 * 69);
     CHECK(snap.slots == 7);
     const RunningStateSlots rec = running_state_slots(c, SpecState::recoverssm);
     CHECK(rec.bytes() == 2ull * 7815168 * 69);
     CHECK(rec.slots == 31);
     c.caching = false;  // none mode: 1 + N and 1
-    CHECK(running_state_slots(c, SpecState::snapshots).pages == 8);
+    CHECK(running_state_slots(c, SpecState::snapshot).pages == 8);
     CHECK(running_state_slots(c, SpecState::recoverssm).pages == 1);
     const Report r = test::run_module("fleet", {{"preset", "kimi-k3"},
                                                 {"hardware", "gb300"},
                                                 {"gpus", "8"},
-                                                {"spec_state", "snapshots"},
+                                                {"spec_state", "snapshot"},
                                                 {"compare_routers", "0"}});
     test::all_checks_pass(r);
     CHECK(test::scalar_of(r, "running_slots") == 7);

@@ -21,8 +21,8 @@ struct FleetCheckFalsifier {
     const char* does;
     const char* keys;  // a key pattern
     FleetSimFalsify corruption;
-    bool snapshots = false;        // runs with spec_state=snapshots (off holds one page: nothing to corrupt)
-    const char* engine = nullptr;  // runs with this engine (the batch formers' checks)
+    bool snapshots = false;          // runs with spec_state=snapshot (off holds one page: nothing to corrupt)
+    const char* engine = nullptr;    // runs with this engine (the batch formers' checks)
     const char* pool_gib = nullptr;  // and this pool per instance (the shared pool's checks: pressure)
 };
 inline const std::vector<FleetCheckFalsifier>& fleet_check_falsifiers() {
@@ -40,6 +40,9 @@ inline const std::vector<FleetCheckFalsifier>& fleet_check_falsifiers() {
         {"state_slot_one_page",
          "with speculative snapshots, the first instance's state slots hold one state page instead of 2 + N",
          "state_bytes_match_accounting*", FleetSimFalsify::state_slot_one_page, true},
+        {"spec_accepts_all",
+         "with speculative snapshots, every verify keeps all N drafts whatever the acceptance length",
+         "decode_steps_yield_acceptance*", FleetSimFalsify::spec_accepts_all, true},
         {"kv_capacity_sharded",
          "under tensor parallel attention, the first instance's pool holds KV as if spread over the ranks",
          "kv_capacity_matches_rank_bytes*", FleetSimFalsify::kv_capacity_sharded},
@@ -80,7 +83,7 @@ std::vector<Falsifier<P>> with_fleet_falsifiers(
     for (const FleetCheckFalsifier& f : fleet_check_falsifiers()) {
         if (f.engine && !engine_formers) continue;
         auto with = params;
-        if (f.snapshots) with.push_back({"spec_state", "snapshots"});
+        if (f.snapshots) with.push_back({"spec_state", "snapshot"});
         if (f.engine) with.push_back({"engine", f.engine});
         if (f.engine) with.insert(with.end(), engine_params.begin(), engine_params.end());
         if (f.pool_gib) with.push_back({"pool_gib", f.pool_gib});

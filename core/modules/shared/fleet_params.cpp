@@ -122,6 +122,8 @@ void fleet_instance_params(ParamList<FleetInstanceParams>& l) {
         inst(l.choice(&P::spec_state, "spec_state", "Speculative decoding's state",
                       choices_from<SpecState>(spec_state_ids(), spec_state_labels(), parse_spec_state))));
     documented(inst(l.integer(&P::draft_len, "draft_len", "Draft tokens N", "tokens", 1, 16)));
+    documented(inst(l.real(&P::acceptance_len, "acceptance_len", "Acceptance length A", "tokens", 1, 17)
+                        .active_unless("spec_state", "off")));
 }
 
 void fleet_cost_params(ParamList<FleetCostParams>& l) {
@@ -184,6 +186,7 @@ FleetConfig fleet_config(const FleetRouterParams& router, const FleetCacheParams
     c.max_partial_prefills = instances.max_partial_prefills;
     c.spec_state = instances.spec_state;
     c.draft_len = instances.draft_len;
+    c.acceptance_len = instances.acceptance_len;
     c.router.kind = router.router;
     c.router.cache_threshold = router.cache_threshold;
     c.router.balance_abs = router.balance_abs;
@@ -216,6 +219,14 @@ namespace {
 void validate_running_state(const FleetConfig& c, const FleetInstanceParams& instances, Issues& issues) {
     const RunningStateSlots s = running_state_slots(c);
     const std::string working = "working memory of " + format_bytes(double(c.working_bytes));
+    if (c.acceptance_len > (c.spec_state == SpecState::off ? 1.0 : 1.0 + double(c.draft_len))) {
+        issues.error(instances.acceptance_len,
+                     c.spec_state == SpecState::off
+                         ? "without speculative decoding every step yields one token: set 1"
+                         : "a verify of 1 + draft_len = " + std::to_string(1 + c.draft_len) +
+                               " tokens yields at most that many");
+        return;
+    }
     if (c.spec_state == SpecState::off) {
         if (s.fit < c.max_running)
             issues.error(instances.working_gib, working + " cannot hold " + std::to_string(c.max_running) +

@@ -53,6 +53,7 @@ struct FleetInstanceParams {
     uint32_t max_running = 64, max_batch_tokens = 8192, max_prefills = 2;
     SpecState spec_state = SpecState::off;  // speculative decoding's state scratch
     uint32_t draft_len = 7;                 // tokens (DSpark's N = 7, reference/kimi_k3.md §1.3)
+    double acceptance_len = 1;              // tokens a decode step yields (DSpark on K3: 4.26)
     // The engines' schedulers (core/fleet/batch_former.h): SGLang's --max-prefill-tokens and vLLM's
     // max_num_partial_prefills (0 = no limit).
     uint32_t max_prefill_tokens = 16384, max_partial_prefills = 1;
@@ -75,7 +76,7 @@ void fleet_router_params(ParamList<FleetRouterParams>& l);
 // state_capacity, kv_capacity_tokens, page_size, lru_refresh ("Prefix cache").
 void fleet_cache_params(ParamList<FleetCacheParams>& l);
 // instances, preset, hardware, gpus, attention_dp, working_gib, max_running, max_batch_tokens, max_prefills,
-// max_prefill_tokens, max_partial_prefills, spec_state, draft_len ("Instances").
+// max_prefill_tokens, max_partial_prefills, spec_state, draft_len, acceptance_len ("Instances").
 // (compute_efficiency and memory_efficiency are retired: the step model's fitted factors replace them.)
 void fleet_instance_params(ParamList<FleetInstanceParams>& l);
 // price_per_gpu_hour, link ("Cost").

@@ -250,6 +250,27 @@ void state_bytes_check(Report& r, const FleetSim& s, const std::string& key, con
                 " requests ran on one instance, of " + std::to_string(a.slots) + " slots");
 }
 
+// The tokens the decode steps yielded against the acceptance length A: each request's last step may
+// stop at its output, so the sum over requests of tokens D and steps S satisfies A S - A n < D <= A S
+// over the n requests that decoded (exactly D = S without speculative decoding).
+void acceptance_check(Report& r, const FleetSim& s, const std::string& key, const std::string& name) {
+    const FleetConfig& c = s.config();
+    const double a = c.spec_state == SpecState::off ? 1.0 : std::round(c.acceptance_len * 1000) / 1000;
+    uint64_t steps = 0, tokens = 0, decoded = 0;
+    for (const RequestOutcome& o : s.outcomes()) {
+        steps += o.decode_steps;
+        tokens += o.decode_step_tokens;
+        decoded += o.decode_steps > 0;
+    }
+    const double most = a * double(steps), least = most - a * double(decoded);
+    const bool ok = double(tokens) <= most + 1e-9 && (steps == 0 || double(tokens) > least);
+    r.check(key, name + "Decode steps yielded the acceptance length per step, no more", ok,
+            grouped(tokens) + " tokens from " + grouped(steps) + " decode steps of " + grouped(decoded) +
+                " requests: " + format_sig(steps ? double(tokens) / double(steps) : 0.0, 4) +
+                " per step; A = " + format_sig(a, 4) + " allows " + format_sig(least, 6) +
+                " < tokens <= " + format_sig(most, 6) + " (a request's last step stops at its output)");
+}
+
 }  // namespace
 
 void report_running_state(Report& r, const FleetSim& s) {
@@ -259,6 +280,12 @@ void report_running_state(Report& r, const FleetSim& s) {
     r.scalar("state_bytes_per_request", "State bytes a running request holds", "B", double(x.bytes()));
     r.scalar("running_slots", "Running requests the working memory holds (state slots)", "requests",
              double(x.slots), true);
+    r.scalar("max_running_per_instance", "Largest batch an instance may run (its running cap)", "requests",
+             double(s.running_cap(0)));
+    uint64_t steps = 0, tokens = 0;
+    for (const RequestOutcome& o : s.outcomes()) steps += o.decode_steps, tokens += o.decode_step_tokens;
+    r.scalar("tokens_per_decode_step", "Tokens a decode step yielded per request (measured)", "tokens",
+             steps ? double(tokens) / double(steps) : 0.0);
     report_tp_layout(r, s);
     Table& t = r.add_table(make_table(
         "Running requests per instance by speculative decoding's state (N = " + std::to_string(c.draft_len) +
@@ -302,6 +329,7 @@ void report_fleet_checks(Report& r, const FleetSim& s, const RunTag& tag) {
                           : audit);
     clock_check(r, s, key("iteration_times_match_roofline"), name);
     state_bytes_check(r, s, key("state_bytes_match_accounting"), name);
+    acceptance_check(r, s, key("decode_steps_yield_acceptance"), name);
     report_tp_checks(r, s, tag.key.empty() ? "" : "_" + tag.key, name);
     report_router_checks(r, s, key, name);
     report_batch_checks(r, s, key, name);

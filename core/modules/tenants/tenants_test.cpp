@@ -52,7 +52,7 @@ TEST_CASE("tenants: isolation keeps the well-behaved requests within their delay
 TEST_CASE("tenants: every check holds intact and fails when falsified") {
     const CheckAudit a = audit_checks(*find_experiment("tenants"));
     CHECK(a.problems.empty());
-    CHECK(a.checks.size() == 42);  // 8 shared checks x 5 simulations, the SLO and the solo run
+    CHECK(a.checks.size() == 47);  // 9 shared checks x 5 simulations, the SLO and the solo run
     for (const CheckProof& c : a.checks) {
         CAPTURE(c.key);
         CHECK(c.proven());
