@@ -154,10 +154,9 @@ std::string shared_pool_error(const FleetConfig& c) {
         return std::string("engine=") + engine +
                " caches in the instance's one pool (what the running requests leave): state_capacity and "
                "kv_capacity_tokens are engine=ideal's";
-    if (c.spec_state != SpecState::off)
-        return std::string("engine=") + engine +
-               ": speculative decoding's state scratch in the shared pool is not modelled yet "
-               "(spec_state=off)";
+    if (c.engine == CacheEngine::sglang && c.spec_state == SpecState::recoverssm)
+        return "RecoverSSM is vLLM's (Kimi-K3's V2 runner); SGLang keeps snapshot scratch "
+               "(spec_state=snapshot)";
     if (!(c.memory_fraction > 0 && c.memory_fraction <= 1)) return "memory_fraction must lie in (0, 1]";
     const SharedPoolPlan p = shared_pool_plan(c);
     // unbounded_memory models the engines' own runs (no device): a pool given then need not fit one.
@@ -185,6 +184,12 @@ std::string fleet_engine_check(const FleetConfig& c) {
         return name + ": recovery " + recovery_ids()[size_t(c.recovery)] +
                " moves the ideal policy's planned checkpoints (host tier replication, live migration), which "
                "the engines do not have; use recovery=recompute";
+    // A verify of D = 1 + N tokens crosses at most one track boundary only if the interval covers it
+    // (SGLang's server_args: mamba_track_interval >= speculative_num_draft_tokens).
+    if (c.engine == CacheEngine::sglang && c.sglang.mode == SglangMode::extra_buffer &&
+        c.spec_state != SpecState::off && e.track_interval < 1 + c.draft_len)
+        return name + ": mamba_track_interval " + std::to_string(e.track_interval) +
+               " must cover a verify's 1 + draft_len = " + std::to_string(1 + c.draft_len) + " tokens";
     return {};
 }
 
@@ -206,7 +211,7 @@ std::string check_fleet_config(const FleetConfig& c) {
     if (c.spec_state == SpecState::recoverssm && c.model.linear_name != "KDA")
         return "RecoverSSM records KDA's corrections and gates; " + c.model.name + "'s linear layers are " +
                c.model.linear_name;
-    if (c.spec_state != SpecState::off && running_state_slots(c).slots == 0)
+    if (c.engine == CacheEngine::ideal && c.spec_state != SpecState::off && running_state_slots(c).slots == 0)
         return "the working memory (" + format_bytes(double(c.working_bytes)) +
                ") cannot hold one running request's state and KV pages";
     if (std::string e = fleet_engine_check(c); !e.empty()) return e;

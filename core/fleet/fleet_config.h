@@ -283,6 +283,10 @@ struct RunningStateSlots {
 RunningStateSlots running_state_slots(const FleetConfig& c);
 // The same for another choice of the state scratch (the report's comparison).
 RunningStateSlots running_state_slots(const FleetConfig& c, SpecState s);
+// engine sglang / vllm: the bytes of one linear layer's state slot in the instance's one pool, whose
+// plain state is `state_bytes_per_layer`: under speculative decoding vLLM's spec page, or SGLang's state
+// with its share of the verify scratch (core/fleet/fleet_shared_pool.cpp).
+uint64_t engine_state_slot_bytes(const FleetConfig& c, uint64_t state_bytes_per_layer);
 
 // Empty when the configuration can run; else what is wrong (first problem).
 std::string check_fleet_config(const FleetConfig& c);

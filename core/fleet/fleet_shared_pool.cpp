@@ -10,6 +10,7 @@
 
 #include "core/fleet/fleet_sim_internal.h"
 #include "core/memory/hybrid_blocks.h"
+#include "core/spec/storage.h"
 
 namespace k3 {
 
@@ -21,13 +22,31 @@ constexpr OwnerId kCacheOwner = OwnerId(1) << 40;
 bool FleetSim::shared_pool() const { return c_.engine != CacheEngine::ideal && !c_.unbounded_memory; }
 
 // State slots one running request holds of its own: SGLang's request slot and, with the extra
-// buffer, its two ping-pong track slots (HybridReqToTokenPool.alloc); vLLM's running state block.
-// The state a request last cached and holds locked is charged to the tree: in vLLM that is the
-// second of align mode's two blocks (2 + num_speculative_blocks, no speculation here), cached in
-// place; in SGLang the track slot it donated, which it replaced by a new one.
+// buffer, its two ping-pong track slots (HybridReqToTokenPool.alloc); vLLM's running state block, and
+// with speculative snapshots its num_speculative_blocks = N more (RecoverSSM: none, its one page holds
+// the records). The state a request last cached and holds locked is charged to the tree: in vLLM that
+// is the second of align mode's 2 + num_speculative_blocks blocks, cached in place; in SGLang the track
+// slot it donated, which it replaced by a new one.
 uint32_t FleetSim::running_states() const {
     if (c_.engine == CacheEngine::sglang) return c_.sglang.mode == SglangMode::extra_buffer ? 3 : 1;
-    return 1;
+    if (c_.engine == CacheEngine::vllm && c_.spec_state == SpecState::snapshot) return 1 + c_.draft_len;
+    return 1;  // engine ideal: one slot holds all the request's pages (running_state_slots)
+}
+
+// One linear layer's state slot in the engine's pool under speculative decoding. vLLM: the spec page
+// (spec::vllm_pages: the conv window N columns wider; RecoverSSM's records beside it). SGLang: each
+// slot also carries its share of the verify scratch, intermediate_ssm_state_cache, (max_running + 1) x
+// D states with max_running = slots / ratio and D = 1 + N verified tokens: SGLang's solve gives a
+// slot (1 + D / ratio) states (model_runner_kv_cache_mixin's intermediate factor).
+uint64_t engine_state_slot_bytes(const FleetConfig& c, uint64_t state_bytes_per_layer) {
+    if (c.spec_state == SpecState::off) return state_bytes_per_layer;
+    const int n = int(c.draft_len);
+    if (c.engine == CacheEngine::vllm) {
+        const spec::VllmPages p = spec::vllm_pages(spec::vllm_kda_page_tensors(c.model, n), n);
+        return c.spec_state == SpecState::snapshot ? p.snapshot_page : p.recoverssm_page;
+    }
+    const double ratio = sglang_running_ratio(c.sglang, c.caching);
+    return uint64_t(double(state_bytes_per_layer) * (1 + double(1 + n) / ratio));
 }
 
 PoolResult FleetSim::make_instance_pool(uint32_t k) {
@@ -35,6 +54,8 @@ PoolResult FleetSim::make_instance_pool(uint32_t k) {
     // while the instance runs tensor parallel attention.
     const bool dp_view = c_.attention_dp || (k == 0 && c_.falsify == FleetSimFalsify::kv_capacity_sharded);
     PoolModel m = tp_layout(c_.model, c_.gpus, dp_view).pool_model();
+    if (c_.engine != CacheEngine::ideal)
+        m.state_bytes_per_layer = engine_state_slot_bytes(c_, m.state_bytes_per_layer);
     if (c_.engine == CacheEngine::vllm) {
         HybridPagesConfig hc;
         hc.budget_bytes = uint64_t(std::max(0.0, shared_pool_plan(c_).budget));

@@ -5,9 +5,12 @@
 
 #include <memory>
 
+#include "core/fleet/batch_former.h"
 #include "core/fleet/fleet_sim.h"
 #include "core/fleet/step_model.h"
+#include "core/fleet/tp_layout.h"
 #include "core/fleet/workload_source.h"
+#include "core/spec/storage.h"
 
 using namespace k3;
 
@@ -92,4 +95,42 @@ TEST_CASE("shared pool: a cache the pool does not charge fully fails the audit")
     REQUIRE(s.error().empty());
     s.run();
     CHECK(s.audit().find("charges the prefix cache") != std::string::npos);
+}
+
+// Speculative decoding's scratch in an engine's pool (issue 17): SGLang's verify scratch makes each
+// mamba slot cost 1 + (1 + N) / ratio states, so the running cap falls; vLLM's running request holds
+// 1 + N spec pages with snapshots and one with RecoverSSM.
+TEST_CASE("shared pool: speculative scratch lowers SGLang's running cap and sizes vLLM's blocks") {
+    FleetConfig c = shared_config(CacheEngine::sglang, 0.9);
+    c.max_running = 1024;
+    const auto w = chats(4);
+    auto cap = [&](const FleetConfig& x) {
+        FleetSim s(w, x);
+        REQUIRE_MESSAGE(s.error().empty(), s.error());
+        return s.running_cap(0);
+    };
+    const uint32_t plain = cap(c);
+    c.spec_state = SpecState::snapshot;
+    c.draft_len = 3;
+    const uint32_t spec = cap(c);
+    const double ratio = sglang_running_ratio(c.sglang, c.caching);
+    // The slots fall by the slot's growth, 1 + 4 / ratio (within one slot's rounding per ratio).
+    CHECK(double(spec) == doctest::Approx(double(plain) / (1 + 4 / ratio)).epsilon(0.02));
+    const uint64_t state = tp_layout(c.model, c.gpus, c.attention_dp).pool_model().state_bytes_per_layer;
+    CHECK(engine_state_slot_bytes(c, state) == uint64_t(double(state) * (1 + 4 / ratio)));
+    // A track interval shorter than a verify is refused, as is RecoverSSM, which SGLang does not have.
+    c.draft_len = 300;
+    CHECK_MESSAGE(FleetSim(w, c).error().find("must cover a verify") != std::string::npos,
+                  FleetSim(w, c).error());
+    c.draft_len = 3;
+    c.spec_state = SpecState::recoverssm;
+    CHECK(FleetSim(w, c).error().find("RecoverSSM is vLLM's") != std::string::npos);
+
+    FleetConfig v = shared_config(CacheEngine::vllm, 0.9);
+    v.spec_state = SpecState::snapshot;
+    v.draft_len = 3;
+    const spec::VllmPages pages = spec::vllm_pages(spec::vllm_kda_page_tensors(v.model, 3), 3);
+    CHECK(engine_state_slot_bytes(v, state) == pages.snapshot_page);
+    v.spec_state = SpecState::recoverssm;
+    CHECK(engine_state_slot_bytes(v, state) == pages.recoverssm_page);
 }

@@ -16,11 +16,14 @@ Choices<SglangMode> sglang_mode_choices() {
             {SglangMode::no_buffer, "no_buffer", "no_buffer"}};
 }
 
-VllmBlockDerivation derive_vllm_block(ModelPreset preset, int tp, bool mla_align) {
+VllmBlockDerivation derive_vllm_block(ModelPreset preset, int tp, bool mla_align, int draft_len,
+                                      bool recoverssm) {
     VllmBlockDerivation d;
-    PoolParams pool;  // module 3's vLLM design: no draft tokens, align mode
+    PoolParams pool;  // module 3's vLLM design, align mode
     pool.preset = preset;
     pool.tp = tp;
+    pool.draft_len = draft_len;
+    pool.recoverssm = recoverssm;
     pool.mla_align = mla_align ? MlaAlign::on : MlaAlign::off;
     d.kernel_multiple = vllm_kernel_multiple(pool);
     HybridBlockPlan plan;

@@ -78,6 +78,8 @@ struct VllmBlockDerivation {
     uint32_t kernel_multiple = 0;
     std::string error;  // "" when the derivation succeeded
 };
-VllmBlockDerivation derive_vllm_block(ModelPreset preset, int tp, bool mla_align);
+// With speculative decoding the state page holds N more conv columns, and RecoverSSM's records.
+VllmBlockDerivation derive_vllm_block(ModelPreset preset, int tp, bool mla_align, int draft_len = 0,
+                                      bool recoverssm = false);
 
 }  // namespace k3

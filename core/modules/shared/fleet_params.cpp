@@ -143,6 +143,15 @@ WorkloadSeed fleet_workload_seed() {
 
 namespace {
 
+// vLLM's block for the instances: at their TP width (with DP attention a rank holds every head, as at
+// TP 1), and with the speculative state page.
+VllmBlockDerivation vllm_block_of(const FleetInstanceParams& instances) {
+    const bool spec = instances.spec_state != SpecState::off;
+    return derive_vllm_block(instances.preset, instances.attention_dp ? 1 : instances.gpus, true,
+                             spec ? int(instances.draft_len) : 0,
+                             instances.spec_state == SpecState::recoverssm);
+}
+
 // FleetConfig::engine, sglang, vllm. The tree's page is the engine's grid: SGLang's page (page_size),
 // vLLM's block (vllm_block_tokens, or derived for the model at the instance's TP width: with DP
 // attention a rank holds every head, as at TP 1).
@@ -153,10 +162,7 @@ void fleet_engine_config(const FleetCacheParams& cache, const FleetInstanceParam
     c.sglang.chunked_prefill_tokens = cache.chunked_prefill_tokens;
     c.vllm.retention = parse_vllm_retention(cache.retention_interval).value_or(VllmRetention{});
     c.vllm.block_tokens =
-        cache.vllm_block_tokens
-            ? cache.vllm_block_tokens
-            : derive_vllm_block(instances.preset, instances.attention_dp ? 1 : instances.gpus, true)
-                  .block_tokens;
+        cache.vllm_block_tokens ? cache.vllm_block_tokens : vllm_block_of(instances).block_tokens;
     c.vllm.token_budget = instances.max_batch_tokens;
     c = with_engine_grid(c);
     if (c.engine == CacheEngine::vllm) c.router.event_block_tokens = c.vllm.block_tokens;  // vLLM's KV events
@@ -214,8 +220,9 @@ FleetConfig fleet_config(const FleetRouterParams& router, const FleetCacheParams
 
 namespace {
 
-// The state slots: today's one state per request must fit max_running times; speculative decoding's
-// scratch lowers the slots to what fits (a warning), down to one request.
+// The acceptance length within its verify; RecoverSSM only on KDA. engine ideal's state slots: one
+// state per request must fit max_running times; speculative decoding's scratch lowers the slots to what
+// fits (a warning), down to one request.
 void validate_running_state(const FleetConfig& c, const FleetInstanceParams& instances, Issues& issues) {
     const RunningStateSlots s = running_state_slots(c);
     const std::string working = "working memory of " + format_bytes(double(c.working_bytes));
@@ -227,16 +234,18 @@ void validate_running_state(const FleetConfig& c, const FleetInstanceParams& ins
                                " tokens yields at most that many");
         return;
     }
+    if (c.spec_state == SpecState::recoverssm && c.model.linear_name != "KDA") {
+        issues.error(instances.spec_state, "RecoverSSM records KDA's delta-rule corrections and gates; " +
+                                               c.model.name + "'s linear layers are " + c.model.linear_name);
+        return;
+    }
+    if (c.engine != CacheEngine::ideal)
+        return;  // one pool from the device (shared_pool_plan), no working memory
     if (c.spec_state == SpecState::off) {
         if (s.fit < c.max_running)
             issues.error(instances.working_gib, working + " cannot hold " + std::to_string(c.max_running) +
                                                     " state slots of " + format_bytes(double(s.bytes())) +
                                                     " and KV pages besides: raise it or lower max_running");
-        return;
-    }
-    if (c.spec_state == SpecState::recoverssm && c.model.linear_name != "KDA") {
-        issues.error(instances.spec_state, "RecoverSSM records KDA's delta-rule corrections and gates; " +
-                                               c.model.name + "'s linear layers are " + c.model.linear_name);
         return;
     }
     const std::string held = std::to_string(s.pages) + " state page(s) of " +
@@ -259,8 +268,7 @@ void validate_engine(const FleetConfig& c, const FleetCacheParams& cache,
         issues.error(cache.retention_interval, "retention_interval '" + cache.retention_interval +
                                                    "' is not a token count, 0 or dense");
     if (c.engine == CacheEngine::vllm && !cache.vllm_block_tokens) {
-        const VllmBlockDerivation d =
-            derive_vllm_block(instances.preset, instances.attention_dp ? 1 : instances.gpus, true);
+        const VllmBlockDerivation d = vllm_block_of(instances);
         if (!d.error.empty()) issues.error(cache.vllm_block_tokens, "vLLM's block derivation: " + d.error);
         if (!d.error.empty()) return;
     }

@@ -237,17 +237,27 @@ std::string pages_of(const RunningStateSlots& x) {
 
 // The state bytes the working pools held, read from the pools after every admission, against the
 // per-request accounting (running_state_slots: vLLM's pages from spec::vllm_pages).
+// With an engine's one pool a slot is one state of the engine's size (engine_state_slot_bytes), the
+// running requests' and the cache's alike, and the running cap is the engine's.
 void state_bytes_check(Report& r, const FleetSim& s, const std::string& key, const std::string& name) {
     const FleetTotals& t = s.totals();
-    const RunningStateSlots a = running_state_slots(s.config());
-    const bool bytes_ok = t.state_bytes_held == t.states_held * a.bytes();
+    const FleetConfig& c = s.config();
+    const RunningStateSlots a = running_state_slots(c);
+    const bool engine = c.engine != CacheEngine::ideal;
+    const PoolModel plain = tp_layout(c.model, c.gpus, c.attention_dp).pool_model();
+    const uint64_t slot =
+        engine ? engine_state_slot_bytes(c, plain.state_bytes_per_layer) * a.linear_layers : a.bytes();
+    const uint32_t cap = engine ? s.running_cap(0) : a.slots;
+    const bool bytes_ok = t.state_bytes_held == t.states_held * slot;
     r.check(key, name + "The working pools held each running request's state as the accounting sizes it",
-            bytes_ok && t.peak_running <= a.slots,
+            bytes_ok && t.peak_running <= cap,
             "after " + grouped(t.state_admissions) + " admissions the pools held " +
                 grouped(t.state_bytes_held) + " B of state in " + grouped(t.states_held) +
-                " slot-moments; the accounting gives " + grouped(t.states_held * a.bytes()) + " B (" +
-                pages_of(a) + " per request); at most " + std::to_string(t.peak_running) +
-                " requests ran on one instance, of " + std::to_string(a.slots) + " slots");
+                " slot-moments; the accounting gives " + grouped(t.states_held * slot) + " B (" +
+                (engine ? grouped(slot) + " B per state slot of the engine's pool"
+                        : pages_of(a) + " per request") +
+                "); at most " + std::to_string(t.peak_running) + " requests ran on one instance, of " +
+                std::to_string(cap) + (engine ? " its running cap allows" : " slots"));
 }
 
 // The tokens the decode steps yielded against the acceptance length A: each request's last step may
