@@ -100,6 +100,20 @@ const std::vector<std::string>& spec_state_ids();  // "off", "snapshot", "recove
 const std::vector<std::string>& spec_state_labels();
 std::optional<SpecState> parse_spec_state(std::string_view s);
 
+// ---- the host tier in normal serving (SGLang HiCache's host pools; reference/serving.md §6) ----
+// Each instance keeps a tree of KV pages and states in its host memory beside the device's: what its
+// requests insert is written through to it over the ranks' host links (every rank its own shard, in
+// parallel) as each prefill ends, queued behind earlier writes; a request whose host match is deeper
+// than the device's loads that prefix back before it runs (only the part the device lacks crosses the
+// link, plus the state) and resumes there. Host state slots are a capacity of their own (SGLang's
+// MambaPoolHost): KV without a state at its end is no hit for a hybrid model. LRU eviction.
+struct HostTierConfig {
+    uint64_t kv_tokens = 0;    // KV tokens each instance's host tier holds (0: no host tier)
+    uint64_t state_slots = 0;  // states it holds
+    Link link;                 // one rank's host link (PCIe Gen5 x16 by default)
+    bool on() const { return kv_tokens > 0; }
+};
+
 // When a moved request's state is restored on another instance (module 10's strategies).
 enum class MigrationMove : uint8_t { everything, kv_and_checkpoint };
 
@@ -124,6 +138,7 @@ enum class FleetSimFalsify : uint8_t {
     migration_lost_counter,   // the drain's lost-work counter is one token high
     state_slot_one_page,  // the first instance's state slots hold one state page, whatever the request holds
     spec_accepts_all,     // every verify keeps all its drafts, whatever the acceptance length (every step)
+    host_write_unlogged,  // one write to an instance's host tier arrives and is neither inserted nor logged
     // TP layout (core/fleet/tp_layout.h), under tensor parallel attention:
     kv_capacity_sharded,  // the first instance's pool holds KV as if spread over the ranks
     kv_read_sharded,      // the iterations cost the KV a decode reads as if spread over the ranks
@@ -198,6 +213,8 @@ struct FleetConfig {
     double bucket_burst_s = 2;            // bucket depth in seconds of the tenant's rate
     double drr_quantum_tokens = 8192;     // deficit round robin quantum (x weight)
     bool quotas = false;
+
+    HostTierConfig host;
 
     // Faults and recovery.
     std::vector<FaultSpec> faults;

@@ -54,6 +54,10 @@ void FleetSim::reset_instance(uint32_t k) {
         }
         I.caches.push_back(std::make_unique<RadixCache>(cc, I.events.get()));
     }
+    // A crash loses the host tier with the process that held it.
+    I.host = c_.host.on() ? std::make_unique<RadixCache>(CacheConfig{c_.cache.page_size, c_.host.state_slots,
+                                                                     c_.host.kv_tokens, c_.cache.refresh})
+                          : nullptr;
     PoolResult pr = make_instance_pool(k);
     if (!pr.pool) {
         error_ = "working memory: " + pr.error;
@@ -201,6 +205,7 @@ bool FleetSim::admit_picked(uint32_t k, const WaitQueue::Entry& e, double now, b
         fail(e.req, FailReason::too_large, now);
         return false;
     }
+    if (a == loading) return false;  // it comes back to the queue with its host prefix
     ++run_t_[e.tenant];
     ++pre_t_[e.tenant];
     return true;
@@ -502,7 +507,9 @@ FleetSim::AdmitResult FleetSim::admit(uint32_t k, uint32_t r, double now) {
     Inst& I = inst_[k];
     Live& L = live_[r];
     const Request& q = w_->requests[r];
+    if (load_from_host(k, r, now)) return loading;
     const Hits h = find_hits(k, r);
+    release_host_lease(k, r);  // the admission holds its own lease now
     uint64_t resume = c_.guard ? h.state : h.kv;
     if (c_.guard && h.kv > h.state && falsify_now(FleetSimFalsify::guard_lets_one_through)) resume = h.kv;
     // Logits need at least one computed token: a whole-context hit recomputes the last one.
@@ -596,6 +603,7 @@ void FleetSim::cache_progress(uint32_t k, uint32_t r, double now, bool final) {
         if (boundary) {
             apply_retention(c_.policy, c, *q.tokens, upto);
             replicate(k, r, upto, now);
+            write_through(k, r, upto, now);
         }
         c.enforce_capacity();
     }

@@ -246,8 +246,11 @@ void FleetSim::finish_if_done(double now) {
     final_leases_ = leases_held();
     final_owners_ = pool_owners();
     freed_ = true;
+    for (const Replication& x : repl_)  // writes still on the host links when the last request finished
+        if (x.to_instance_host && !x.ended) t_.host_write_pending_bytes += x.bytes;
     for (Inst& I : inst_) {
         I.caches.clear();
+        I.host.reset();
         I.pool.reset();
     }
     host_.reset();
@@ -277,10 +280,16 @@ void FleetSim::handle(const FleetEvent& e) {
             break;
         case ev_replicated: {
             Replication& x = repl_[e.a];
-            if (inst_[x.inst].epoch == x.epoch && host_) {
-                host_->insert(w_->requests[x.req].tokens, x.len, std::move(x.cps));
-                host_->enforce_capacity();
-                ++t_.host_inserts;
+            x.ended = true;
+            RadixCache* into = x.to_instance_host ? inst_[x.inst].host.get() : host_.get();
+            const bool arrived = inst_[x.inst].epoch == x.epoch && into;
+            if (arrived && !(x.to_instance_host && falsify_now(FleetSimFalsify::host_write_unlogged))) {
+                into->insert(w_->requests[x.req].tokens, x.len, std::move(x.cps));
+                into->enforce_capacity();
+                t_.host_inserts += !x.to_instance_host;
+                t_.host_write_arrived_bytes += x.bytes;
+            } else if (!arrived) {
+                t_.host_write_lost_bytes += x.bytes;
             }
             x.cps = {};
             break;
@@ -289,9 +298,17 @@ void FleetSim::handle(const FleetEvent& e) {
         case ev_deliver: {
             const uint32_t r = uint32_t(e.b);
             const int32_t k = live_[r].carry_to;
+            const bool returning = live_[r].host_loading;  // back from its own instance's host tier
             live_[r].carry_to = -1;
-            if (k >= 0 && inst_[uint32_t(k)].status == Inst::up)
-                enqueue(uint32_t(k), r, e.t);
+            live_[r].host_loading = false;
+            const bool up = k >= 0 && inst_[uint32_t(k)].status == Inst::up &&
+                            (!returning || inst_[uint32_t(k)].epoch == live_[r].host_load_epoch);
+            if (returning) {
+                (up ? t_.host_load_arrived_bytes : t_.host_load_lost_bytes) += live_[r].host_load_bytes;
+                if (up) host_loaded(uint32_t(k), r, e.t);
+            }
+            if (up)
+                enqueue(uint32_t(k), r, e.t, nullptr, returning);
             else
                 route(r, e.t);
             break;
@@ -344,7 +361,7 @@ void FleetSim::route(uint32_t r, double now) {
     enqueue(uint32_t(d.instance), r, now, &view);
 }
 
-void FleetSim::enqueue(uint32_t k, uint32_t r, double now, const FleetRouterView* view) {
+void FleetSim::enqueue(uint32_t k, uint32_t r, double now, const FleetRouterView* view, bool returning) {
     Live& L = live_[r];
     Inst& I = inst_[k];
     L.inst = int32_t(k);
@@ -356,8 +373,14 @@ void FleetSim::enqueue(uint32_t k, uint32_t r, double now, const FleetRouterView
         L.cost = double(len - view->match(k, w_->requests[r], len).state_len);
     } else
         L.cost = double(uncached_cost(k, r));
-    I.queue.push_back(r, w_->requests[r].tenant, L.cost);
-    ++stats_[k].routed;
+    if (returning) {  // it was picked before (a host load): first in line again, not routed anew
+        I.queue.push_front(r, w_->requests[r].tenant);
+    } else {
+        I.queue.push_back(r, w_->requests[r].tenant, L.cost);
+        ++stats_[k].routed;
+        L.host_written = 0;  // a new instance: its host tier has none of it
+        L.host_tried = false;
+    }
     stats_[k].peak_queue = std::max<uint64_t>(stats_[k].peak_queue, I.queue.size());
     cut_run(k, now);  // it joins at the next step boundary
     kick(k, now);
@@ -383,6 +406,7 @@ void FleetSim::release_request(uint32_t k, uint32_t r) {
         cache_of(k, r).release(L.adm.lease);
         L.leased = false;
     }
+    release_host_lease(k, r);
     if (L.slot || L.kv_alloc) I.pool->release(OwnerId(r) + 1);
     L.slot = false;
     L.kv_alloc = 0;
@@ -464,7 +488,10 @@ void FleetSim::crash(uint32_t f, double now) {
         release_request(k, r);
         ++fo.running_moved;
     }
-    for (const WaitQueue::Entry& e : I.queue.take_all()) moved.push_back(e.req);
+    for (const WaitQueue::Entry& e : I.queue.take_all()) {
+        release_host_lease(k, e.req);
+        moved.push_back(e.req);
+    }
     I.running.clear();
     I.batch.clear();
     for (uint32_t r : moved) {
@@ -492,6 +519,7 @@ void FleetSim::drain(uint32_t f, double now) {
     // Requests that have not started go elsewhere now; they have nothing to carry.
     for (const WaitQueue::Entry& e : I.queue.take_all()) {
         Live& L = live_[e.req];
+        release_host_lease(k, e.req);
         L.phase = Phase::held;
         L.fault = int32_t(f);
         ++out_[e.req].moves;
@@ -637,6 +665,9 @@ std::string FleetSim::audit() const {
         for (const auto& c : inst_[k].caches)
             if (std::string a = c->audit(); !a.empty())
                 return "instance " + std::to_string(k) + " cache: " + a;
+        if (inst_[k].host)
+            if (std::string a = inst_[k].host->audit(); !a.empty())
+                return "instance " + std::to_string(k) + " host tier: " + a;
         if (inst_[k].pool)
             if (std::string a = inst_[k].pool->audit(); !a.empty())
                 return "instance " + std::to_string(k) + " pool: " + a;

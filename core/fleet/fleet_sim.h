@@ -167,6 +167,16 @@ struct FleetTotals {
     uint64_t violations_moved = 0;  // of the violations: resumes of requests brought from elsewhere
     uint64_t guard_held_back = 0;   // tokens the guard recomputed because the state was shallower
     uint64_t host_inserts = 0, host_restores = 0;
+    // The instances' host tiers in normal serving (FleetConfig::host): writes through (prefixes and
+    // their bytes: KV tokens and states, as the instance holds them), loads back (their link bytes and
+    // the context tokens they gave resumes), each also tallied by the bytes of its own parts.
+    uint64_t host_writes = 0, host_write_kv_tokens = 0, host_write_states = 0, host_write_bytes = 0;
+    uint64_t host_loads = 0, host_load_kv_tokens = 0, host_load_bytes = 0, host_hit_tokens = 0;
+    // Where those bytes went, tallied as each transfer ends: written into the host tier, or lost with
+    // an instance that crashed meanwhile, or still on the links when the run ended (its records read
+    // then); loaded into a request that then queued, or dropped with it.
+    uint64_t host_write_arrived_bytes = 0, host_write_lost_bytes = 0, host_write_pending_bytes = 0;
+    uint64_t host_load_arrived_bytes = 0, host_load_lost_bytes = 0;
     uint64_t gateway_waits = 0;  // requests held because no instance was up
     // The simulated clock against the step time of each iteration's batch recounted request by
     // request (core/fleet/batch_roofline.h): both summed over the iterations that ended, the largest
@@ -263,7 +273,7 @@ class FleetSim {
         uint32_t chunk;  // prefill tokens; 0 = one decode step
     };
     struct Replication;
-    enum AdmitResult { admitted, no_memory, too_large };
+    enum AdmitResult { admitted, no_memory, too_large, loading };  // loading: from its host tier first
     struct Hits {  // what a request can resume from on the instance admitting it
         uint64_t kv = 0, state = 0;
         bool tainted_source = false;  // the state comes from a tainted (inconsistent) checkpoint
@@ -275,7 +285,8 @@ class FleetSim {
     void handle(const FleetEvent& e);
     void arrive(uint32_t r, double now);
     void route(uint32_t r, double now);
-    void enqueue(uint32_t k, uint32_t r, double now, const FleetRouterView* view = nullptr);
+    void enqueue(uint32_t k, uint32_t r, double now, const FleetRouterView* view = nullptr,
+                 bool returning = false);
     void reroute(uint32_t r, double now);
     void fail(uint32_t r, FailReason why, double now);
     void crash(uint32_t f, double now);
@@ -285,6 +296,11 @@ class FleetSim {
     void come_up(uint32_t k, double now);
     void sample(double now);
     void replicate(uint32_t k, uint32_t r, uint64_t len, double now);
+    void write_through(uint32_t k, uint32_t r, uint64_t len, double now);
+    bool load_from_host(uint32_t k, uint32_t r, double now);
+    void host_loaded(uint32_t k, uint32_t r, double now);
+    void release_host_lease(uint32_t k, uint32_t r);
+    double host_link_ms(double kv_tokens, double states) const;
     bool any_instance_returns() const;
     void release_request(uint32_t k, uint32_t r);
     void finish_if_done(double now);

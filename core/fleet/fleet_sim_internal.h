@@ -52,9 +52,10 @@ struct FleetSim::Live {
     uint64_t tree_owned = 0;
     uint64_t own_start() const { return base > tree_owned ? base : tree_owned; }
     uint32_t plan_next = 0;
-    uint64_t inserted = 0;    // cached prefix inserted into the instance's tree
-    uint64_t replicated = 0;  // prefix sent to the host tier
-    bool tainted = false;     // resumed on a state that did not match its KV
+    uint64_t inserted = 0;      // cached prefix inserted into the instance's tree
+    uint64_t replicated = 0;    // prefix sent to the host tier
+    uint64_t host_written = 0;  // prefix written through to its instance's host tier (this attempt)
+    bool tainted = false;       // resumed on a state that did not match its KV
     // The resume audit's own view of this attempt (it does not read `tainted`): whether its state
     // was inconsistent with its KV, and the record of the state it carries from elsewhere.
     bool audit_mismatched = false;
@@ -64,7 +65,15 @@ struct FleetSim::Live {
     // Brought along from elsewhere (host tier, migration): KV and state positions.
     bool carry = false;
     uint64_t carry_kv = 0, carry_state = 0;
-    int32_t carry_to = -1;  // instance it is being delivered to
+    int32_t carry_to = -1;         // instance it is being delivered to
+    bool host_loading = false;     // what it carries comes from its instance's host tier (load_from_host)
+    uint64_t host_load_bytes = 0;  // what that load moves
+    uint64_t host_load_epoch = 0;  // of its instance when it started (a crash since loses it)
+    uint64_t host_load_kv = 0;     // the KV it loads and its state (position, the host's handle)
+    std::pair<uint64_t, uint64_t> host_load_state{0, 0};
+    bool host_tried = false;  // this placement loaded from its host tier already (once per placement)
+    bool host_held = false;   // host_lease holds the loaded prefix in the device's tree until admitted
+    Lease host_lease;
     uint64_t admit_seq = 0;
     double cost = 0;  // queue cost (uncached tokens)
     bool routed = false;
@@ -94,8 +103,10 @@ struct FleetSim::Inst {
     uint32_t steps = 1;
     uint32_t run_decode = 0;
     double run_context0 = 0;
-    double wake_at = -1;   // pending wake event (token buckets)
-    double link_free = 0;  // outgoing link (replication, migration) busy until
+    double wake_at = -1;               // pending wake event (token buckets)
+    double link_free = 0;              // outgoing link (replication, migration) busy until
+    std::unique_ptr<RadixCache> host;  // its host tier (FleetConfig::host), if any
+    double host_link_free = 0;         // host links busy until (writes and loads share them)
     double down_since = 0;
     bool migrate_pending = false;
     int32_t drain_fault = -1;
@@ -110,6 +121,9 @@ struct FleetSim::Replication {
     uint32_t inst = 0, req = 0;
     uint64_t epoch = 0, len = 0;
     std::vector<NewCheckpoint> cps;
+    bool to_instance_host = false;  // into inst's host tier (FleetConfig::host), not the fleet's
+    uint64_t bytes = 0;             // what it moves (the instance's host tier's writes)
+    bool ended = false;             // its transfer ended (before the run did)
 };
 
 }  // namespace k3

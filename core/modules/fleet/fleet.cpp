@@ -67,6 +67,7 @@ ParamList<FleetParams> fleet_params() {
     l.group(&FleetParams::cache, fleet_cache_params);
     l.group(&FleetParams::instances, fleet_instance_params);
     l.group(&FleetParams::cost, fleet_cost_params);
+    l.group(&FleetParams::host, fleet_host_params);
     l.flag(&FleetParams::compare_routers, "compare_routers", "Compare all routers").in_group("Run");
     l.flag(&FleetParams::compare_no_reuse, "compare_no_reuse", "Run without prefix reuse too")
         .in_group("Run")
@@ -77,6 +78,7 @@ ParamList<FleetParams> fleet_params() {
 void validate_fleet(const FleetParams& p, Issues& issues) {
     validate_workload(p.workload, issues);
     validate_fleet_groups(p.router, p.cache, p.instances, p.cost, issues);
+    validate_host_tier(p.host, fleet_module_config(p), issues);
 }
 
 // Its simulations (fleet_sim_configs) on its workload.
@@ -111,7 +113,8 @@ Experiment make_fleet_experiment() {
                  {},
                  "hit_gap"},
             },
-        .falsifiers = with_fleet_falsifiers(fleet_falsifiers(), &FleetParams::sim_falsify)});
+        .falsifiers =
+            with_fleet_falsifiers(fleet_falsifiers(), &FleetParams::sim_falsify, {}, true, {}, true)});
 }
 
 K3_REGISTER_EXPERIMENT(make_fleet_experiment);

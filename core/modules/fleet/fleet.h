@@ -30,6 +30,7 @@ struct FleetParams {
     FleetCacheParams cache{.state_capacity = 64};
     FleetInstanceParams instances;
     FleetCostParams cost;
+    FleetHostParams host;
     bool compare_routers = true, compare_no_reuse = true;
     FleetFalsify falsify = FleetFalsify::none;            // not a declared parameter
     FleetSimFalsify sim_falsify = FleetSimFalsify::none;  // not a declared parameter

@@ -187,6 +187,7 @@ void report_fleet(const FleetParams& p, const FleetResult& result, Report& r) {
         "Instances over time (" + std::string(router_labels()[size_t(result.config.router.kind)]) + ")");
     report_fleet_checks(r, s);
     report_running_state(r, s);
+    report_host_tier(r, s);
     report_model_notes(r, s);
     one_instance_checks(result, f, r);
     notes(result, r);

@@ -41,6 +41,7 @@ class FleetRun final : public FleetModuleRun<FleetResult> {
 
 FleetConfig fleet_module_config(const FleetParams& p) {
     FleetConfig c = fleet_config(p.router, p.cache, p.instances, p.cost);
+    apply_host_tier(p.host, c);
     c.load = p.load;
     c.seed = p.workload.seed;
     c.falsify = p.sim_falsify;

@@ -68,6 +68,8 @@ SimCounts sim_counts(double R, double prompt, double cached, const FleetConfig& 
     n.routes = R * inst;
     if (indexes_kv_events(c)) n.blocks = prompt / std::max(double(c.router.event_block_tokens), 1.0);
     if (c.caching) n.nodes = cached / std::max(double(c.policy.interval), 1.0) + 2 * R;
+    // A host tier keeps a second tree per instance (its writes are events too).
+    if (c.host.on()) n.nodes *= 2, n.events += R;
     n.pages = inst * pool_pages(c);
     return n;
 }

@@ -24,6 +24,7 @@ struct FleetCheckFalsifier {
     bool snapshots = false;          // runs with spec_state=snapshot (off holds one page: nothing to corrupt)
     const char* engine = nullptr;    // runs with this engine (the batch formers' checks)
     const char* pool_gib = nullptr;  // and this pool per instance (the shared pool's checks: pressure)
+    const char* host_tier_gib = nullptr;  // with a host tier this large (modules that declare one)
 };
 inline const std::vector<FleetCheckFalsifier>& fleet_check_falsifiers() {
     static const std::vector<FleetCheckFalsifier> v = {
@@ -43,6 +44,8 @@ inline const std::vector<FleetCheckFalsifier>& fleet_check_falsifiers() {
         {"spec_accepts_all",
          "with speculative snapshots, every verify keeps all N drafts whatever the acceptance length",
          "decode_steps_yield_acceptance*", FleetSimFalsify::spec_accepts_all, true},
+        {"host_write_unlogged", "with a host tier, one write arrives and is neither inserted nor logged",
+         "host_tier_bytes_conserved*", FleetSimFalsify::host_write_unlogged, false, nullptr, nullptr, "64"},
         {"kv_capacity_sharded",
          "under tensor parallel attention, the first instance's pool holds KV as if spread over the ranks",
          "kv_capacity_matches_rank_bytes*", FleetSimFalsify::kv_capacity_sharded},
@@ -79,14 +82,16 @@ template <class P>
 std::vector<Falsifier<P>> with_fleet_falsifiers(
     std::vector<Falsifier<P>> own, FleetSimFalsify P::*hook,
     std::vector<std::pair<std::string, std::string>> params = {}, bool engine_formers = true,
-    std::vector<std::pair<std::string, std::string>> engine_params = {}) {
+    std::vector<std::pair<std::string, std::string>> engine_params = {}, bool host_tier = false) {
     for (const FleetCheckFalsifier& f : fleet_check_falsifiers()) {
         if (f.engine && !engine_formers) continue;
+        if (f.host_tier_gib && !host_tier) continue;
         auto with = params;
         if (f.snapshots) with.push_back({"spec_state", "snapshot"});
         if (f.engine) with.push_back({"engine", f.engine});
         if (f.engine) with.insert(with.end(), engine_params.begin(), engine_params.end());
         if (f.pool_gib) with.push_back({"pool_gib", f.pool_gib});
+        if (f.host_tier_gib) with.push_back({"host_tier_gib", f.host_tier_gib});
         own.push_back({f.id, f.does, {f.keys}, [hook, c = f.corruption](P& p) { p.*hook = c; }, with});
     }
     return own;

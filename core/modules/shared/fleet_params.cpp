@@ -136,6 +136,44 @@ void fleet_cost_params(ParamList<FleetCostParams>& l) {
         .describe("Instance to host tier and instance to instance: replication, restores and migration.");
 }
 
+void fleet_host_params(ParamList<FleetHostParams>& l) {
+    using P = FleetHostParams;
+    auto host = [](ParamSpec& s) -> ParamSpec& { return s.in_group("Host tier"); };
+    documented(host(l.real(&P::host_tier_gib, "host_tier_gib", "Host tier per instance", "GiB", 0, 65536)));
+    documented(host(l.integer(&P::host_state_slots, "host_state_slots", "Host state slots", "states", 1, 1e6)
+                        .log()
+                        .active_unless("host_tier_gib", "0")));
+    host(l.choice(&P::host_link, "host_link", "Host link (per rank)", link_choices())
+             .active_unless("host_tier_gib", "0"))
+        .describe("Each rank moves its own shard of the KV and the states over its own link, in parallel.");
+}
+
+void apply_host_tier(const FleetHostParams& h, FleetConfig& c) {
+    const PoolModel m = tp_layout(c.model, c.gpus, c.attention_dp).pool_model();
+    const double states = double(h.host_state_slots) * double(m.state_bytes());
+    const double kv = h.host_tier_gib * kGiB - states;
+    c.host.link = h.host_link;
+    c.host.state_slots = h.host_state_slots;
+    c.host.kv_tokens = h.host_tier_gib > 0 && kv > 0 ? uint64_t(kv / double(m.kv_bytes_per_token())) : 0;
+}
+
+void validate_host_tier(const FleetHostParams& h, const FleetConfig& c, Issues& issues) {
+    if (h.host_tier_gib <= 0) return;
+    const PoolModel m = tp_layout(c.model, c.gpus, c.attention_dp).pool_model();
+    const double states = double(h.host_state_slots) * double(m.state_bytes());
+    if (c.engine != CacheEngine::ideal)
+        issues.error(h.host_tier_gib, std::string("the host tier is modelled for engine=ideal (") +
+                                          cache_engine_id(c.engine) + "'s HiCache is not): set engine=ideal");
+    else if (c.quotas)
+        issues.error(h.host_tier_gib,
+                     "the host tier keeps one namespace: it would share prefixes across tenants");
+    else if (states >= h.host_tier_gib * kGiB)
+        issues.error(h.host_state_slots, std::to_string(h.host_state_slots) + " host states of " +
+                                             format_bytes(double(m.state_bytes())) + " fill the " +
+                                             format_bytes(h.host_tier_gib * kGiB) +
+                                             " host tier: no room for KV");
+}
+
 WorkloadSeed fleet_workload_seed() {
     return {"Seeds the synthetic workload and the randomised routers (power of two choices, the hash ring).",
             false};

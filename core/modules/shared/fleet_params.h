@@ -69,6 +69,14 @@ struct FleetCostParams {
     Link link = *link_preset("ib-ndr");
 };
 
+// The host tier in normal serving (FleetConfig::host): its bytes per instance, of which its state slots
+// take theirs first, and each rank's host link.
+struct FleetHostParams {
+    double host_tier_gib = 0;  // per instance; 0 = no host tier
+    uint32_t host_state_slots = 256;
+    Link host_link = *link_preset("pcie5");
+};
+
 // router, cache_threshold, balance_abs, balance_rel, load_factor, max_tree_tokens, eviction_interval_s,
 // kv_event_delay_s, event_block_tokens, overlap_weight, temperature (UI group "Router").
 void fleet_router_params(ParamList<FleetRouterParams>& l);
@@ -81,6 +89,12 @@ void fleet_cache_params(ParamList<FleetCacheParams>& l);
 void fleet_instance_params(ParamList<FleetInstanceParams>& l);
 // price_per_gpu_hour, link ("Cost").
 void fleet_cost_params(ParamList<FleetCostParams>& l);
+// host_tier_gib, host_state_slots, host_link ("Host tier").
+void fleet_host_params(ParamList<FleetHostParams>& l);
+// c's host tier from the group (its KV is what the bytes leave beside the state slots), and what is
+// wrong with it ("" when it can run).
+void apply_host_tier(const FleetHostParams& h, FleetConfig& c);
+void validate_host_tier(const FleetHostParams& h, const FleetConfig& c, Issues& issues);
 
 // The `load` multiplier of the workload modules 11 and 13 replay (UI group "Workload").
 template <class P>

@@ -281,7 +281,37 @@ void acceptance_check(Report& r, const FleetSim& s, const std::string& key, cons
                 " < tokens <= " + format_sig(most, 6) + " (a request's last step stops at its output)");
 }
 
+// Every byte the host tiers' transfers moved, counted as each was sent, against where it went when
+// the transfer ended: into the tier or the request, or lost with an instance that crashed meanwhile.
+void host_tier_check(Report& r, const FleetSim& s, const std::string& key, const std::string& name) {
+    const FleetTotals& t = s.totals();
+    const bool writes = t.host_write_bytes ==
+                        t.host_write_arrived_bytes + t.host_write_lost_bytes + t.host_write_pending_bytes;
+    const bool loads = t.host_load_bytes == t.host_load_arrived_bytes + t.host_load_lost_bytes;
+    r.check(key, name + "Every byte to and from the host tiers arrived or was lost with its instance",
+            writes && loads,
+            grouped(t.host_writes) + " writes sent " + grouped(t.host_write_bytes) +
+                " B: " + grouped(t.host_write_arrived_bytes) + " B written, " +
+                grouped(t.host_write_lost_bytes) + " B lost, " + grouped(t.host_write_pending_bytes) +
+                " B still in flight at the end; " + grouped(t.host_loads) + " loads sent " +
+                grouped(t.host_load_bytes) + " B: " + grouped(t.host_load_arrived_bytes) + " B arrived, " +
+                grouped(t.host_load_lost_bytes) + " B lost");
+}
+
 }  // namespace
+
+void report_host_tier(Report& r, const FleetSim& s) {
+    const FleetTotals& t = s.totals();
+    uint64_t prompt = 0;
+    for (const RequestOutcome& o : s.outcomes()) prompt += o.prompt;
+    r.scalar("host_hit_tokens", "Context tokens resumed from the host tiers beyond the device's", "tokens",
+             double(t.host_hit_tokens));
+    r.scalar("host_hit_share", "Host-tier hit over all prompt tokens", "fraction",
+             prompt ? double(t.host_hit_tokens) / double(prompt) : 0.0);
+    r.scalar("host_loads", "Loads from the host tiers", "requests", double(t.host_loads));
+    r.scalar("host_write_bytes", "Bytes written through to the host tiers", "B", double(t.host_write_bytes));
+    r.scalar("host_load_bytes", "Bytes loaded back from the host tiers", "B", double(t.host_load_bytes));
+}
 
 void report_running_state(Report& r, const FleetSim& s) {
     const FleetConfig& c = s.config();
@@ -340,6 +370,9 @@ void report_fleet_checks(Report& r, const FleetSim& s, const RunTag& tag) {
     clock_check(r, s, key("iteration_times_match_roofline"), name);
     state_bytes_check(r, s, key("state_bytes_match_accounting"), name);
     acceptance_check(r, s, key("decode_steps_yield_acceptance"), name);
+    // Without caching nothing is written to the host tier or read from it.
+    if (s.config().host.on() && s.config().caching)
+        host_tier_check(r, s, key("host_tier_bytes_conserved"), name);
     report_tp_checks(r, s, tag.key.empty() ? "" : "_" + tag.key, name);
     report_router_checks(r, s, key, name);
     report_batch_checks(r, s, key, name);

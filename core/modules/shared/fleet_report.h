@@ -42,6 +42,8 @@ void report_fleet_checks(Report& r, const FleetSim& s, const RunTag& tag = {});
 // What a running request holds for its state (FleetConfig::spec_state) and the running requests that
 // fit, for each choice of the state scratch (scalars and a table).
 void report_running_state(Report& r, const FleetSim& s);
+// The host tiers in normal serving (FleetConfig::host): host_hit_tokens and the bytes moved.
+void report_host_tier(Report& r, const FleetSim& s);
 // The TP layout (core/fleet/tp_layout.h): one rank's KV bytes per token and state bytes, the KV
 // tokens and state slots of an instance's working memory, a decode step's KV read time (scalars, a
 // note). report_running_state reports it.
