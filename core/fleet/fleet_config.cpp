@@ -145,6 +145,22 @@ MemoryPlan memory_plan(const FleetConfig& c) {
     return m;
 }
 
+// What prefill/decode disaggregation is not modelled with (yet), and a split that leaves a stage empty.
+std::string pd_config_error(const FleetConfig& c) {
+    if (!c.pd.on()) return {};
+    if (c.pd.prefill_instances >= c.instances)
+        return "prefill_instances " + std::to_string(c.pd.prefill_instances) +
+               " leaves no decode instance of " + std::to_string(c.instances);
+    if (c.engine != CacheEngine::ideal) return "prefill/decode disaggregation is modelled for engine=ideal";
+    if (!c.faults.empty()) return "prefill/decode disaggregation is not modelled with faults yet";
+    if (c.quotas) return "prefill/decode disaggregation is not modelled with tenant quotas";
+    if (!(c.pd.link.bytes_per_s > 0)) return "the prefill-to-decode link needs a bandwidth";
+    if (c.spec_state == SpecState::recoverssm)
+        return "vLLM refuses RecoverSSM with KV connectors (P/D disaggregation): disaggregated Kimi-K3 runs "
+               "spec_state=snapshot";
+    return {};
+}
+
 namespace {
 // engine sglang / vllm: what the shared pool cannot hold or does not model.
 std::string shared_pool_error(const FleetConfig& c) {
@@ -215,6 +231,7 @@ std::string check_fleet_config(const FleetConfig& c) {
         return "the working memory (" + format_bytes(double(c.working_bytes)) +
                ") cannot hold one running request's state and KV pages";
     if (std::string e = fleet_engine_check(c); !e.empty()) return e;
+    if (std::string e = pd_config_error(c); !e.empty()) return e;
     if (c.engine == CacheEngine::ideal &&
         (c.policy.interval == 0 || c.policy.interval % c.cache.page_size != 0))
         return "checkpoint interval " + std::to_string(c.policy.interval) +

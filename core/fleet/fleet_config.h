@@ -114,6 +114,26 @@ struct HostTierConfig {
     bool on() const { return kv_tokens > 0; }
 };
 
+// ---- prefill/decode disaggregation (reference/serving.md §6) ----
+// Instances [0, prefill_instances) prefill, the rest decode. A request is routed to a prefill instance
+// (the fleet's router, over those), prefills there and leaves: its prefix goes into that instance's
+// cache, and its KV and one state cross the link to a decode instance (the least loaded), queued behind
+// the prefill instance's earlier transfers, every rank sending its own shard in parallel. Where the
+// state sits: SGLang sends the request's slot, the state after all N prompt tokens, with the first token
+// the prefill computed; vLLM sends the state after N - 1 and the decoder recomputes the last prompt token
+// (vLLM #46807). With a decode-side prefix cache only the KV the decode instance lacks crosses, and the
+// transfer lands in its tree; without one the request holds it in pages of its own. Layer-wise, the
+// transfer runs beside the prefill's last chunk, layer by layer, instead of after it.
+enum class StateHandoff : uint8_t { slot, recompute_last };
+struct PdConfig {
+    uint32_t prefill_instances = 0;  // 0: colocated serving
+    StateHandoff handoff = StateHandoff::slot;
+    bool decode_cache = false;
+    bool layerwise = false;
+    Link link;  // one rank's
+    bool on() const { return prefill_instances > 0; }
+};
+
 // When a moved request's state is restored on another instance (module 10's strategies).
 enum class MigrationMove : uint8_t { everything, kv_and_checkpoint };
 
@@ -136,9 +156,12 @@ enum class FleetSimFalsify : uint8_t {
     migration_drops_page,     // one live migration leaves the request's last KV page behind
     migration_drops_state,    // one live migration arrives without the request's state
     migration_lost_counter,   // the drain's lost-work counter is one token high
-    state_slot_one_page,  // the first instance's state slots hold one state page, whatever the request holds
-    spec_accepts_all,     // every verify keeps all its drafts, whatever the acceptance length (every step)
-    host_write_unlogged,  // one write to an instance's host tier arrives and is neither inserted nor logged
+    state_slot_one_page,   // the first instance's state slots hold one state page, whatever the request holds
+    spec_accepts_all,      // every verify keeps all its drafts, whatever the acceptance length (every step)
+    host_write_unlogged,   // one write to an instance's host tier arrives and is neither inserted nor logged
+    pd_transfer_unlogged,  // one prefill-to-decode transfer arrives without being logged as arrived
+    pd_state_past_kv,      // vLLM's handoff: every transfer carries the state after all N tokens, KV to N - 1
+    pd_record_drops_state,  // one transfer's record leaves out the state's bytes it sent
     // TP layout (core/fleet/tp_layout.h), under tensor parallel attention:
     kv_capacity_sharded,  // the first instance's pool holds KV as if spread over the ranks
     kv_read_sharded,      // the iterations cost the KV a decode reads as if spread over the ranks
@@ -215,6 +238,7 @@ struct FleetConfig {
     bool quotas = false;
 
     HostTierConfig host;
+    PdConfig pd;
 
     // Faults and recovery.
     std::vector<FaultSpec> faults;
@@ -305,6 +329,8 @@ RunningStateSlots running_state_slots(const FleetConfig& c, SpecState s);
 // with its share of the verify scratch (core/fleet/fleet_shared_pool.cpp).
 uint64_t engine_state_slot_bytes(const FleetConfig& c, uint64_t state_bytes_per_layer);
 
+// What prefill/decode disaggregation does not run with ("" when it runs, or is off).
+std::string pd_config_error(const FleetConfig& c);
 // Empty when the configuration can run; else what is wrong (first problem).
 std::string check_fleet_config(const FleetConfig& c);
 

@@ -47,7 +47,7 @@ void FleetSim::write_through(uint32_t k, uint32_t r, uint64_t len, double now) {
 
 // Whether request r, picked on instance k, loads its prefix from the host tier first: when the host's
 // resumable match is deeper than the device's. The KV the device lacks and the state cross the host
-// links; when they arrive, host_loaded puts them into the device's tree (HiCache's load back) and the
+// links; when they arrive, insert_loaded puts them into the device's tree (HiCache's load back) and the
 // request goes back to the front of k's queue, where its admission finds them.
 bool FleetSim::load_from_host(uint32_t k, uint32_t r, double now) {
     Live& L = live_[r];
@@ -76,11 +76,13 @@ bool FleetSim::load_from_host(uint32_t k, uint32_t r, double now) {
     return true;
 }
 
-// The load of request r arrived on instance k: its KV and state go into the device's tree, as a
-// checkpoint that keeps the host's record of the state (the resume audit reads it).
-void FleetSim::host_loaded(uint32_t k, uint32_t r, double now) {
+// What request r brought to instance k (a host load, or a transfer from its prefill instance into a
+// decode-side cache) goes into k's tree: KV to host_load_kv and the state as a checkpoint that keeps
+// its record (the resume audit reads it), held for r until its admission takes its own lease.
+void FleetSim::insert_loaded(uint32_t k, uint32_t r, double now) {
     Live& L = live_[r];
     const Request& q = w_->requests[r];
+    if (L.host_load_kv == 0) return;  // nothing but the zero state
     RadixCache& dev = cache_of(k, r);
     cp_scratch_.clear();
     if (L.host_load_state.first > 0)

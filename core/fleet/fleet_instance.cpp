@@ -97,7 +97,7 @@ uint64_t FleetSim::resume_lookup_len(const RadixCache& c, uint32_t r) const {
 
 uint64_t FleetSim::uncached_cost(uint32_t k, uint32_t r) const {
     const uint64_t len = lookup_len(r);
-    if (!c_.caching) return len;
+    if (!caching_at(k)) return len;
     const auto& caches = inst_[k].caches;
     const size_t ns = c_.quotas ? std::min<size_t>(w_->requests[r].tenant, caches.size() - 1) : 0;
     return len - caches[ns]->match(*w_->requests[r].tokens, engine_match_len(eng_, len)).state_len;
@@ -454,9 +454,9 @@ FleetSim::Hits FleetSim::find_hits(uint32_t k, uint32_t r) {
         h.kv = L.carry_kv;
         h.state = L.carry_state;
         h.record = L.carry_record;
-    } else if (c_.caching && eng_.on()) {
+    } else if (caching_at(k) && eng_.on()) {
         find_engine_hits(k, r, h);
-    } else if (c_.caching) {
+    } else if (caching_at(k)) {
         const Request& q = w_->requests[r];
         L.adm = admit_request(cache_of(k, r), c_.policy, *q.tokens, resume_lookup_len(cache_of(k, r), r),
                               q.cache_len());
@@ -536,14 +536,15 @@ FleetSim::AdmitResult FleetSim::admit(uint32_t k, uint32_t r, double now) {
     t_.overlapped_admissions += !I.running.empty();
     account_resume(r, h, resume);
     audit_resume(r, h, resume);
-    admissions_.push_back({r, k, h.kv, resume, L.generated, L.carry});
+    // What a decode instance resumes from came with the request from its prefill instance.
+    admissions_.push_back({r, k, h.kv, resume, L.generated, L.carry || L.decode_stage});
     if (L.carry) {
         // Nothing leased locally: plan this request's checkpoints from where it resumes.
         const uint64_t page = c_.cache.page_size;
         L.adm = Admission{};
         L.adm.prompt_len = lookup_len(r);
         L.adm.cache_len = cache_len_of(q, page);
-        if (c_.caching)
+        if (caching_at(k))
             L.adm.plan = plan_checkpoints(c_.policy, uint32_t(page), L.adm.cache_len, resume, resume);
         L.carry = false;
     }
@@ -697,13 +698,18 @@ void FleetSim::end_iteration(uint32_t k, double now) {
             o.prefill_work += b.chunk;
             t_.iter_prefill_tokens += b.chunk + (falsify_now(FleetSimFalsify::skew_ledger) ? 1 : 0);
             st.prefill_tokens += b.chunk;
-            if (c_.caching) cache_progress(k, r, now, false);
+            if (caching_at(k)) cache_progress(k, r, now, false);
             if (L.pos >= L.target) {
-                if (o.first_token_ms < 0) o.first_token_ms = now;
-                if (L.generated < o.output) {
+                // A prefill instance computes the first token only under SGLang's handoff (vLLM's
+                // decoder recomputes the last prompt token and makes it); the decoder streams it.
+                const bool prefill_stage = c_.pd.on() && is_prefill(k);
+                const bool first = !prefill_stage || c_.pd.handoff == StateHandoff::slot;
+                if (first && L.generated < o.output) {
                     ++L.generated;
                     ++t_.iter_first_tokens;
                 }
+                if (prefill_stage && hand_off(k, r, now)) continue;
+                if (o.first_token_ms < 0) o.first_token_ms = now;
                 finished = L.generated >= o.output;
             }
         } else {
@@ -737,7 +743,7 @@ void FleetSim::end_iteration(uint32_t k, double now) {
 void FleetSim::complete(uint32_t k, uint32_t r, double now) {
     Inst& I = inst_[k];
     Live& L = live_[r];
-    if (c_.caching) cache_progress(k, r, now, true);
+    if (caching_at(k)) cache_progress(k, r, now, true);
     L.phase = Phase::done;  // before the release: a completed attempt logs no abandoned work
     if (falsify_now(FleetSimFalsify::leak_pages)) {  // its working memory is not given back
         L.slot = false;

@@ -29,15 +29,21 @@ const std::vector<std::string>& FleetSim::timeline_categories() {
 // queue cost ask for the same ones).
 class FleetRouterView final : public RouterView {
   public:
-    explicit FleetRouterView(const FleetSim& s) : s_(s), memo_(s.inst_.size()), have_(s.inst_.size(), 0) {}
+    // Under prefill/decode disaggregation a stage's router sees only that stage's instances.
+    enum class Stage : uint8_t { all, prefill, decode };
+    explicit FleetRouterView(const FleetSim& s, Stage stage = Stage::all)
+        : s_(s), stage_(stage), memo_(s.inst_.size()), have_(s.inst_.size(), 0) {}
     uint32_t instances() const override { return uint32_t(s_.inst_.size()); }
-    bool eligible(uint32_t i) const override { return s_.inst_[i].status == FleetSim::Inst::up; }
+    bool eligible(uint32_t i) const override {
+        if (stage_ != Stage::all && s_.is_prefill(i) != (stage_ == Stage::prefill)) return false;
+        return s_.inst_[i].status == FleetSim::Inst::up;
+    }
     double load(uint32_t i) const override {
         return double(s_.inst_[i].queue.size() + s_.inst_[i].running.size());
     }
     // One request per view: the memo is keyed by instance only.
     Match match(uint32_t i, const Request& r, uint64_t len) const override {
-        if (!s_.c_.caching) return {};
+        if (!s_.caching_at(i)) return {};
         if (!have_[i]) {
             const auto& caches = s_.inst_[i].caches;
             const size_t ns = s_.c_.quotas ? std::min<size_t>(r.tenant, caches.size() - 1) : 0;
@@ -60,6 +66,7 @@ class FleetRouterView final : public RouterView {
 
   private:
     const FleetSim& s_;
+    Stage stage_;
     mutable std::vector<Match> memo_;
     mutable std::vector<uint8_t> have_;
 };
@@ -109,7 +116,10 @@ void FleetSim::configure_tenants() {
 }
 
 FleetSim::FleetSim(std::shared_ptr<const Workload> w, const FleetConfig& c)
-    : w_(std::move(w)), c_(with_engine_grid(c)), router_(c.router, c.instances, c.seed) {
+    : w_(std::move(w)),
+      c_(with_engine_grid(c)),
+      router_(c.router, c.instances, c.seed),
+      decode_router_(RouterConfig{.kind = RouterKind::least_loaded}, c.instances, c.seed) {
     error_ = check_inputs(w_.get(), c_);
     eng_ = fleet_engine_rules(c_);
     if (std::optional<Router::Corrupt> rc = router_corruption(c_.falsify)) router_.corrupt(*rc);
@@ -298,14 +308,15 @@ void FleetSim::handle(const FleetEvent& e) {
         case ev_deliver: {
             const uint32_t r = uint32_t(e.b);
             const int32_t k = live_[r].carry_to;
-            const bool returning = live_[r].host_loading;  // back from its own instance's host tier
+            const bool returning = live_[r].host_loading;        // back from its own instance's host tier
+            if (live_[r].in_transfer) transfer_arrived(r, e.t);  // from its prefill instance
             live_[r].carry_to = -1;
             live_[r].host_loading = false;
             const bool up = k >= 0 && inst_[uint32_t(k)].status == Inst::up &&
                             (!returning || inst_[uint32_t(k)].epoch == live_[r].host_load_epoch);
             if (returning) {
                 (up ? t_.host_load_arrived_bytes : t_.host_load_lost_bytes) += live_[r].host_load_bytes;
-                if (up) host_loaded(uint32_t(k), r, e.t);
+                if (up) insert_loaded(uint32_t(k), r, e.t);
             }
             if (up)
                 enqueue(uint32_t(k), r, e.t, nullptr, returning);
@@ -338,8 +349,10 @@ void FleetSim::route(uint32_t r, double now) {
     const Request& q = w_->requests[r];
     // Under an engine the routers probe with the engine's match rule (one token left for the logits).
     const uint64_t len = engine_match_len(eng_, lookup_len(r));
-    const FleetRouterView view(*this);
-    const RouteDecision d = router_.choose(q, len, view);
+    using Stage = FleetRouterView::Stage;
+    const Stage stage = !c_.pd.on() ? Stage::all : L.decode_stage ? Stage::decode : Stage::prefill;
+    const FleetRouterView view(*this, stage);
+    const RouteDecision d = (stage == Stage::decode ? decode_router_ : router_).choose(q, len, view);
     if (d.instance < 0) {
         if (any_instance_returns()) {
             L.phase = Phase::held;
@@ -352,13 +365,18 @@ void FleetSim::route(uint32_t r, double now) {
     }
     if (!L.routed) {
         L.routed = true;
-        if (c_.caching)
+        if (caching_at(uint32_t(d.instance)))
             for (uint32_t k = 0; k < inst_.size(); ++k)
                 if (view.eligible(k))
                     out_[r].best_state_hit =
                         std::max(out_[r].best_state_hit, view.match(k, q, len).state_len);
     }
     enqueue(uint32_t(d.instance), r, now, &view);
+}
+
+int32_t FleetSim::choose_decode(uint32_t r) {
+    const FleetRouterView view(*this, FleetRouterView::Stage::decode);
+    return decode_router_.choose(w_->requests[r], engine_match_len(eng_, lookup_len(r)), view).instance;
 }
 
 void FleetSim::enqueue(uint32_t k, uint32_t r, double now, const FleetRouterView* view, bool returning) {

@@ -71,6 +71,10 @@ struct RequestOutcome {
     uint32_t preemptions = 0, moves = 0, violations = 0;
     // Decode steps (verifies, with speculative decoding) and the tokens they yielded, over all attempts.
     uint32_t decode_steps = 0, decode_step_tokens = 0;
+    // Prefill/decode disaggregation: its transfer from the prefill instance (KV tokens, bytes, the
+    // position of the state it carried, how long it took from the prefill's end, queueing included).
+    uint64_t transfer_kv_tokens = 0, transfer_bytes = 0, transfer_state_pos = 0;
+    double transfer_ms = -1;
     bool admitted = false, completed = false;
     FailReason failed = FailReason::none;
 
@@ -177,6 +181,8 @@ struct FleetTotals {
     // then); loaded into a request that then queued, or dropped with it.
     uint64_t host_write_arrived_bytes = 0, host_write_lost_bytes = 0, host_write_pending_bytes = 0;
     uint64_t host_load_arrived_bytes = 0, host_load_lost_bytes = 0;
+    // Prefill-to-decode transfers: sent (bytes as each left its prefill instance), and arrived.
+    uint64_t pd_transfers = 0, pd_bytes_sent = 0, pd_bytes_arrived = 0, pd_kv_tokens = 0;
     uint64_t gateway_waits = 0;  // requests held because no instance was up
     // The simulated clock against the step time of each iteration's batch recounted request by
     // request (core/fleet/batch_roofline.h): both summed over the iterations that ended, the largest
@@ -298,7 +304,15 @@ class FleetSim {
     void replicate(uint32_t k, uint32_t r, uint64_t len, double now);
     void write_through(uint32_t k, uint32_t r, uint64_t len, double now);
     bool load_from_host(uint32_t k, uint32_t r, double now);
-    void host_loaded(uint32_t k, uint32_t r, double now);
+    void insert_loaded(uint32_t k, uint32_t r, double now);
+    // ---- prefill/decode disaggregation (fleet_pd.cpp) ----
+    bool is_prefill(uint32_t k) const { return k < c_.pd.prefill_instances; }
+    bool caching_at(uint32_t k) const {
+        return c_.caching && (is_prefill(k) || !c_.pd.on() || c_.pd.decode_cache);
+    }
+    bool hand_off(uint32_t k, uint32_t r, double now);
+    int32_t choose_decode(uint32_t r);  // the decode stage's router (fleet_sim.cpp, where the views are)
+    void transfer_arrived(uint32_t r, double now);
     void release_host_lease(uint32_t k, uint32_t r);
     double host_link_ms(double kv_tokens, double states) const;
     bool any_instance_returns() const;
@@ -367,6 +381,7 @@ class FleetSim {
     CostModel cost_;
     BatchRoofline roofline_;
     Router router_;
+    Router decode_router_;  // prefill/decode disaggregation: the decode stage's (least loaded)
     EventQueue q_;
     size_t next_arrival_ = 0;
     std::vector<uint32_t> order_;  // requests by scaled arrival time (ties: by id)

@@ -71,8 +71,11 @@ struct FleetSim::Live {
     uint64_t host_load_epoch = 0;  // of its instance when it started (a crash since loses it)
     uint64_t host_load_kv = 0;     // the KV it loads and its state (position, the host's handle)
     std::pair<uint64_t, uint64_t> host_load_state{0, 0};
-    bool host_tried = false;  // this placement loaded from its host tier already (once per placement)
-    bool host_held = false;   // host_lease holds the loaded prefix in the device's tree until admitted
+    bool host_tried = false;    // this placement loaded from its host tier already (once per placement)
+    bool host_held = false;     // host_lease holds the loaded prefix in the device's tree until admitted
+    bool decode_stage = false;  // prefill/decode disaggregation: prefilled, for (or on) a decode instance
+    bool in_transfer = false;   // on the link from its prefill instance
+    uint64_t pd_bytes = 0;      // what that transfer carries
     Lease host_lease;
     uint64_t admit_seq = 0;
     double cost = 0;  // queue cost (uncached tokens)

@@ -324,7 +324,7 @@ TEST_CASE("fleet conservation: memory pressure, preemptions, every router") {
 
 TEST_CASE("fleet: runs of decode steps give exactly what stepping one iteration at a time gives") {
     auto w = mix(32);
-    for (int scenario = 0; scenario < 7; ++scenario) {
+    for (int scenario = 0; scenario < 8; ++scenario) {
         CAPTURE(scenario);
         FleetConfig c = base_config(3);
         c.load = 5;
@@ -332,6 +332,7 @@ TEST_CASE("fleet: runs of decode steps give exactly what stepping one iteration 
         if (scenario >= 4) c.spec_state = SpecState::snapshot, c.draft_len = 5, c.acceptance_len = 3.7;
         if (scenario == 5) c.working_bytes = working_for(48, 40000), c.max_running = 48;
         if (scenario == 6) c.cache.state_capacity = 8, c.host = {1000000, 512, *link_preset("pcie5")};
+        if (scenario == 7) c.pd = {1, StateHandoff::recompute_last, true, true, *link_preset("ib-ndr")};
         if (scenario == 1) c.working_bytes = working_for(48, 40000), c.max_running = 48;  // preemptions
         if (scenario == 2) c.faults = {{FaultKind::crash, 1, 8000, 15000}}, c.recovery = Recovery::host_tier;
         if (scenario == 3) c.faults = {{FaultKind::drain, 0, 8000, 0}}, c.recovery = Recovery::migrate;
@@ -536,4 +537,51 @@ TEST_CASE("fleet: a host tier serves the misses of a small device cache, if it h
     auto crashed = run(w, c);
     check_host_tier(*crashed);
     CHECK(crashed->resume_audit().inconsistent() == 0);
+}
+
+// Prefill/decode disaggregation (issue 17): every request prefills on a prefill instance and decodes on
+// a decode instance, its transfer accounted byte for byte; SGLang's handoff sends the state after N
+// tokens with the first token, vLLM's after N - 1 and the decoder recomputes one token more.
+TEST_CASE("fleet: disaggregated requests prefill on one stage, decode on the other, their bytes accounted") {
+    auto w = mix(24);
+    FleetConfig c = base_config(4);
+    c.load = 4;
+    c.pd.prefill_instances = 1;
+    c.pd.link = *link_preset("ib-ndr");
+    for (StateHandoff h : {StateHandoff::slot, StateHandoff::recompute_last}) {
+        CAPTURE(int(h));
+        c.pd.handoff = h;
+        auto s = run(w, c);
+        check_conservation(*s);
+        CHECK_MESSAGE(s->audit().empty(), s->audit());
+        CHECK(s->resume_audit().inconsistent() == 0);
+        const FleetTotals& t = s->totals();
+        CHECK(t.pd_bytes_sent == t.pd_bytes_arrived);
+        uint64_t moved = 0, bytes = 0;
+        for (const RequestOutcome& o : s->outcomes()) {
+            if (o.transfer_ms < 0) continue;
+            ++moved;
+            bytes += o.transfer_bytes;
+            CHECK(o.instance >= 1);  // it finished on a decode instance
+            CHECK(o.transfer_kv_tokens == (h == StateHandoff::slot ? o.prompt : o.prompt - 1));
+            CHECK(o.transfer_state_pos == o.transfer_kv_tokens);
+            CHECK(o.first_token_ms >= o.arrival_ms + o.transfer_ms);
+        }
+        CHECK(moved == t.pd_transfers);
+        CHECK(bytes == t.pd_bytes_sent);
+        CHECK(s->instance_stats()[0].decode_tokens == 0);  // the prefill instance never decodes
+        for (uint32_t k = 1; k < 4; ++k) CHECK(s->instance_stats()[k].routed > 0);
+    }
+    // vLLM's handoff with the state after all N tokens and the KV to N - 1: the audit sees it.
+    c.falsify = FleetSimFalsify::pd_state_past_kv;
+    CHECK(run(w, c)->resume_audit().inconsistent() > 0);
+    // A decode-side cache takes only the KV it lacks.
+    c.falsify = FleetSimFalsify::none;
+    c.pd.handoff = StateHandoff::slot;
+    const uint64_t full = run(w, c)->totals().pd_kv_tokens;
+    c.pd.decode_cache = true;
+    auto cached = run(w, c);
+    check_conservation(*cached);
+    CHECK_MESSAGE(cached->audit().empty(), cached->audit());
+    CHECK(cached->totals().pd_kv_tokens < full);
 }

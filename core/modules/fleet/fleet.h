@@ -31,6 +31,7 @@ struct FleetParams {
     FleetInstanceParams instances;
     FleetCostParams cost;
     FleetHostParams host;
+    FleetPdParams pd;
     bool compare_routers = true, compare_no_reuse = true;
     FleetFalsify falsify = FleetFalsify::none;            // not a declared parameter
     FleetSimFalsify sim_falsify = FleetSimFalsify::none;  // not a declared parameter
@@ -48,9 +49,10 @@ struct FleetResult {
     LoadedWorkload workload;
     std::optional<Refusal> refusal;
     std::unique_ptr<FleetSim> main;
-    std::vector<FleetVariant> no_reuse;  // the prefix cache off (compare_no_reuse)
-    std::vector<FleetVariant> routers;   // every other router (compare_routers)
-    double simulate_ms = 0;              // wall clock of the main simulation
+    std::vector<FleetVariant> no_reuse;   // the prefix cache off (compare_no_reuse)
+    std::vector<FleetVariant> routers;    // every other router (compare_routers)
+    std::vector<FleetVariant> colocated;  // architecture pd: the same instances colocated
+    double simulate_ms = 0;               // wall clock of the main simulation
 };
 
 ParamList<FleetParams> fleet_params();

@@ -37,6 +37,56 @@ void no_reuse(const FleetSummary& f, const FleetVariant& v, double price, Report
     report_fleet_checks(r, *v.sim, v.tag);
 }
 
+// Requests that completed within both service levels, and their rate over the run (goodput).
+struct SloMet {
+    uint64_t met = 0;
+    double share = 0, per_s = 0;
+};
+SloMet slo_met(const FleetSim& s, const FleetPdParams& p) {
+    SloMet m;
+    uint64_t n = 0;
+    for (const RequestOutcome& o : s.outcomes()) {
+        ++n;
+        m.met += o.completed && o.ttft_ms() <= p.slo_ttft_ms && o.tpot_ms() <= p.slo_tpot_ms;
+    }
+    const double span = summarize_fleet(s).makespan_s;
+    m.share = n ? double(m.met) / double(n) : 0;
+    m.per_s = span > 0 ? double(m.met) / span : 0;
+    return m;
+}
+
+// Disaggregated against colocated serving on the same instances: latency, throughput and goodput at
+// the service levels.
+void pd_comparison(const FleetParams& p, const FleetSim& pd, const FleetVariant& colocated, Report& r) {
+    Table& t = r.add_table(
+        make_table("Disaggregated (" + std::to_string(pd.config().pd.prefill_instances) + " prefill, " +
+                       std::to_string(pd.config().instances - pd.config().pd.prefill_instances) +
+                       " decode) against colocated on the same " + std::to_string(pd.config().instances) +
+                       " instances; service levels TTFT <= " + format_sig(p.pd.slo_ttft_ms, 4) +
+                       " ms, TPOT <= " + format_sig(p.pd.slo_tpot_ms, 4) + " ms",
+                   {{"serving", ""},
+                    {"TTFT p50", "ms"},
+                    {"TTFT p99", "ms"},
+                    {"TPOT p50", "ms"},
+                    {"TPOT p99", "ms"},
+                    {"output tokens/s", "tokens/s"},
+                    {"within both levels", "fraction"},
+                    {"goodput", "requests/s"}}));
+    SloMet m[2];
+    const FleetSim* sims[2] = {&pd, colocated.sim.get()};
+    for (int i = 0; i < 2; ++i) {
+        const FleetSummary f = summarize_fleet(*sims[i]);
+        m[i] = slo_met(*sims[i], p.pd);
+        t.add({std::string(i == 0 ? "disaggregated" : "colocated"), f.all.ttft_ms.p50, f.all.ttft_ms.p99,
+               f.all.tpot_ms.p50, f.all.tpot_ms.p99, f.output_tokens_per_s, m[i].share, m[i].per_s});
+    }
+    r.scalar("slo_met_share", "Requests within both service levels (this run)", "fraction", m[0].share);
+    r.scalar("slo_met_share_colocated", "Requests within both service levels, colocated", "fraction",
+             m[1].share);
+    r.scalar("goodput_over_colocated", "Goodput disaggregated over colocated (same GPUs)", "x",
+             m[1].per_s > 0 ? m[0].per_s / m[1].per_s : 0.0);
+}
+
 void latency(const FleetSim& s, const FleetSummary& f, Report& r) {
     report_latency_table(r, "Latency (simulated, roofline estimate)", {{"all", f.all}});
     std::vector<double> t;
@@ -188,6 +238,8 @@ void report_fleet(const FleetParams& p, const FleetResult& result, Report& r) {
     report_fleet_checks(r, s);
     report_running_state(r, s);
     report_host_tier(r, s);
+    report_pd(r, s);
+    if (!result.colocated.empty()) pd_comparison(p, s, result.colocated[0], r);
     report_model_notes(r, s);
     one_instance_checks(result, f, r);
     notes(result, r);

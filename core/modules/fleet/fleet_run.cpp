@@ -14,6 +14,7 @@ class FleetRun final : public FleetModuleRun<FleetResult> {
         add_stage("simulating the fleet", 6, [this](const Deadline& d) { return simulate_main(d); });
         add_simulations("simulating without prefix reuse", 3, &FleetResult::no_reuse);
         add_simulations("comparing routers", 8, &FleetResult::routers);
+        add_simulations("serving colocated on the same GPUs", 4, &FleetResult::colocated);
         add_report([p](const FleetResult& f, Report& r) { report_fleet(p, f, r); });
     }
     std::string stage() const override {
@@ -42,6 +43,7 @@ class FleetRun final : public FleetModuleRun<FleetResult> {
 FleetConfig fleet_module_config(const FleetParams& p) {
     FleetConfig c = fleet_config(p.router, p.cache, p.instances, p.cost);
     apply_host_tier(p.host, c);
+    apply_pd(p.pd, c);
     c.load = p.load;
     c.seed = p.workload.seed;
     c.falsify = p.sim_falsify;
@@ -54,6 +56,10 @@ std::vector<FleetConfig> fleet_sim_configs(const FleetParams& p) {
     if (p.compare_no_reuse) {
         v.push_back(fleet_module_config(p));
         v.back().caching = false;
+    }
+    if (v[0].pd.on()) {  // the same instances serving colocated: what disaggregation is measured against
+        v.push_back(fleet_module_config(p));
+        v.back().pd.prefill_instances = 0;
     }
     if (p.compare_routers)
         for (size_t k = 0; k < router_ids().size(); ++k) {
@@ -86,6 +92,9 @@ FleetResult setup_fleet(const FleetParams& p) {
         if (!c.caching)
             f.no_reuse.push_back(
                 {{"without reuse", "without_reuse"}, c.router.kind, std::make_unique<FleetSim>(w, c)});
+        else if (configs[0].pd.on() && !c.pd.on())
+            f.colocated.push_back(
+                {{"colocated", "colocated"}, c.router.kind, std::make_unique<FleetSim>(w, c)});
         else {
             const std::string id = router_ids()[size_t(c.router.kind)];
             f.routers.push_back({{id, id}, c.router.kind, std::make_unique<FleetSim>(w, c)});

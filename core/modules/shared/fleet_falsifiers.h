@@ -25,6 +25,7 @@ struct FleetCheckFalsifier {
     const char* engine = nullptr;    // runs with this engine (the batch formers' checks)
     const char* pool_gib = nullptr;  // and this pool per instance (the shared pool's checks: pressure)
     const char* host_tier_gib = nullptr;  // with a host tier this large (modules that declare one)
+    const char* state_handoff = nullptr;  // disaggregated (architecture=pd), with this handoff
 };
 inline const std::vector<FleetCheckFalsifier>& fleet_check_falsifiers() {
     static const std::vector<FleetCheckFalsifier> v = {
@@ -46,6 +47,17 @@ inline const std::vector<FleetCheckFalsifier>& fleet_check_falsifiers() {
          "decode_steps_yield_acceptance*", FleetSimFalsify::spec_accepts_all, true},
         {"host_write_unlogged", "with a host tier, one write arrives and is neither inserted nor logged",
          "host_tier_bytes_conserved*", FleetSimFalsify::host_write_unlogged, false, nullptr, nullptr, "64"},
+        {"pd_transfer_unlogged", "disaggregated, one transfer reaches its decoder without being logged",
+         "pd_transfer_bytes_conserved*", FleetSimFalsify::pd_transfer_unlogged, false, nullptr, nullptr,
+         nullptr, "slot"},
+        {"pd_record_drops_state", "disaggregated, one transfer's record leaves out the state it sent",
+         "pd_bytes_match_accounting*", FleetSimFalsify::pd_record_drops_state, false, nullptr, nullptr,
+         nullptr, "slot"},
+        {"pd_state_past_kv",
+         "disaggregated with vLLM's handoff, every transfer carries the state after all N tokens with the KV "
+         "to N - 1",
+         "pd_decode_resumes_at_state*", FleetSimFalsify::pd_state_past_kv, false, nullptr, nullptr, nullptr,
+         "recompute_last"},
         {"kv_capacity_sharded",
          "under tensor parallel attention, the first instance's pool holds KV as if spread over the ranks",
          "kv_capacity_matches_rank_bytes*", FleetSimFalsify::kv_capacity_sharded},
@@ -82,16 +94,18 @@ template <class P>
 std::vector<Falsifier<P>> with_fleet_falsifiers(
     std::vector<Falsifier<P>> own, FleetSimFalsify P::*hook,
     std::vector<std::pair<std::string, std::string>> params = {}, bool engine_formers = true,
-    std::vector<std::pair<std::string, std::string>> engine_params = {}, bool host_tier = false) {
+    std::vector<std::pair<std::string, std::string>> engine_params = {}, bool fleet_only = false) {
     for (const FleetCheckFalsifier& f : fleet_check_falsifiers()) {
         if (f.engine && !engine_formers) continue;
-        if (f.host_tier_gib && !host_tier) continue;
+        if ((f.host_tier_gib || f.state_handoff) && !fleet_only) continue;  // module 11's parameters
         auto with = params;
         if (f.snapshots) with.push_back({"spec_state", "snapshot"});
         if (f.engine) with.push_back({"engine", f.engine});
         if (f.engine) with.insert(with.end(), engine_params.begin(), engine_params.end());
         if (f.pool_gib) with.push_back({"pool_gib", f.pool_gib});
         if (f.host_tier_gib) with.push_back({"host_tier_gib", f.host_tier_gib});
+        if (f.state_handoff)
+            with.insert(with.end(), {{"architecture", "pd"}, {"state_handoff", f.state_handoff}});
         own.push_back({f.id, f.does, {f.keys}, [hook, c = f.corruption](P& p) { p.*hook = c; }, with});
     }
     return own;

@@ -136,6 +136,45 @@ void fleet_cost_params(ParamList<FleetCostParams>& l) {
         .describe("Instance to host tier and instance to instance: replication, restores and migration.");
 }
 
+void fleet_pd_params(ParamList<FleetPdParams>& l) {
+    using P = FleetPdParams;
+    auto pd = [](ParamSpec& s) -> ParamSpec& { return s.in_group("Disaggregation"); };
+    documented(pd(l.choice(&P::architecture, "architecture", "Architecture",
+                           Choices<Architecture>{{Architecture::colocated, "colocated", "colocated"},
+                                                 {Architecture::pd, "pd", "prefill/decode disaggregated"}})));
+    pd(l.integer(&P::prefill_instances, "prefill_instances", "Prefill instances", "instances", 1, 255)
+           .active_when("architecture", "pd"))
+        .describe("Of the instances, how many prefill (the rest decode).");
+    documented(
+        pd(l.choice(&P::state_handoff, "state_handoff", "State handoff",
+                    Choices<StateHandoff>{{StateHandoff::slot, "slot", "SGLang: the slot, after N tokens"},
+                                          {StateHandoff::recompute_last, "recompute_last",
+                                           "vLLM: after N - 1, the decoder recomputes the last"}})
+               .active_when("architecture", "pd")));
+    documented(pd(l.flag(&P::decode_cache, "decode_cache", "Decode-side prefix cache")
+                      .active_when("architecture", "pd")));
+    documented(
+        pd(l.flag(&P::layerwise, "layerwise", "Layer-wise transfer").active_when("architecture", "pd")));
+    pd(l.choice(&P::pd_link, "pd_link", "Prefill-to-decode link (per rank)", link_choices())
+           .active_when("architecture", "pd"))
+        .describe("Each rank sends its own shard of the KV and the state over its own link, in parallel.");
+    documented(pd(l.real(&P::slo_ttft_ms, "slo_ttft_ms", "TTFT service level", "ms", 1, 1e6)
+                      .log()
+                      .active_when("architecture", "pd")));
+    pd(l.real(&P::slo_tpot_ms, "slo_tpot_ms", "TPOT service level", "ms", 0.1, 1e4)
+           .log()
+           .active_when("architecture", "pd"))
+        .describe("The TPOT service level of the comparison with colocated serving (slo_ttft_ms).");
+}
+
+void apply_pd(const FleetPdParams& p, FleetConfig& c) {
+    c.pd.prefill_instances = p.architecture == Architecture::pd ? p.prefill_instances : 0;
+    c.pd.handoff = p.state_handoff;
+    c.pd.decode_cache = p.decode_cache;
+    c.pd.layerwise = p.layerwise;
+    c.pd.link = p.pd_link;
+}
+
 void fleet_host_params(ParamList<FleetHostParams>& l) {
     using P = FleetHostParams;
     auto host = [](ParamSpec& s) -> ParamSpec& { return s.in_group("Host tier"); };

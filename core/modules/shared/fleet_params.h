@@ -77,6 +77,18 @@ struct FleetHostParams {
     Link host_link = *link_preset("pcie5");
 };
 
+// Prefill/decode disaggregation (FleetConfig::pd): the architecture, how many of the instances prefill,
+// how the state is handed over, a decode-side cache, layer-wise transfer, each rank's link.
+enum class Architecture : uint8_t { colocated, pd };
+struct FleetPdParams {
+    Architecture architecture = Architecture::colocated;
+    uint32_t prefill_instances = 1;
+    StateHandoff state_handoff = StateHandoff::slot;
+    bool decode_cache = false, layerwise = false;
+    Link pd_link = *link_preset("ib-ndr");
+    double slo_ttft_ms = 2000, slo_tpot_ms = 50;  // the comparison's service levels (DistServe's goodput)
+};
+
 // router, cache_threshold, balance_abs, balance_rel, load_factor, max_tree_tokens, eviction_interval_s,
 // kv_event_delay_s, event_block_tokens, overlap_weight, temperature (UI group "Router").
 void fleet_router_params(ParamList<FleetRouterParams>& l);
@@ -89,6 +101,9 @@ void fleet_cache_params(ParamList<FleetCacheParams>& l);
 void fleet_instance_params(ParamList<FleetInstanceParams>& l);
 // price_per_gpu_hour, link ("Cost").
 void fleet_cost_params(ParamList<FleetCostParams>& l);
+// architecture, prefill_instances, state_handoff, decode_cache, layerwise, pd_link ("Disaggregation").
+void fleet_pd_params(ParamList<FleetPdParams>& l);
+void apply_pd(const FleetPdParams& p, FleetConfig& c);
 // host_tier_gib, host_state_slots, host_link ("Host tier").
 void fleet_host_params(ParamList<FleetHostParams>& l);
 // c's host tier from the group (its KV is what the bytes leave beside the state slots), and what is

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "core/base/numfmt.h"
 #include "core/experiments/module_doc.h"
@@ -298,7 +299,62 @@ void host_tier_check(Report& r, const FleetSim& s, const std::string& key, const
                 grouped(t.host_load_lost_bytes) + " B lost");
 }
 
+// Prefill/decode disaggregation: every byte sent arrived (the run ends after the last request, which
+// waits for its own transfer); each transfer's bytes are its KV tokens and one state, and its KV what the
+// handoff convention sends less what the decode-side cache held; every decode-side resume sat on a state
+// at its KV position (the resume audit, which reads the states' own records).
+void pd_checks(Report& r, const FleetSim& s, const std::function<std::string(const char*)>& key,
+               const std::string& name) {
+    const FleetTotals& t = s.totals();
+    const FleetConfig& c = s.config();
+    r.check(key("pd_transfer_bytes_conserved"),
+            name + "Every byte a prefill instance sent reached its decoder",
+            t.pd_bytes_sent == t.pd_bytes_arrived,
+            grouped(t.pd_transfers) + " transfers sent " + grouped(t.pd_bytes_sent) + " B; " +
+                grouped(t.pd_bytes_arrived) + " B arrived");
+    const CostModel& m = s.cost_model();
+    uint64_t off = 0, sum = 0;
+    std::string first;
+    for (size_t i = 0; i < s.outcomes().size(); ++i) {
+        const RequestOutcome& o = s.outcomes()[i];
+        if (o.transfer_ms < 0) continue;
+        const uint64_t sent = c.pd.handoff == StateHandoff::slot ? o.prompt : o.prompt - 1;
+        const bool ok = o.transfer_bytes == o.transfer_kv_tokens * m.kv_bytes_per_token() + m.state_bytes() &&
+                        o.transfer_kv_tokens <= sent && (c.pd.decode_cache || o.transfer_kv_tokens == sent);
+        sum += o.transfer_bytes;
+        if (!ok && off++ == 0)
+            first = "request " + std::to_string(i) + ": " + grouped(o.transfer_bytes) + " B for " +
+                    grouped(o.transfer_kv_tokens) + " KV tokens of a " + grouped(o.prompt) + "-token prompt";
+    }
+    r.check(key("pd_bytes_match_accounting"),
+            name + "Each transfer moved its KV and one state, as the handoff convention sends them",
+            off == 0 && sum == t.pd_bytes_sent,
+            grouped(sum) + " B over the requests' records against " + grouped(t.pd_bytes_sent) + " B sent; " +
+                grouped(off) + " transfers off their accounting" + (first.empty() ? "" : " (" + first + ")"));
+    const ResumeAudit& a = s.resume_audit();
+    r.check(key("pd_decode_resumes_at_state"),
+            name + "No decoder resumed a request on a state that is not at its KV position",
+            a.inconsistent() == 0,
+            grouped(a.resumes) + " resumes audited against their states' records: " + grouped(a.mismatched) +
+                " on a state at another position or past their KV" +
+                (a.first.empty() ? "" : " (" + a.first + ")"));
+}
+
 }  // namespace
+
+void report_pd(Report& r, const FleetSim& s) {
+    const FleetTotals& t = s.totals();
+    std::vector<double> ms;
+    for (const RequestOutcome& o : s.outcomes())
+        if (o.transfer_ms >= 0) ms.push_back(o.transfer_ms);
+    std::sort(ms.begin(), ms.end());
+    r.scalar("transfer_bytes_per_request", "KV and state a request moved from prefill to decode (mean)", "B",
+             t.pd_transfers ? double(t.pd_bytes_sent) / double(t.pd_transfers) : 0.0);
+    r.scalar("transfer_ms_p50", "Prefill-to-decode transfer, queueing included (p50)", "ms",
+             ms.empty() ? 0.0 : percentile_sorted(ms, 0.5));
+    r.scalar("transfer_ms_p99", "Prefill-to-decode transfer, queueing included (p99)", "ms",
+             ms.empty() ? 0.0 : percentile_sorted(ms, 0.99));
+}
 
 void report_host_tier(Report& r, const FleetSim& s) {
     const FleetTotals& t = s.totals();
@@ -373,6 +429,7 @@ void report_fleet_checks(Report& r, const FleetSim& s, const RunTag& tag) {
     // Without caching nothing is written to the host tier or read from it.
     if (s.config().host.on() && s.config().caching)
         host_tier_check(r, s, key("host_tier_bytes_conserved"), name);
+    if (s.config().pd.on()) pd_checks(r, s, key, name);
     report_tp_checks(r, s, tag.key.empty() ? "" : "_" + tag.key, name);
     report_router_checks(r, s, key, name);
     report_batch_checks(r, s, key, name);

@@ -44,6 +44,8 @@ void report_fleet_checks(Report& r, const FleetSim& s, const RunTag& tag = {});
 void report_running_state(Report& r, const FleetSim& s);
 // The host tiers in normal serving (FleetConfig::host): host_hit_tokens and the bytes moved.
 void report_host_tier(Report& r, const FleetSim& s);
+// Prefill/decode disaggregation: transfer_bytes_per_request and the transfer times.
+void report_pd(Report& r, const FleetSim& s);
 // The TP layout (core/fleet/tp_layout.h): one rank's KV bytes per token and state bytes, the KV
 // tokens and state slots of an instance's working memory, a decode step's KV read time (scalars, a
 // note). report_running_state reports it.

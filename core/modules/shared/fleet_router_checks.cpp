@@ -32,6 +32,9 @@ void report_router_checks(Report& r, const FleetSim& s, const std::function<std:
                           const std::string& name) {
     const RouterKind k = s.config().router.kind;
     if (k != RouterKind::cache_aware && k != RouterKind::kv_events && k != RouterKind::kv_cost) return;
+    // With one instance to route to (or one prefill instance) the router never weighs anything.
+    const FleetConfig& c = s.config();
+    if ((c.pd.on() ? c.pd.prefill_instances : c.instances) < 2) return;
     const RouterAudit a = s.router().audit();
     if (k == RouterKind::cache_aware)
         r.check(
