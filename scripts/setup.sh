@@ -24,6 +24,7 @@ PACKAGES=(
   chromium                                             # browser tests (driven by playwright-core)
   xvfb x11-apps                                        # desktop test: virtual display, xwd
   fonts-inter fonts-jetbrains-mono                     # fonts embedded in the UI
+  python3-fonttools                                    # cuts them down to the glyphs the UI draws
   imagemagick                                          # screenshot checks
   nodejs npm                                           # wasm tests under node, browser tests
   clang-format                                         # style check (tests/style/check_style.mjs)

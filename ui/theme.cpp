@@ -32,24 +32,10 @@ static ImFont* add_font(const unsigned char* data, size_t size, float px) {
     cfg.OversampleH = 2;
     cfg.OversampleV = 1;
     cfg.PixelSnapH = false;
-    static ImVector<ImWchar> ranges;
-    if (ranges.empty()) {
-        ImFontGlyphRangesBuilder b;
-        b.AddRanges(ImGui::GetIO().Fonts->GetGlyphRangesDefault());  // Basic Latin + Latin-1
-        static const ImWchar extra[] = {0x0370, 0x03FF,              // Greek (alpha, beta, Delta)
-                                        0x2000, 0x206F,              // punctuation: dashes, quotes, ellipsis
-                                        0x2070, 0x209F,              // super/subscripts
-                                        0x2190, 0x21FF,              // arrows
-                                        0x2200, 0x22FF,              // math operators
-                                        0x2500, 0x257F,              // box drawing
-                                        0x25A0, 0x25FF,              // geometric shapes
-                                        0x2713, 0x2717,              // check marks
-                                        0};
-        b.AddRanges(extra);
-        b.BuildRanges(&ranges);
-    }
+    // The glyphs the embedded fonts were cut down to (ui/CMakeLists.txt lists them once).
+    static const ImWchar ranges[] = {K3_GLYPH_RANGES 0};
     return ImGui::GetIO().Fonts->AddFontFromMemoryTTF(const_cast<unsigned char*>(data), int(size), px, &cfg,
-                                                      ranges.Data);
+                                                      ranges);
 }
 
 static void set_colors(bool dark) {

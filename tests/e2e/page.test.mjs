@@ -150,7 +150,8 @@ try {
   console.log(`     first frame after ${firstFrameMs} ms (target: within 3 s)`);
   const size = fs.readdirSync(webDir).filter((f) => /\.(js|wasm)$/.test(f))
     .reduce((s, f) => s + fs.statSync(path.join(webDir, f)).size, 0);
-  ok(size < 3 * 1024 * 1024, `.js + .wasm ${(size / 1024).toFixed(0)} KiB (under 3 MiB)`);
+  // Issue 18's weight: the fonts are cut down to the glyphs the UI draws (ui/CMakeLists.txt).
+  ok(size < 2.5 * 1024 * 1024, `.js + .wasm ${(size / 1024).toFixed(0)} KiB (under 2.5 MiB)`);
 
   // 2. Every module opened by URL: the report equals the CLI's for the same parameters.
   const mods = JSON.parse(execFileSync(k3cli, ["list", "--json"], { encoding: "utf8" })).modules.map((m) => m.id);
