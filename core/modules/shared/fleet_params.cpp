@@ -201,8 +201,9 @@ void validate_host_tier(const FleetHostParams& h, const FleetConfig& c, Issues& 
     const PoolModel m = tp_layout(c.model, c.gpus, c.attention_dp).pool_model();
     const double states = double(h.host_state_slots) * double(m.state_bytes());
     if (c.engine != CacheEngine::ideal)
-        issues.error(h.host_tier_gib, std::string("the host tier is modelled for engine=ideal (") +
-                                          cache_engine_id(c.engine) + "'s HiCache is not): set engine=ideal");
+        issues.error(h.host_tier_gib, std::string("the host tier is modelled for engine=ideal, not for ") +
+                                          cache_engine_id(c.engine) +
+                                          "'s own (SGLang's HiCache, vLLM's CPU offload): set engine=ideal");
     else if (c.quotas)
         issues.error(h.host_tier_gib,
                      "the host tier keeps one namespace: it would share prefixes across tenants");
