@@ -145,6 +145,24 @@ MemoryPlan memory_plan(const FleetConfig& c) {
     return m;
 }
 
+std::string acceptance_error(const FleetConfig& c) {
+    if (c.spec_state == SpecState::off) return {};  // one token per step, whatever acceptance_len says
+    if (c.acceptance_len >= 1 && c.acceptance_len <= 1.0 + double(c.draft_len)) return {};
+    return "a verify of 1 + draft_len = " + std::to_string(1 + c.draft_len) +
+           " tokens yields between 1 and that many: the acceptance length is outside";
+}
+
+std::string host_config_error(const FleetConfig& c) {
+    if (!c.host.on()) return {};
+    if (c.engine != CacheEngine::ideal)
+        return std::string("the host tier is modelled for engine=ideal, not for ") +
+               cache_engine_id(c.engine) + "'s own (SGLang's HiCache, vLLM's CPU offload): set engine=ideal";
+    if (c.quotas) return "the host tier keeps one namespace: it would share prefixes across tenants";
+    if (c.host.state_slots == 0) return "the host tier needs state slots (0 would mean unbounded)";
+    if (!(c.host.link.bytes_per_s > 0)) return "the host link needs a bandwidth";
+    return {};
+}
+
 // What prefill/decode disaggregation is not modelled with (yet), and a split that leaves a stage empty.
 std::string pd_config_error(const FleetConfig& c) {
     if (!c.pd.on()) return {};
@@ -221,9 +239,7 @@ std::string check_fleet_config(const FleetConfig& c) {
     if (c.cache.page_size == 0 || c.page_tokens == 0) return "page sizes must be positive";
     if (c.spec_state != SpecState::off && c.draft_len == 0)
         return "speculative decoding needs a draft length";
-    if (!(c.acceptance_len >= 1) ||
-        c.acceptance_len > (c.spec_state == SpecState::off ? 1.0 : 1.0 + double(c.draft_len)))
-        return "the acceptance length must be within 1 and 1 + draft_len (1 without speculative decoding)";
+    if (std::string e = acceptance_error(c); !e.empty()) return e;
     if (c.spec_state == SpecState::recoverssm && c.model.linear_name != "KDA")
         return "RecoverSSM records KDA's corrections and gates; " + c.model.name + "'s linear layers are " +
                c.model.linear_name;
@@ -232,6 +248,7 @@ std::string check_fleet_config(const FleetConfig& c) {
                ") cannot hold one running request's state and KV pages";
     if (std::string e = fleet_engine_check(c); !e.empty()) return e;
     if (std::string e = pd_config_error(c); !e.empty()) return e;
+    if (std::string e = host_config_error(c); !e.empty()) return e;
     if (c.engine == CacheEngine::ideal &&
         (c.policy.interval == 0 || c.policy.interval % c.cache.page_size != 0))
         return "checkpoint interval " + std::to_string(c.policy.interval) +

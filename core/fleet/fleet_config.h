@@ -331,6 +331,10 @@ uint64_t engine_state_slot_bytes(const FleetConfig& c, uint64_t state_bytes_per_
 
 // What prefill/decode disaggregation does not run with ("" when it runs, or is off).
 std::string pd_config_error(const FleetConfig& c);
+// An acceptance length a verify cannot yield ("" when within 1 and 1 + draft_len, or speculation is off).
+std::string acceptance_error(const FleetConfig& c);
+// What the host tier does not run with ("" when it runs, or is off).
+std::string host_config_error(const FleetConfig& c);
 // Empty when the configuration can run; else what is wrong (first problem).
 std::string check_fleet_config(const FleetConfig& c);
 

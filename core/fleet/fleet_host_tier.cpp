@@ -7,12 +7,17 @@
 
 namespace k3 {
 
-// One transfer over the host links: every rank moves its own shard of the KV and the states over its
-// own link, in parallel (a rank's KV per token and state, as the step model holds them).
-double FleetSim::host_link_ms(double kv_tokens, double states) const {
+// One transfer of KV tokens and states over a link of each rank: every rank moves its own shard in
+// parallel (a rank's KV per token and state, as the step model holds them).
+double FleetSim::rank_link_ms(double kv_tokens, double states, const Link& link) const {
     const StepModel::SequenceCoefficients& q = cost_.step_model().sequence();
     const double rank_bytes = kv_tokens * q.kv_bytes_per_token + states * q.state_bytes / 2;
-    return rank_bytes / c_.host.link.bytes_per_s * 1000.0;
+    return rank_bytes / link.bytes_per_s * 1000.0;
+}
+
+// The instance's bytes of KV tokens and states (all its ranks).
+uint64_t FleetSim::moved_bytes(uint64_t kv_tokens, uint64_t states) const {
+    return kv_tokens * cost_.kv_bytes_per_token() + states * cost_.state_bytes();
 }
 
 // Writes what request r inserted on instance k up to `len` through to the instance's host tier: its
@@ -35,12 +40,11 @@ void FleetSim::write_through(uint32_t k, uint32_t r, uint64_t len, double now) {
                              p.kind});
     const uint64_t tokens = len - L.host_written;
     ++t_.host_writes;
-    t_.host_write_kv_tokens += tokens;
-    t_.host_write_states += x.cps.size();
-    x.bytes = tokens * cost_.kv_bytes_per_token() + x.cps.size() * cost_.state_bytes();
+    x.bytes = moved_bytes(tokens, x.cps.size());
     t_.host_write_bytes += x.bytes;
     L.host_written = len;
-    I.host_link_free = std::max(now, I.host_link_free) + host_link_ms(double(tokens), double(x.cps.size()));
+    I.host_link_free =
+        std::max(now, I.host_link_free) + rank_link_ms(double(tokens), double(x.cps.size()), c_.host.link);
     repl_.push_back(std::move(x));
     q_.push(I.host_link_free, ev_replicated, uint32_t(repl_.size() - 1));
 }
@@ -62,37 +66,36 @@ bool FleetSim::load_from_host(uint32_t k, uint32_t r, double now) {
     const uint64_t kv_tokens = hm.kv_len - std::min(dm.kv_len, hm.kv_len);
     L.host_loading = L.host_tried = true;
     L.host_load_epoch = I.epoch;
-    L.host_load_kv = hm.kv_len;
-    L.host_load_state = {hm.state_len, I.host->state_at(hm).handle};
+    L.brought_kv = hm.kv_len;
+    L.brought_state = hm.state_len;
+    L.brought_handle = I.host->state_at(hm).handle;
     L.carry_to = int32_t(k);
     L.phase = Phase::held;
-    L.host_load_bytes = kv_tokens * cost_.kv_bytes_per_token() + cost_.state_bytes();
+    L.transfer_bytes = moved_bytes(kv_tokens, 1);
     ++t_.host_loads;
-    t_.host_load_kv_tokens += kv_tokens;
-    t_.host_load_bytes += L.host_load_bytes;
+    t_.host_load_bytes += L.transfer_bytes;
     t_.host_hit_tokens += host - device;
-    I.host_link_free = std::max(now, I.host_link_free) + host_link_ms(double(kv_tokens), 1);
+    I.host_link_free = std::max(now, I.host_link_free) + rank_link_ms(double(kv_tokens), 1, c_.host.link);
     q_.push(I.host_link_free, ev_deliver, 0, r);
     return true;
 }
 
 // What request r brought to instance k (a host load, or a transfer from its prefill instance into a
-// decode-side cache) goes into k's tree: KV to host_load_kv and the state as a checkpoint that keeps
+// decode-side cache) goes into k's tree: KV to brought_kv and the state as a checkpoint that keeps
 // its record (the resume audit reads it), held for r until its admission takes its own lease.
 void FleetSim::insert_loaded(uint32_t k, uint32_t r, double now) {
     Live& L = live_[r];
     const Request& q = w_->requests[r];
-    if (L.host_load_kv == 0) return;  // nothing but the zero state
+    if (L.brought_kv == 0) return;  // nothing but the zero state
     RadixCache& dev = cache_of(k, r);
     cp_scratch_.clear();
-    if (L.host_load_state.first > 0)
-        cp_scratch_.push_back({L.host_load_state.first,
-                               {L.host_load_state.second, cost_.state_bytes()},
-                               CheckpointKind::external});
-    dev.insert(q.tokens, L.host_load_kv, cp_scratch_);
-    if (router_.wants_kv_events()) router_.kv_stored(k, *q.tokens, L.host_load_kv, now);
+    if (L.brought_state > 0)
+        cp_scratch_.push_back(
+            {L.brought_state, {L.brought_handle, cost_.state_bytes()}, CheckpointKind::external});
+    dev.insert(q.tokens, L.brought_kv, cp_scratch_);
+    if (router_.wants_kv_events()) router_.kv_stored(k, *q.tokens, L.brought_kv, now);
     // Held for the request until its admission takes its own lease (release_host_lease).
-    L.host_lease = dev.acquire(*q.tokens, L.host_load_kv, false);
+    L.host_lease = dev.acquire(*q.tokens, L.brought_kv, false);
     L.host_held = true;
     dev.enforce_capacity();
 }

@@ -35,27 +35,25 @@ bool FleetSim::hand_off(uint32_t k, uint32_t r, double now) {
     uint64_t have = 0;
     if (caching_at(uint32_t(d))) have = std::min(kv, cache_of(uint32_t(d), r).match(*q.tokens, kv).kv_len);
     const uint64_t tokens = kv - have;
-    const StepModel::SequenceCoefficients& rank = cost_.step_model().sequence();
-    const double link_ms =
-        (double(tokens) * rank.kv_bytes_per_token + rank.state_bytes / 2) / c_.pd.link.bytes_per_s * 1000.0;
     // Layer by layer the transfer runs beside the last chunk; it cannot end before the chunk does.
     const double start = std::max(c_.pd.layerwise ? I.iter_start : now, I.link_free);
-    I.link_free = start + link_ms;
+    I.link_free = start + rank_link_ms(double(tokens), 1, c_.pd.link);
     const double arrive = std::max(now, I.link_free);
+    L.transfer_bytes = moved_bytes(tokens, 1);
     o.transfer_kv_tokens = tokens;
-    o.transfer_bytes = tokens * cost_.kv_bytes_per_token() + cost_.state_bytes();
-    t_.pd_bytes_sent += o.transfer_bytes;
+    o.transfer_bytes = L.transfer_bytes;
     if (falsify_now(FleetSimFalsify::pd_record_drops_state)) o.transfer_bytes -= cost_.state_bytes();
     o.transfer_state_pos = state;
     o.transfer_ms = arrive - now;
     ++t_.pd_transfers;
+    t_.pd_bytes_sent += L.transfer_bytes;
     t_.pd_kv_tokens += tokens;
     L.in_transfer = true;
-    L.pd_bytes = tokens * cost_.kv_bytes_per_token() + cost_.state_bytes();
     L.phase = Phase::held;
     L.carry_to = d;
-    L.host_load_kv = kv;  // what it brings: KV to kv, the state at `state` with its record
-    L.host_load_state = {state, checkpoint_handle(L.tainted, {state, L.audit_mismatched})};
+    L.brought_kv = kv;
+    L.brought_state = state;
+    L.brought_handle = checkpoint_handle(L.tainted, {state, L.audit_mismatched});
     q_.push(arrive, ev_deliver, 0, r);
     return true;
 }
@@ -66,19 +64,19 @@ void FleetSim::transfer_arrived(uint32_t r, double now) {
     Live& L = live_[r];
     RequestOutcome& o = out_[r];
     L.in_transfer = false;
-    if (!falsify_now(FleetSimFalsify::pd_transfer_unlogged)) t_.pd_bytes_arrived += L.pd_bytes;
+    if (!falsify_now(FleetSimFalsify::pd_transfer_unlogged)) t_.pd_bytes_arrived += L.transfer_bytes;
     if (c_.pd.handoff == StateHandoff::slot && o.first_token_ms < 0) o.first_token_ms = now;
     const uint32_t k = uint32_t(L.carry_to);
     // The tree holds whole pages: a state off the page grid stays with the request.
     const uint64_t page = c_.cache.page_size;
-    if (caching_at(k) && L.host_load_state.first % page == 0 && L.host_load_kv % page == 0) {
+    if (caching_at(k) && L.brought_state % page == 0 && L.brought_kv % page == 0) {
         insert_loaded(k, r, now);
         return;
     }
     L.carry = true;
-    L.carry_kv = L.host_load_kv;
-    L.carry_state = L.host_load_state.first;
-    L.carry_record = state_record_of(L.host_load_state.second);
+    L.carry_kv = L.brought_kv;
+    L.carry_state = L.brought_state;
+    L.carry_record = state_record_of(L.brought_handle);
 }
 
 }  // namespace k3

@@ -305,25 +305,7 @@ void FleetSim::handle(const FleetEvent& e) {
             break;
         }
         case ev_reroute: reroute(uint32_t(e.b), e.t); break;
-        case ev_deliver: {
-            const uint32_t r = uint32_t(e.b);
-            const int32_t k = live_[r].carry_to;
-            const bool returning = live_[r].host_loading;        // back from its own instance's host tier
-            if (live_[r].in_transfer) transfer_arrived(r, e.t);  // from its prefill instance
-            live_[r].carry_to = -1;
-            live_[r].host_loading = false;
-            const bool up = k >= 0 && inst_[uint32_t(k)].status == Inst::up &&
-                            (!returning || inst_[uint32_t(k)].epoch == live_[r].host_load_epoch);
-            if (returning) {
-                (up ? t_.host_load_arrived_bytes : t_.host_load_lost_bytes) += live_[r].host_load_bytes;
-                if (up) insert_loaded(uint32_t(k), r, e.t);
-            }
-            if (up)
-                enqueue(uint32_t(k), r, e.t, nullptr, returning);
-            else
-                route(r, e.t);
-            break;
-        }
+        case ev_deliver: deliver(uint32_t(e.b), e.t); break;
         case ev_sample: sample(e.t); break;
     }
 }
@@ -372,6 +354,29 @@ void FleetSim::route(uint32_t r, double now) {
                         std::max(out_[r].best_state_hit, view.match(k, q, len).state_len);
     }
     enqueue(uint32_t(d.instance), r, now, &view);
+}
+
+// Request r's transfer ended: a host-tier restore or a migration (queued where it was sent), a host
+// load (back to the front of its own instance's queue, its prefix put into the tree), or a handoff
+// from its prefill instance. If its instance went down (or, for a host load, crashed and came back), it
+// is routed anew.
+void FleetSim::deliver(uint32_t r, double now) {
+    Live& L = live_[r];
+    const int32_t k = L.carry_to;
+    const bool returning = L.host_loading;
+    if (L.in_transfer) transfer_arrived(r, now);
+    L.carry_to = -1;
+    L.host_loading = false;
+    const bool up = k >= 0 && inst_[uint32_t(k)].status == Inst::up &&
+                    (!returning || inst_[uint32_t(k)].epoch == L.host_load_epoch);
+    if (returning) {
+        (up ? t_.host_load_arrived_bytes : t_.host_load_lost_bytes) += L.transfer_bytes;
+        if (up) insert_loaded(uint32_t(k), r, now);
+    }
+    if (up)
+        enqueue(uint32_t(k), r, now, nullptr, returning);
+    else
+        route(r, now);
 }
 
 int32_t FleetSim::choose_decode(uint32_t r) {

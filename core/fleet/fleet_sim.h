@@ -171,11 +171,11 @@ struct FleetTotals {
     uint64_t violations_moved = 0;  // of the violations: resumes of requests brought from elsewhere
     uint64_t guard_held_back = 0;   // tokens the guard recomputed because the state was shallower
     uint64_t host_inserts = 0, host_restores = 0;
-    // The instances' host tiers in normal serving (FleetConfig::host): writes through (prefixes and
-    // their bytes: KV tokens and states, as the instance holds them), loads back (their link bytes and
-    // the context tokens they gave resumes), each also tallied by the bytes of its own parts.
-    uint64_t host_writes = 0, host_write_kv_tokens = 0, host_write_states = 0, host_write_bytes = 0;
-    uint64_t host_loads = 0, host_load_kv_tokens = 0, host_load_bytes = 0, host_hit_tokens = 0;
+    // The instances' host tiers in normal serving (FleetConfig::host): writes through and their bytes
+    // (KV and states, as the instance holds them), loads back, their bytes and the context tokens they
+    // gave resumes beyond the device's.
+    uint64_t host_writes = 0, host_write_bytes = 0;
+    uint64_t host_loads = 0, host_load_bytes = 0, host_hit_tokens = 0;
     // Where those bytes went, tallied as each transfer ends: written into the host tier, or lost with
     // an instance that crashed meanwhile, or still on the links when the run ended (its records read
     // then); loaded into a request that then queued, or dropped with it.
@@ -314,7 +314,9 @@ class FleetSim {
     int32_t choose_decode(uint32_t r);  // the decode stage's router (fleet_sim.cpp, where the views are)
     void transfer_arrived(uint32_t r, double now);
     void release_host_lease(uint32_t k, uint32_t r);
-    double host_link_ms(double kv_tokens, double states) const;
+    double rank_link_ms(double kv_tokens, double states, const Link& link) const;
+    uint64_t moved_bytes(uint64_t kv_tokens, uint64_t states) const;
+    void deliver(uint32_t r, double now);
     bool any_instance_returns() const;
     void release_request(uint32_t k, uint32_t r);
     void finish_if_done(double now);
@@ -418,10 +420,6 @@ class FleetSim {
     // The running requests an instance may hold under the engine's scheduler: SGLang caps them at
     // the state slots / ratio (batch_former.h), vLLM and ideal at the state slots.
     uint32_t running_cap(uint32_t k) const;  // instance k's, from its pool
-    // Tokens a step yields to each decoding request on average (the acceptance length; 1 without
-    // speculative decoding), and what a verify adds to a step's work (core/fleet/spec_decode.h).
-    const SpecAcceptance& acceptance() const { return accept_; }
-    const SpecWork& spec_work_per_verify() const { return spec_; }
 
   private:
     // ---- the engines' batch formers (batch_former.cpp) ----

@@ -67,15 +67,14 @@ struct FleetSim::Live {
     uint64_t carry_kv = 0, carry_state = 0;
     int32_t carry_to = -1;         // instance it is being delivered to
     bool host_loading = false;     // what it carries comes from its instance's host tier (load_from_host)
-    uint64_t host_load_bytes = 0;  // what that load moves
     uint64_t host_load_epoch = 0;  // of its instance when it started (a crash since loses it)
-    uint64_t host_load_kv = 0;     // the KV it loads and its state (position, the host's handle)
-    std::pair<uint64_t, uint64_t> host_load_state{0, 0};
+    // A transfer on its way (a host load, or the handoff from its prefill instance): the bytes it moves,
+    // and what it brings: KV to brought_kv and the state at brought_state, with that state's handle.
+    uint64_t transfer_bytes = 0, brought_kv = 0, brought_state = 0, brought_handle = 0;
     bool host_tried = false;    // this placement loaded from its host tier already (once per placement)
     bool host_held = false;     // host_lease holds the loaded prefix in the device's tree until admitted
     bool decode_stage = false;  // prefill/decode disaggregation: prefilled, for (or on) a decode instance
     bool in_transfer = false;   // on the link from its prefill instance
-    uint64_t pd_bytes = 0;      // what that transfer carries
     Lease host_lease;
     uint64_t admit_seq = 0;
     double cost = 0;  // queue cost (uncached tokens)

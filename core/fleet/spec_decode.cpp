@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/spec/storage.h"
+
 namespace k3 {
 
 SpecAcceptance::SpecAcceptance(double acceptance_len)
@@ -28,14 +30,15 @@ SpecWork spec_work(const ModelConfig& m, SpecState state, uint32_t draft_len) {
     SpecWork s;
     if (state == SpecState::off) return s;
     s.drafts = draft_len;
-    const double N = draft_len;
     if (state == SpecState::snapshot) {
-        s.extra_state_transfers = N;
+        s.extra_state_transfers = draft_len;
         return s;
     }
-    // RecoverSSM: per value head a record of V fp32 and 2 K bf16 against a state of K V fp32.
-    const double record = 4.0 * m.head_v + 2.0 * 2.0 * m.head_k, state_bytes = 4.0 * m.head_k * m.head_v;
-    s.extra_state_transfers = 1 + 2 * (1 + N) * record / state_bytes;
+    // RecoverSSM: the records of the 1 + N positions as vLLM allocates them (correction_cache and
+    // kg_cache, spec::vllm_pages), written by the verify and read by the commit, against the state.
+    const spec::VllmPages p =
+        spec::vllm_pages(spec::vllm_kda_page_tensors(m, int(draft_len)), int(draft_len));
+    s.extra_state_transfers = 1 + 2 * double(p.records) / double(p.state);
     return s;
 }
 

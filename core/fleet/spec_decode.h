@@ -13,8 +13,8 @@
 // state read and written once (the decode's), plus
 //   snapshot     N full states written, one per draft position (vLLM's num_speculative_blocks);
 //   recoverssm   the checkpoint read again by the commit, and 1 + N records (a correction vector of V
-//                fp32 and the raw key and gate of K bf16 each, per value head) written by the verify
-//                and read by the commit (RecoverSSM's correction_cache and kg_cache).
+//                fp32 and the raw key and gate of K bf16 each, per value head: correction_cache and
+//                kg_cache as spec::vllm_pages sizes them) written by the verify and read by the commit.
 // Not modelled: the drafter's own forward passes (DSpark's, a small fraction of the target's).
 #pragma once
 

@@ -187,31 +187,32 @@ void fleet_host_params(ParamList<FleetHostParams>& l) {
         .describe("Each rank moves its own shard of the KV and the states over its own link, in parallel.");
 }
 
+namespace {
+// The bytes the host tier's state slots take first.
+double host_state_bytes(const FleetHostParams& h, const FleetConfig& c) {
+    return double(h.host_state_slots) *
+           double(tp_layout(c.model, c.gpus, c.attention_dp).pool_model().state_bytes());
+}
+}  // namespace
+
 void apply_host_tier(const FleetHostParams& h, FleetConfig& c) {
-    const PoolModel m = tp_layout(c.model, c.gpus, c.attention_dp).pool_model();
-    const double states = double(h.host_state_slots) * double(m.state_bytes());
-    const double kv = h.host_tier_gib * kGiB - states;
+    const double kv = h.host_tier_gib * kGiB - host_state_bytes(h, c);
+    const double per_token =
+        double(tp_layout(c.model, c.gpus, c.attention_dp).pool_model().kv_bytes_per_token());
     c.host.link = h.host_link;
     c.host.state_slots = h.host_state_slots;
-    c.host.kv_tokens = h.host_tier_gib > 0 && kv > 0 ? uint64_t(kv / double(m.kv_bytes_per_token())) : 0;
+    c.host.kv_tokens = h.host_tier_gib > 0 && kv > 0 ? uint64_t(kv / per_token) : 0;
 }
 
 void validate_host_tier(const FleetHostParams& h, const FleetConfig& c, Issues& issues) {
     if (h.host_tier_gib <= 0) return;
-    const PoolModel m = tp_layout(c.model, c.gpus, c.attention_dp).pool_model();
-    const double states = double(h.host_state_slots) * double(m.state_bytes());
-    if (c.engine != CacheEngine::ideal)
-        issues.error(h.host_tier_gib, std::string("the host tier is modelled for engine=ideal, not for ") +
-                                          cache_engine_id(c.engine) +
-                                          "'s own (SGLang's HiCache, vLLM's CPU offload): set engine=ideal");
-    else if (c.quotas)
-        issues.error(h.host_tier_gib,
-                     "the host tier keeps one namespace: it would share prefixes across tenants");
-    else if (states >= h.host_tier_gib * kGiB)
-        issues.error(h.host_state_slots, std::to_string(h.host_state_slots) + " host states of " +
-                                             format_bytes(double(m.state_bytes())) + " fill the " +
-                                             format_bytes(h.host_tier_gib * kGiB) +
-                                             " host tier: no room for KV");
+    if (std::string e = host_config_error(c); !e.empty())
+        issues.error(h.host_tier_gib, e);
+    else if (host_state_bytes(h, c) >= h.host_tier_gib * kGiB)
+        issues.error(h.host_state_slots,
+                     std::to_string(h.host_state_slots) + " host states of " +
+                         format_bytes(host_state_bytes(h, c) / double(h.host_state_slots)) + " fill the " +
+                         format_bytes(h.host_tier_gib * kGiB) + " host tier: no room for KV");
 }
 
 WorkloadSeed fleet_workload_seed() {
@@ -304,12 +305,8 @@ namespace {
 void validate_running_state(const FleetConfig& c, const FleetInstanceParams& instances, Issues& issues) {
     const RunningStateSlots s = running_state_slots(c);
     const std::string working = "working memory of " + format_bytes(double(c.working_bytes));
-    if (c.acceptance_len > (c.spec_state == SpecState::off ? 1.0 : 1.0 + double(c.draft_len))) {
-        issues.error(instances.acceptance_len,
-                     c.spec_state == SpecState::off
-                         ? "without speculative decoding every step yields one token: set 1"
-                         : "a verify of 1 + draft_len = " + std::to_string(1 + c.draft_len) +
-                               " tokens yields at most that many");
+    if (std::string e = acceptance_error(c); !e.empty()) {
+        issues.error(instances.acceptance_len, e);
         return;
     }
     if (c.spec_state == SpecState::recoverssm && c.model.linear_name != "KDA") {

@@ -261,18 +261,27 @@ void state_bytes_check(Report& r, const FleetSim& s, const std::string& key, con
                 std::to_string(cap) + (engine ? " its running cap allows" : " slots"));
 }
 
+// The decode steps of every request, the tokens they yielded, and the requests that took any.
+struct DecodeTally {
+    uint64_t steps = 0, tokens = 0, requests = 0;
+};
+DecodeTally decode_steps_of(const FleetSim& s) {
+    DecodeTally d;
+    for (const RequestOutcome& o : s.outcomes()) {
+        d.steps += o.decode_steps;
+        d.tokens += o.decode_step_tokens;
+        d.requests += o.decode_steps > 0;
+    }
+    return d;
+}
+
 // The tokens the decode steps yielded against the acceptance length A: each request's last step may
 // stop at its output, so the sum over requests of tokens D and steps S satisfies A S - A n < D <= A S
 // over the n requests that decoded (exactly D = S without speculative decoding).
 void acceptance_check(Report& r, const FleetSim& s, const std::string& key, const std::string& name) {
     const FleetConfig& c = s.config();
-    const double a = c.spec_state == SpecState::off ? 1.0 : std::round(c.acceptance_len * 1000) / 1000;
-    uint64_t steps = 0, tokens = 0, decoded = 0;
-    for (const RequestOutcome& o : s.outcomes()) {
-        steps += o.decode_steps;
-        tokens += o.decode_step_tokens;
-        decoded += o.decode_steps > 0;
-    }
+    const double a = SpecAcceptance(c.spec_state == SpecState::off ? 1.0 : c.acceptance_len).length();
+    const auto [steps, tokens, decoded] = decode_steps_of(s);
     const double most = a * double(steps), least = most - a * double(decoded);
     const bool ok = double(tokens) <= most + 1e-9 && (steps == 0 || double(tokens) > least);
     r.check(key, name + "Decode steps yielded the acceptance length per step, no more", ok,
@@ -378,10 +387,9 @@ void report_running_state(Report& r, const FleetSim& s) {
              double(x.slots), true);
     r.scalar("max_running_per_instance", "Largest batch an instance may run (its running cap)", "requests",
              double(s.running_cap(0)));
-    uint64_t steps = 0, tokens = 0;
-    for (const RequestOutcome& o : s.outcomes()) steps += o.decode_steps, tokens += o.decode_step_tokens;
+    const DecodeTally d = decode_steps_of(s);
     r.scalar("tokens_per_decode_step", "Tokens a decode step yielded per request (measured)", "tokens",
-             steps ? double(tokens) / double(steps) : 0.0);
+             d.steps ? double(d.tokens) / double(d.steps) : 0.0);
     report_tp_layout(r, s);
     Table& t = r.add_table(make_table(
         "Running requests per instance by speculative decoding's state (N = " + std::to_string(c.draft_len) +
