@@ -229,8 +229,22 @@ std::string fleet_engine_check(const FleetConfig& c) {
 
 }  // namespace
 
+const Hardware& instance_hardware(const FleetConfig& c, uint32_t k) {
+    return k < c.first_gpus.instances ? c.first_gpus.hardware : c.hardware;
+}
+
+FleetConfig on_instance_gpus(const FleetConfig& c, uint32_t k) {
+    FleetConfig x = c;
+    x.hardware = instance_hardware(c, k);
+    return x;
+}
+
 std::string check_fleet_config(const FleetConfig& c) {
     if (c.instances == 0) return "at least one instance";
+    if (c.first_gpus.on() &&
+        (c.first_gpus.instances > c.instances || !(c.first_gpus.hardware.peak_flops > 0)))
+        return "the second GPU preset needs a published preset on at most " + std::to_string(c.instances) +
+               " instances";
     if (!(c.model.active_params > 0) || !(c.model.total_params > 0))
         return "model " + c.model.id + " has no parameter counts: the roofline needs a published preset";
     if (std::string e = tp_layout_error(c.model, c.gpus, c.attention_dp); !e.empty()) return e;

@@ -134,6 +134,17 @@ struct PdConfig {
     bool on() const { return prefill_instances > 0; }
 };
 
+// ---- a second GPU preset ----
+// Instances [0, instances) run on `hardware` instead of FleetConfig::hardware, with as many GPUs: the
+// prefill pool under disaggregation, and the same instances when they serve colocated, so that the
+// comparison runs on the same GPUs. The iterations' step model is the preset's; what a token and a
+// state weigh does not change with it.
+struct GpuGroup {
+    uint32_t instances = 0;
+    Hardware hardware;
+    bool on() const { return instances > 0; }
+};
+
 // When a moved request's state is restored on another instance (module 10's strategies).
 enum class MigrationMove : uint8_t { everything, kv_and_checkpoint };
 
@@ -189,6 +200,7 @@ struct FleetConfig {
     ModelConfig model;
     Hardware hardware;
     int gpus = 2;
+    GpuGroup first_gpus;  // the first instances' own preset (above)
     // How the gpus ranks lay out attention (core/fleet/tp_layout.h): false, tensor parallel (the MLA
     // latent replicated on every rank, the linear state sharded by heads); true, DP attention (each
     // rank serves its own requests with all the heads: KV and states whole on one rank).
@@ -328,6 +340,10 @@ RunningStateSlots running_state_slots(const FleetConfig& c, SpecState s);
 // plain state is `state_bytes_per_layer`: under speculative decoding vLLM's spec page, or SGLang's state
 // with its share of the verify scratch (core/fleet/fleet_shared_pool.cpp).
 uint64_t engine_state_slot_bytes(const FleetConfig& c, uint64_t state_bytes_per_layer);
+
+// The GPU preset instance k runs on, and c as instance k sees it (its preset as c.hardware).
+const Hardware& instance_hardware(const FleetConfig& c, uint32_t k);
+FleetConfig on_instance_gpus(const FleetConfig& c, uint32_t k);
 
 // What prefill/decode disaggregation does not run with ("" when it runs, or is off).
 std::string pd_config_error(const FleetConfig& c);

@@ -317,7 +317,7 @@ void FleetSim::start_iteration(uint32_t k, double now) {
     I.steps = 1;
     const bool decode_run =
         c_.fast_decode && w.prefill_chunks == 0 && I.queue.empty() && I.status == Inst::up;
-    double end = decode_run ? plan_decode_run(k, w, now) : now + cost_.seconds(w) * 1000.0;
+    double end = decode_run ? plan_decode_run(k, w, now) : now + cost_model(k).seconds(w) * 1000.0;
     if (falsify_now(FleetSimFalsify::late_iteration)) end += 0.01 * (end - now);
     I.busy = true;
     I.iter_start = now;
@@ -331,22 +331,23 @@ double FleetSim::step_ms(uint32_t k, uint32_t j) const {
     // Each step moves every cost context on by the acceptance length (cost_context).
     w.decode_context = I.run_context0 + double(j) * double(I.run_decode) * accept_.length();
     add_drafts(w, spec_);
-    return cost_.seconds(w) * 1000.0;
+    return cost_model(k).seconds(w) * 1000.0;
 }
 
 // The iteration that ends now against the roofline of its batch, evaluated request by request
 // (a run of decode steps advances each context by one per step), before the batch's positions move on.
 void FleetSim::time_iteration(uint32_t k, double now) {
     const Inst& I = inst_[k];
+    const BatchRoofline& model = k < c_.first_gpus.instances ? first_roofline_ : roofline_;
     BatchRoofline::Pass first, next;
     for (const BatchItem& b : I.batch) {
         if (b.chunk)
-            roofline_.add_chunk(first, double(live_[b.req].pos), double(b.chunk));
+            model.add_chunk(first, double(live_[b.req].pos), double(b.chunk));
         else
-            roofline_.add_decode(first, cost_context(b.req), &next, spec_, accept_.length());
+            model.add_decode(first, cost_context(b.req), &next, spec_, accept_.length());
     }
     double roofline_s = 0;
-    for (uint32_t j = 0; j < I.steps; ++j) roofline_s += roofline_.step_seconds(first, next, double(j));
+    for (uint32_t j = 0; j < I.steps; ++j) roofline_s += model.step_seconds(first, next, double(j));
     const double clock = now - I.iter_start, roofline = roofline_s * 1000.0, gap = std::abs(clock - roofline);
     const double rounding = double(I.steps) * (std::nextafter(now, INFINITY) - now) + 1e-12 * roofline;
     t_.clock_ms += clock;

@@ -132,6 +132,10 @@ FleetSim::FleetSim(std::shared_ptr<const Workload> w, const FleetConfig& c)
     // merged view of DP attention) while the instance runs tensor parallel attention.
     cost_ = CostModel(c_, c_.falsify == FleetSimFalsify::kv_read_sharded);
     roofline_ = BatchRoofline(cost_.step_model());
+    if (c_.first_gpus.on()) {
+        first_cost_ = CostModel(on_instance_gpus(c_, 0), c_.falsify == FleetSimFalsify::kv_read_sharded);
+        first_roofline_ = BatchRoofline(first_cost_.step_model());
+    }
     accept_ = SpecAcceptance(c_.spec_state == SpecState::off                   ? 1.0
                              : c_.falsify == FleetSimFalsify::spec_accepts_all ? 1.0 + c_.draft_len
                                                                                : c_.acceptance_len);

@@ -247,7 +247,10 @@ class FleetSim {
     // What a running request holds for its state and how many state slots each instance has.
     const RunningStateSlots& running_slots() const { return slots_; }
     const Workload& workload() const { return *w_; }
-    const CostModel& cost_model() const { return cost_; }
+    // Instance k's step model (FleetConfig::first_gpus); without an instance, the fleet's main preset.
+    const CostModel& cost_model(uint32_t k = UINT32_MAX) const {
+        return k < c_.first_gpus.instances ? first_cost_ : cost_;
+    }
     // What each instance's working pool held at its (last) start: KV tokens and state slots.
     struct PoolSize {
         uint64_t kv_tokens = 0, state_slots = 0;
@@ -380,8 +383,8 @@ class FleetSim {
     RunningStateSlots slots_;
     std::vector<PoolSize> pool_sizes_;
     std::string error_;
-    CostModel cost_;
-    BatchRoofline roofline_;
+    CostModel cost_, first_cost_;              // the main preset's and first_gpus' step models
+    BatchRoofline roofline_, first_roofline_;  // ... and their rooflines (time_iteration)
     Router router_;
     Router decode_router_;  // prefill/decode disaggregation: the decode stage's (least loaded)
     EventQueue q_;

@@ -585,3 +585,24 @@ TEST_CASE("fleet: disaggregated requests prefill on one stage, decode on the oth
     CHECK_MESSAGE(cached->audit().empty(), cached->audit());
     CHECK(cached->totals().pd_kv_tokens < full);
 }
+
+// The prefill pool on a GPU preset of its own (issue 17): its iterations run on that preset's step
+// model (each still matches the roofline of its batch), the decode pool's on the fleet's.
+TEST_CASE("fleet: a prefill pool on faster GPUs prefills faster, the decode pool is unchanged") {
+    auto w = mix(24);
+    FleetConfig c = base_config(3);
+    c.pd.prefill_instances = 1;
+    c.pd.link = *link_preset("ib-ndr");
+    auto same = run(w, c);
+    c.first_gpus = {1, *hardware_preset("b200")};
+    auto faster = run(w, c);
+    check_conservation(*faster);
+    CHECK(faster->totals().clock_gaps == 0);
+    CHECK(faster->instance_stats()[0].busy_ms < 0.9 * same->instance_stats()[0].busy_ms);
+    CHECK(faster->cost_model(0).instance_hardware().id == "b200");
+    CHECK(faster->cost_model(1).instance_hardware().id == c.hardware.id);
+    // The decode steps of one request at one context cost the same on the decode pool either way.
+    IterationWork d;
+    d.add_decode(4096);
+    CHECK(faster->cost_model(1).seconds(d) == same->cost_model(1).seconds(d));
+}

@@ -81,6 +81,7 @@ void validate_fleet(const FleetParams& p, Issues& issues) {
     validate_fleet_groups(p.router, p.cache, p.instances, p.cost, issues);
     const FleetConfig c = fleet_module_config(p);
     validate_host_tier(p.host, c, issues);
+    validate_pd_gpus(p.pd, c, issues);
     if (std::string e = pd_config_error(c); e.empty())
         return;
     else if (c.pd.prefill_instances >= c.instances)

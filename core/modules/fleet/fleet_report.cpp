@@ -55,23 +55,29 @@ SloMet slo_met(const FleetSim& s, const FleetPdParams& p) {
     return m;
 }
 
+// " (prefill on H200, decode on H100)" when the two pools run on GPU presets of their own.
+std::string gpu_split(const FleetConfig& c) {
+    if (!c.first_gpus.on()) return "";
+    return " (prefill on " + c.first_gpus.hardware.name + ", decode on " + c.hardware.name + ")";
+}
+
 // Disaggregated against colocated serving on the same instances: latency, throughput and goodput at
 // the service levels.
 void pd_comparison(const FleetParams& p, const FleetSim& pd, const FleetVariant& colocated, Report& r) {
-    Table& t = r.add_table(
-        make_table("Disaggregated (" + std::to_string(pd.config().pd.prefill_instances) + " prefill, " +
-                       std::to_string(pd.config().instances - pd.config().pd.prefill_instances) +
-                       " decode) against colocated on the same " + std::to_string(pd.config().instances) +
-                       " instances; service levels TTFT <= " + format_sig(p.pd.slo_ttft_ms, 4) +
-                       " ms, TPOT <= " + format_sig(p.pd.slo_tpot_ms, 4) + " ms",
-                   {{"serving", ""},
-                    {"TTFT p50", "ms"},
-                    {"TTFT p99", "ms"},
-                    {"TPOT p50", "ms"},
-                    {"TPOT p99", "ms"},
-                    {"output tokens/s", "tokens/s"},
-                    {"within both levels", "fraction"},
-                    {"goodput", "requests/s"}}));
+    Table& t = r.add_table(make_table(
+        "Disaggregated (" + std::to_string(pd.config().pd.prefill_instances) + " prefill, " +
+            std::to_string(pd.config().instances - pd.config().pd.prefill_instances) +
+            " decode) against colocated on the same " + std::to_string(pd.config().instances) + " instances" +
+            gpu_split(pd.config()) + "; service levels TTFT <= " + format_sig(p.pd.slo_ttft_ms, 4) +
+            " ms, TPOT <= " + format_sig(p.pd.slo_tpot_ms, 4) + " ms",
+        {{"serving", ""},
+         {"TTFT p50", "ms"},
+         {"TTFT p99", "ms"},
+         {"TPOT p50", "ms"},
+         {"TPOT p99", "ms"},
+         {"output tokens/s", "tokens/s"},
+         {"within both levels", "fraction"},
+         {"goodput", "requests/s"}}));
     SloMet m[2];
     const FleetSim* sims[2] = {&pd, colocated.sim.get()};
     for (int i = 0; i < 2; ++i) {

@@ -158,6 +158,10 @@ void fleet_pd_params(ParamList<FleetPdParams>& l) {
     pd(l.choice(&P::pd_link, "pd_link", "Prefill-to-decode link (per rank)", link_choices())
            .active_when("architecture", "pd"))
         .describe("Each rank sends its own shard of the KV and the state over its own link, in parallel.");
+    Choices<Hardware> gpus{{Hardware{}, "same", "the instances' GPU"}};
+    for (const Choice<Hardware>& h : hardware_choices()) gpus.push_back(h);
+    documented(pd(l.choice(&P::prefill_hardware, "prefill_hardware", "Prefill pool's GPU", gpus)
+                      .active_when("architecture", "pd")));
     documented(pd(l.real(&P::slo_ttft_ms, "slo_ttft_ms", "TTFT service level", "ms", 1, 1e6)
                       .log()
                       .active_when("architecture", "pd")));
@@ -173,6 +177,8 @@ void apply_pd(const FleetPdParams& p, FleetConfig& c) {
     c.pd.decode_cache = p.decode_cache;
     c.pd.layerwise = p.layerwise;
     c.pd.link = p.pd_link;
+    if (c.pd.on() && !p.prefill_hardware.id.empty())
+        c.first_gpus = {c.pd.prefill_instances, p.prefill_hardware};
 }
 
 void fleet_host_params(ParamList<FleetHostParams>& l) {
@@ -355,6 +361,16 @@ void validate_engine(const FleetConfig& c, const FleetCacheParams& cache,
         issues.error(cache.vllm_block_tokens, e);
 }
 
+// A fleet whose instances cannot hold what it asks of them does not exist: refused, not simulated.
+std::string memory_error(const FleetConfig& c) {
+    const MemoryPlan m = memory_plan(c);
+    if (m.total() <= m.device) return {};
+    return "weights (" + format_bytes(m.weights) + ") + working memory (" + format_bytes(m.working) +
+           ") + prefix cache at capacity (" + format_bytes(m.cache_kv + m.cache_states) + ") exceed the " +
+           format_bytes(m.device) + " of " + std::to_string(c.gpus) + " x " + c.hardware.name +
+           (m.cache_bounded ? "" : " (and the cache is unbounded)");
+}
+
 }  // namespace
 
 void validate_fleet_groups(const FleetRouterParams& router, const FleetCacheParams& cache,
@@ -376,15 +392,13 @@ void validate_fleet_groups(const FleetRouterParams& router, const FleetCachePara
     if (std::string e = tp_layout_error(c.model, c.gpus, c.attention_dp); !e.empty())
         issues.error(instances.gpus, e + " (or turn attention_dp on: each rank then holds all the heads)");
     validate_running_state(c, instances, issues);
-    // A fleet whose instances cannot hold what it asks of them does not exist: refused, not simulated.
-    const MemoryPlan m = memory_plan(c);
-    if (m.total() > m.device)
-        issues.error(instances.working_gib, "weights (" + format_bytes(m.weights) + ") + working memory (" +
-                                                format_bytes(m.working) + ") + prefix cache at capacity (" +
-                                                format_bytes(m.cache_kv + m.cache_states) + ") exceed the " +
-                                                format_bytes(m.device) + " of " + std::to_string(c.gpus) +
-                                                " x " + c.hardware.name +
-                                                (m.cache_bounded ? "" : " (and the cache is unbounded)"));
+    if (std::string e = memory_error(c); !e.empty()) issues.error(instances.working_gib, e);
+}
+
+void validate_pd_gpus(const FleetPdParams& p, const FleetConfig& c, Issues& issues) {
+    if (!c.first_gpus.on()) return;
+    if (std::string e = memory_error(on_instance_gpus(c, 0)); !e.empty())
+        issues.error(p.prefill_hardware, "the prefill pool's " + e);
 }
 
 }  // namespace k3

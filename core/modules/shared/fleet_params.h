@@ -86,6 +86,7 @@ struct FleetPdParams {
     StateHandoff state_handoff = StateHandoff::slot;
     bool decode_cache = false, layerwise = false;
     Link pd_link = *link_preset("ib-ndr");
+    Hardware prefill_hardware;                    // the prefill pool's GPU (none: the instances' own)
     double slo_ttft_ms = 2000, slo_tpot_ms = 50;  // the comparison's service levels (DistServe's goodput)
 };
 
@@ -101,9 +102,12 @@ void fleet_cache_params(ParamList<FleetCacheParams>& l);
 void fleet_instance_params(ParamList<FleetInstanceParams>& l);
 // price_per_gpu_hour, link ("Cost").
 void fleet_cost_params(ParamList<FleetCostParams>& l);
-// architecture, prefill_instances, state_handoff, decode_cache, layerwise, pd_link ("Disaggregation").
+// architecture, prefill_instances, state_handoff, decode_cache, layerwise, pd_link, prefill_hardware
+// ("Disaggregation").
 void fleet_pd_params(ParamList<FleetPdParams>& l);
 void apply_pd(const FleetPdParams& p, FleetConfig& c);
+// The prefill pool's GPUs must hold what the instances ask of them too (c after apply_pd).
+void validate_pd_gpus(const FleetPdParams& p, const FleetConfig& c, Issues& issues);
 // host_tier_gib, host_state_slots, host_link ("Host tier").
 void fleet_host_params(ParamList<FleetHostParams>& l);
 // c's host tier from the group (its KV is what the bytes leave beside the state slots), and what is

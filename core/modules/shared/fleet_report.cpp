@@ -470,6 +470,14 @@ void report_model_notes(Report& r, const FleetSim& s) {
         " %), all-reduces over NVLink. A decode step of 32 requests at 4,096 tokens: " +
         format_sig(m.seconds(d) * 1000, 3) +
         " ms; a prefill of 8,192 tokens: " + format_sig(m.seconds(pf) * 1000, 3) + " ms.");
+    if (c.first_gpus.on()) {
+        const CostModel& f0 = s.cost_model(0);
+        r.notes.push_back("Instances 0 to " + std::to_string(c.first_gpus.instances - 1) + " run on " +
+                          std::to_string(dep.gpus) + " x " + c.first_gpus.hardware.name +
+                          " instead, with the same fitted factors: the same decode step takes " +
+                          format_sig(f0.seconds(d) * 1000, 3) + " ms there, the same prefill " +
+                          format_sig(f0.seconds(pf) * 1000, 3) + " ms.");
+    }
     r.notes.push_back(
         "One state checkpoint: " + format_bytes(double(m.state_bytes())) +
         "; KV per token: " + format_bytes(double(m.kv_bytes_per_token())) + " (" +
