@@ -10,39 +10,44 @@ double prefill_capacity_per_s(const FleetConfig& f, const ReuseMixConfig& w) {
     return double(f.instances) * tokens_per_s / (double(w.prefix_len) + w.suffix_len_mean);
 }
 
-AffinitySweep::AffinitySweep(const AffinitySweepConfig& c) : c_(c) {
-    capacity_ = prefill_capacity_per_s(c.fleet, c.workload);
-    runs_.resize(c.reuse.size() * c.load.size() * 2);
+double serving_capacity_per_s(const FleetConfig& f, const ReuseMixConfig& w) {
+    const CostModel m(f);
+    const double prompt = double(w.prefix_len) + w.suffix_len_mean;
+    const double prefill_s = prompt / m.prefill_tokens_per_s(double(f.max_batch_tokens), 0);
+    IterationWork step;
+    for (uint32_t i = 0; i < f.max_running; ++i) step.add_decode(prompt + w.output_len_mean / 2);
+    const double decode_s = w.output_len_mean * m.seconds(step) / double(f.max_running);
+    return double(f.instances) / (prefill_s + decode_s);
 }
 
-// Simulations are made when their turn comes: the workload of a column with its first run.
-double AffinitySweep::step(const Deadline& d) {
-    while (next_ < runs_.size()) {
-        if (!runs_[next_]) {
-            const size_t ix = next_ / (2 * c_.load.size()), iy = (next_ / 2) % c_.load.size();
-            if (next_ % (2 * c_.load.size()) == 0) {
-                ReuseMixConfig wc = c_.workload;
-                wc.reuse_share = c_.reuse[ix];
-                wc.rate_per_s = capacity_;  // load 1; each run divides arrival times by its load
-                workload_ = std::make_shared<const Workload>(reuse_mix_workload(wc));
-            }
-            FleetConfig f = c_.fleet;
-            f.router.kind = next_ % 2 ? c_.affinity : RouterKind::least_loaded;
-            f.load = c_.load[iy];
-            runs_[next_] = std::make_unique<FleetSim>(workload_, f);
-        }
-        runs_[next_]->run(&d);
-        if (!runs_[next_]->done()) break;
-        ++next_;
-        if (d.passed()) break;
-    }
-    if (done()) return 1.0;
-    const double part = runs_[next_] ? runs_[next_]->progress() : 0.0;
-    return (double(next_) + part) / double(runs_.size());
+namespace {
+
+// Columns are reuse shares (arrivals at load 1: each run divides their times by its load), rows
+// loads; the baseline routes least loaded, the method by affinity.
+FleetSweepConfig affinity_cells(const AffinitySweepConfig& c, double capacity) {
+    FleetSweepConfig s;
+    s.x = c.reuse;
+    s.y = c.load;
+    s.workload = [c, capacity](size_t ix) {
+        ReuseMixConfig wc = c.workload;
+        wc.reuse_share = c.reuse[ix];
+        wc.rate_per_s = capacity;
+        return std::make_shared<const Workload>(reuse_mix_workload(wc));
+    };
+    s.fleet = [c](size_t, size_t iy, bool method) {
+        FleetConfig f = c.fleet;
+        f.router.kind = method ? c.affinity : RouterKind::least_loaded;
+        f.load = c.load[iy];
+        return f;
+    };
+    return s;
 }
 
-const FleetSim& AffinitySweep::run(size_t ix, size_t iy, bool affinity) const {
-    return *runs_[index(ix, iy, affinity)];
-}
+}  // namespace
+
+AffinitySweep::AffinitySweep(const AffinitySweepConfig& c)
+    : FleetSweep(affinity_cells(c, prefill_capacity_per_s(c.fleet, c.workload))),
+      c_(c),
+      capacity_(prefill_capacity_per_s(c.fleet, c.workload)) {}
 
 }  // namespace k3::boundaries

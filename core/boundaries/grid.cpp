@@ -83,4 +83,16 @@ bool has_both_signs(const std::vector<double>& z, double level) {
     return above && below;
 }
 
+double wins_everywhere_from(const std::vector<double>& x, const std::vector<double>& z, double level) {
+    double from = NAN;
+    const size_t rows = x.empty() ? 0 : z.size() / x.size();
+    for (size_t ix = x.size(); ix-- > 0;) {
+        bool all = true;
+        for (size_t iy = 0; iy < rows; ++iy) all = all && z[iy * x.size() + ix] > level;
+        if (!all) break;
+        from = x[ix];
+    }
+    return from;
+}
+
 }  // namespace k3::boundaries

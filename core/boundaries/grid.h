@@ -30,4 +30,8 @@ std::optional<SignChange> first_sign_change_int(const std::function<double(doubl
 // values are skipped.
 bool has_both_signs(const std::vector<double>& z, double level);
 
+// On a grid of x.size() columns by rows (z row by row): the smallest x from which every column to the
+// right has every value above `level` (NaN where even the last column does not).
+double wins_everywhere_from(const std::vector<double>& x, const std::vector<double>& z, double level);
+
 }  // namespace k3::boundaries

@@ -119,4 +119,27 @@ FleetSummary summarize_fleet(const FleetSim& sim) {
     return f;
 }
 
+SloMet slo_met(const FleetSim& s, double ttft_ms, double tpot_ms) {
+    SloMet m;
+    uint64_t n = 0;
+    for (const RequestOutcome& o : s.outcomes()) {
+        ++n;
+        m.met += o.completed && o.ttft_ms() <= ttft_ms && o.tpot_ms() <= tpot_ms;
+    }
+    const double span = summarize_fleet(s).makespan_s;
+    m.share = n ? double(m.met) / double(n) : 0;
+    m.per_s = span > 0 ? double(m.met) / span : 0;
+    return m;
+}
+
+DecodeTally decode_steps_of(const FleetSim& s) {
+    DecodeTally d;
+    for (const RequestOutcome& o : s.outcomes()) {
+        d.steps += o.decode_steps;
+        d.tokens += o.decode_step_tokens;
+        d.requests += o.decode_steps > 0;
+    }
+    return d;
+}
+
 }  // namespace k3

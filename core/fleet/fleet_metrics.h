@@ -59,6 +59,28 @@ struct FleetSummary {
 };
 FleetSummary summarize_fleet(const FleetSim& s);
 
+// Requests that completed within both service levels (TTFT and TPOT at most these), their share of
+// the workload and their rate over the run (goodput, DistServe's measure).
+struct SloMet {
+    uint64_t met = 0;
+    double share = 0, per_s = 0;
+};
+SloMet slo_met(const FleetSim& s, double ttft_ms, double tpot_ms);
+
+// The decode steps of every request, the tokens they yielded, and the requests that took any.
+struct DecodeTally {
+    uint64_t steps = 0, tokens = 0, requests = 0;
+    // At acceptance length A each step yields A tokens on average, and a request's last step may stop at
+    // its output: A S - A n < D <= A S for D tokens of S steps over n requests (D = S without
+    // speculative decoding).
+    double most(double A) const { return A * double(steps); }
+    double least(double A) const { return most(A) - A * double(requests); }
+    bool yields(double A) const {
+        return double(tokens) <= most(A) + 1e-9 && (steps == 0 || double(tokens) > least(A));
+    }
+};
+DecodeTally decode_steps_of(const FleetSim& s);
+
 // Money per million tokens (prompt + generated) at a price per GPU-hour, for the GPU time given.
 inline double cost_per_million_tokens(double gpu_hours, double price_per_gpu_hour, double tokens) {
     return tokens > 0 ? gpu_hours * price_per_gpu_hour / (tokens / 1e6) : 0;

@@ -19,7 +19,8 @@ void serving_params(ParamList<BoundariesParams>& l) {
     serving(l.integer(&P::context, "context", "Context of a request", "tokens", 256, 1048576).log());
     serving(l.integer(&P::batch, "batch", "Running requests", "requests", 1, 1024).log());
     serving(l.choice(&P::link, "link", "Instance link", link_choices()))
-        .describe("Between instances, for the migration read-off (map 5 sweeps the bandwidth itself).");
+        .describe(
+            "Between instances: map 5's read-off (its map sweeps the bandwidth) and map 7's transfers.");
     serving(l.choice(&P::cp_link, "cp_link", "Link between CP ranks", link_choices()))
         .describe(
             "Carries the affine scan's maps and the attention KV between context-parallel ranks (map 4).");
@@ -38,15 +39,33 @@ void fleet_map_params(ParamList<BoundariesParams>& l) {
         l.integer(&P::state_capacity, "state_capacity", "State capacity per instance", "states", 0, 1e6))
         .active_when("engine", "ideal");
     fleet_map(l.integer(&P::fleet_requests, "fleet_requests", "Requests per run", "requests", 40, 2000).log())
-        .describe("Requests of each fleet run; every cell is two runs (least loaded, affinity).");
+        .describe(
+            "Requests of each fleet run of maps 6-9; a cell is up to two runs (without, with the method).");
     fleet_map(l.integer(&P::fleet_grid, "fleet_grid", "Fleet map cells per axis", "cells", 2, 8))
-        .describe("Reuse shares and loads of the fleet map: cells^2 x 2 simulations.");
+        .describe("Cells per axis of the fleet maps 6-9 (map 7's x axis: every split of the instances).");
     fleet_map(l.choice(
         &P::affinity, "affinity", "Affinity router",
         Choices<RouterKind>{{RouterKind::prefix, "prefix", "prefix affinity (oracle: true trees, zero lag)"},
                             {RouterKind::state_aware, "state_aware", "state-aware affinity"}}));
     fleet_map(l.integer(&P::seed, "seed", "Seed", "", 0, 1e9))
         .describe("Seeds the synthetic workloads of maps 2 and 6.");
+}
+
+// Maps 7-9's own: the service levels, the host tier (module 11's parameters), the speculation.
+void serving_map_params(ParamList<BoundariesParams>& l) {
+    using P = BoundariesParams;
+    auto serving = [](ParamSpec& s) -> ParamSpec& { return s.in_group("Serving maps"); };
+    serving(l.real(&P::slo_ttft_ms, "slo_ttft_ms", "Map 7: TTFT service level", "ms", 1, 1e6).log())
+        .describe("A request meets the levels when its TTFT and its TPOT are within them.");
+    serving(l.real(&P::slo_tpot_ms, "slo_tpot_ms", "Map 7: TPOT service level", "ms", 0.1, 1e4).log())
+        .describe("The TPOT level of map 7 (slo_ttft_ms).");
+    l.group(&P::host, fleet_host_params);
+    serving(l.choice(&P::spec_state, "spec_state", "Map 9: state scratch",
+                     Choices<SpecState>{{SpecState::snapshot, "snapshot", "snapshots (vLLM's default)"},
+                                        {SpecState::recoverssm, "recoverssm", "RecoverSSM (Kimi-K3)"}}))
+        .describe("What each running request holds for its drafts' states (module 11's spec_state).");
+    serving(l.integer(&P::draft_len, "draft_len", "Map 9: draft tokens", "tokens", 1, 16))
+        .describe("Draft tokens per verify; the x axis runs from acceptance length 1 to 1 + draft_len.");
 }
 
 // The engine parameters modules 5 and 11-13 declare (core/modules/shared/engine_params.h).
@@ -90,6 +109,44 @@ std::vector<Falsifier<BoundariesParams>> engine_falsifiers(Kv small) {
          {"map2_engine_follows_setting"},
          set(F::engine_run_halved),
          with("vllm")},
+    };
+}
+
+// Maps 7-9's: a column run at another value than it is plotted at, bytes unaccounted in one run.
+std::vector<Falsifier<BoundariesParams>> serving_falsifiers(const Kv& small) {
+    using F = ServingMapFalsify;
+    auto set = [](F f) { return [f](BoundariesParams& p) { p.serving_falsify = f; }; };
+    return {
+        {"pd_column_shifted",
+         "map 7's middle column runs with another number of prefill instances than it is plotted at",
+         {"map7_cells_as_plotted"},
+         set(F::pd_column_shifted),
+         small},
+        {"pd_record_drops",
+         "one disaggregated run of map 7 records its transfers without the state's bytes",
+         {"map7_fleet_runs_clean"},
+         set(F::pd_record_drops),
+         small},
+        {"host_write_unlogged",
+         "one run of map 8 loses a write to its host tier without logging it",
+         {"map8_fleet_runs_clean"},
+         set(F::host_write_unlogged),
+         small},
+        {"host_cell_without",
+         "map 8's middle cell runs without the host tier it is plotted with",
+         {"map8_cells_as_plotted"},
+         set(F::host_cell_without),
+         small},
+        {"spec_accepts_all",
+         "one speculative run of map 9 keeps every draft, whatever its acceptance length",
+         {"map9_fleet_runs_clean", "map9_cells_as_plotted"},
+         set(F::spec_accepts_all),
+         small},
+        {"spec_column_shifted",
+         "map 9's middle column verifies at another acceptance length than it is plotted at",
+         {"map9_cells_as_plotted"},
+         set(F::spec_column_shifted),
+         small},
     };
 }
 
@@ -163,6 +220,7 @@ std::vector<Falsifier<BoundariesParams>> boundaries_falsifiers() {
          small},
     };
     for (Falsifier<BoundariesParams>& f : engine_falsifiers(small)) all.push_back(std::move(f));
+    for (Falsifier<BoundariesParams>& f : serving_falsifiers(small)) all.push_back(std::move(f));
     return all;
 }
 
@@ -182,6 +240,24 @@ void validate_engine(const BoundariesParams& p, Issues& issues) {
     boundaries_vllm(p, &error);
     if (!error.empty())
         issues.error(p.vllm_block_tokens, "vLLM's block cannot be derived for this model: " + error);
+}
+
+// Map 8 compares a host tier with none; maps 7-9 run module 11's fleet, which must accept them.
+void validate_serving_maps(const BoundariesParams& p, Issues& issues) {
+    if (!(p.host.host_tier_gib > 0)) {
+        issues.error(p.host.host_tier_gib,
+                     "map 8 compares a host tier with none: host_tier_gib must be above 0");
+        return;
+    }
+    if (fleet_map_gpus(*model_preset(p.preset), p.hardware) == 0) return;  // refused above
+    ServingMapInputs in = serving_map_inputs(p);
+    in.fleet.host = in.host;
+    validate_host_tier(p.host, in.fleet, issues);
+    in.fleet.host = {};
+    in.fleet.spec_state = p.spec_state;
+    in.fleet.draft_len = p.draft_len;
+    in.fleet.acceptance_len = 1;
+    if (std::string e = check_fleet_config(in.fleet); !e.empty()) issues.error(p.spec_state, "map 9: " + e);
 }
 
 }  // namespace
@@ -211,6 +287,7 @@ ParamList<BoundariesParams> boundaries_params() {
         .describe(
             "RecoverSSM's pages: align mode holds 2 + N snapshot pages against 2, none 1 + N against 1.");
     fleet_map_params(l);
+    serving_map_params(l);
     engine_params(l);
     return l;
 }
@@ -234,24 +311,30 @@ void validate_boundaries(const BoundariesParams& p, Issues& issues) {
                                      "): pick a GPU with more memory");
     }
     validate_engine(p, issues);
+    validate_serving_maps(p, issues);
 }
 
 // Measured on the development machine (k3cli run boundaries over fleet_grid 2 to 8, fleet_requests
 // 40 to 2000, each engine, SGLang's chunk 64 to 8192), CPU time: the closed-form maps and the report
-// about 0.1 s; map 6 about 20 us per request simulated (two routers per cell); map 2 under SGLang
-// 292 / chunk + 39,700 / chunk^2 s (a tracked state per chunk end on the conversation trace), under
-// vLLM about 2.5 s (its block-grid replays), under the idealised placement about 0.2 s. x1.5 margin.
+// about 0.1 s; map 6 about 20 us per request simulated (two routers per cell); maps 7-9 13 to 28 us
+// (their outputs are four times map 6's); map 2 under SGLang 292 / chunk + 39,700 / chunk^2 s (a tracked
+// state per chunk end on the conversation trace), under vLLM about 2.5 s (its block-grid replays), under
+// the idealised placement about 0.2 s. x1.5 margin.
 RunEstimate estimate_boundaries(const BoundariesParams& p) {
-    const double requests = 2.0 * p.fleet_grid * p.fleet_grid * p.fleet_requests;
-    const double fleet_s = requests * 20e-6, chunk = double(p.chunked_prefill_tokens);
+    const double g = p.fleet_grid, n = p.fleet_requests;
+    const double affinity = 2 * g * g * n;
+    // Map 7: a colocated run per load and one per split; map 8: two per cell; map 9: one per cell and a
+    // run without speculation per load.
+    const double serving = g * p.instances * n + 2 * g * g * n + (g + g * g) * n;
+    const double fleet_s = affinity * 20e-6 + serving * 30e-6, chunk = double(p.chunked_prefill_tokens);
     const double replay_s = p.engine == CacheEngine::sglang ? 292.0 / chunk + 39700.0 / (chunk * chunk)
                             : p.engine == CacheEngine::vllm ? 2.5
                                                             : 0.2;
     RunEstimate e;
     e.seconds = 1.5 * (0.1 + fleet_s + replay_s);
-    e.bytes = 32.0 * 1024 * 1024 + requests * 400.0 + replay_s * 8.0 * 1024 * 1024;
-    e.counted = format_grouped(requests) + " requests simulated by map 6, map 2's replays about " +
-                format_sig(replay_s, 2) + " s";
+    e.bytes = 32.0 * 1024 * 1024 + (affinity + serving) * 400.0 + replay_s * 8.0 * 1024 * 1024;
+    e.counted = format_grouped(affinity + serving) +
+                " requests simulated by maps 6-9, map 2's replays about " + format_sig(replay_s, 2) + " s";
     if (p.engine == CacheEngine::sglang && replay_s > fleet_s) {
         e.on = &p.chunked_prefill_tokens;
         e.larger_is_cheaper = true;

@@ -1,8 +1,9 @@
-// Module 14 `boundaries`: where each method stops paying. Six break-even maps computed with the core
+// Module 14 `boundaries`: where each method stops paying. Nine break-even maps computed with the core
 // code of the modules they judge: the cost of each method in one currency (core/boundaries/economics.h),
-// module 5's workload replay for checkpoint intervals, module 11's fleet simulator for routing. Each map
-// has its break-even contour; the break-evens read off for the chosen model and hardware fill a verdict
-// table. The maps are computed in boundaries_maps.cpp and reported in boundaries_report.cpp.
+// module 5's workload replay for checkpoint intervals, module 11's fleet simulator for routing,
+// disaggregation, the host tier and speculative decoding. Each map has its break-even contour; the
+// break-evens read off for the chosen model and hardware fill a verdict table. Maps 1-6 are computed in
+// boundaries_maps.cpp and reported in boundaries_report.cpp, maps 7-9 in boundaries_serving_*.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,8 @@
 
 #include "core/experiments/module.h"
 #include "core/modules/boundaries/boundaries_maps.h"
+#include "core/modules/boundaries/boundaries_serving_maps.h"
+#include "core/modules/shared/fleet_params.h"
 
 namespace k3 {
 
@@ -34,6 +37,12 @@ struct BoundariesParams {
     int fleet_grid = 5;
     RouterKind affinity = RouterKind::prefix;
     uint64_t seed = 1;
+    // The serving maps 7-9: the service levels of map 7, map 8's host tier, map 9's speculation.
+    double slo_ttft_ms = 2000, slo_tpot_ms = 50;
+    FleetHostParams host{.host_tier_gib = 256};
+    SpecState spec_state = SpecState::snapshot;
+    uint32_t draft_len = 7;
+    ServingMapFalsify serving_falsify = ServingMapFalsify::none;  // not a declared parameter
     // Whose rules place the states of map 2 and run the fleet of map 6 (module 5's engine parameters,
     // same names and choices): the idealised placement (the upper bound), SGLang's or vLLM's.
     CacheEngine engine = CacheEngine::ideal;
@@ -58,6 +67,9 @@ struct BoundariesResult {
     CpMap cp;
     MigrationMap migration;
     AffinityMap affinity;
+    ServingMapInputs serving_in;
+    std::unique_ptr<boundaries::FleetSweep> pd_runs, host_runs, spec_runs;  // maps 7, 8, 9
+    ServingMap pd, host, spec;
 };
 
 ParamList<BoundariesParams> boundaries_params();
@@ -73,5 +85,11 @@ SglangConfig boundaries_sglang(const BoundariesParams& p);
 VllmEngineConfig boundaries_vllm(const BoundariesParams& p, std::string* error = nullptr);
 std::unique_ptr<Run> start_boundaries(const BoundariesParams& p, const Params& raw);
 void report_boundaries(const BoundariesResult& b, Report& r);
+// Maps 7-9's inputs from the parameters (module 11's instance, engine ideal) and their report.
+ServingMapInputs serving_map_inputs(const BoundariesParams& p);
+struct BoundaryVerdict {  // one row of the verdict table
+    std::string method, use, dont, break_even, module;
+};
+std::vector<BoundaryVerdict> report_serving_maps(const BoundariesResult& b, Report& r);
 
 }  // namespace k3

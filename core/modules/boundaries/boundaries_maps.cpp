@@ -11,6 +11,7 @@
 #include "core/fleet/fleet_metrics.h"
 #include "core/model/accounting.h"
 #include "core/modules/boundaries/boundaries_ledger.h"
+#include "core/modules/boundaries/boundaries_serving_maps.h"
 #include "core/modules/shared/fleet_report.h"
 #include "core/spec/storage.h"
 
@@ -350,13 +351,10 @@ namespace {
 // Every run must account for every request and release its caches and pools (module 11's checks), and
 // its records, as this map reads them, must hold one completed record per request of its workload.
 void audit_runs(const AffinitySweep& s, const FleetRecords& records, AffinityMap& m) {
-    m.runs = s.runs();
-    for (size_t i = 0; i < s.runs(); ++i) {
-        Report scratch;
-        report_fleet_checks(scratch, s.run(i));
-        for (const Check& k : scratch.checks)
-            if (!k.passed && m.failed_checks++ == 0) m.first_failure = k.name + ": " + k.detail;
-    }
+    const FleetRunsAudit a = audit_fleet_runs(s);
+    m.runs = a.runs;
+    m.failed_checks = a.failed_checks;
+    m.first_failure = a.first_failure;
     for (size_t ix = 0; ix < records.size(); ++ix)
         for (size_t iy = 0; iy < records[ix].size(); ++iy)
             for (size_t aff = 0; aff < 2; ++aff) {
@@ -370,7 +368,7 @@ void audit_runs(const AffinitySweep& s, const FleetRecords& records, AffinityMap
 }  // namespace
 
 FleetRecords fleet_records(const AffinitySweep& s) {
-    const AffinitySweepConfig& c = s.config();
+    const AffinitySweepConfig& c = s.affinity_config();
     FleetRecords r(c.reuse.size(), std::vector<std::array<std::vector<RequestOutcome>, 2>>(c.load.size()));
     for (size_t ix = 0; ix < c.reuse.size(); ++ix)
         for (size_t iy = 0; iy < c.load.size(); ++iy)
@@ -379,7 +377,7 @@ FleetRecords fleet_records(const AffinitySweep& s) {
 }
 
 AffinityMap affinity_map(const AffinitySweep& s, const FleetRecords& records) {
-    const AffinitySweepConfig& c = s.config();
+    const AffinitySweepConfig& c = s.affinity_config();
     AffinityMap m;
     m.instances = c.fleet.instances;
     m.requests = c.workload.requests;
@@ -409,13 +407,7 @@ AffinityMap affinity_map(const AffinitySweep& s, const FleetRecords& records) {
         if (h.z[i] < h.z[m.worst]) m.worst = i;
         if (h.z[i] > h.z[m.best]) m.best = i;
     }
-    m.wins_everywhere_from = NAN;
-    for (size_t ix = c.reuse.size(); ix-- > 0;) {
-        bool all = true;
-        for (size_t iy = 0; iy < c.load.size(); ++iy) all = all && at(h, ix, iy) > 1;
-        if (!all) break;
-        m.wins_everywhere_from = c.reuse[ix];
-    }
+    m.wins_everywhere_from = wins_everywhere_from(c.reuse, h.z, 1);
     return m;
 }
 

@@ -1,4 +1,4 @@
-// The six maps of module 14 `boundaries`, computed: each heat map with its break-even contour, the
+// Maps 1-6 of module 14 `boundaries`, computed: each heat map with its break-even contour, the
 // figures its checks judge and the read-offs its verdict quotes. The costs come from core/boundaries;
 // the simulations (maps 2 and 6) are run by the module and passed in. Every computed map is compared
 // cell by cell with a second count of its costs (boundaries_ledger.h). boundaries_report.cpp turns them

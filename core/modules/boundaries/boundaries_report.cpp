@@ -11,10 +11,7 @@ namespace k3 {
 
 namespace {
 
-// One row of the verdict table.
-struct Verdict {
-    std::string method, use, dont, break_even, module;
-};
+using Verdict = BoundaryVerdict;
 
 std::string crossing(const HeatMap& h) {
     return boundaries::has_both_signs(h.z, *h.contour)
@@ -376,6 +373,7 @@ void report_boundaries(const BoundariesResult& b, Report& r) {
     verdicts.push_back(cp(in, b.cp, r));
     verdicts.push_back(migration(in, b.migration, r));
     verdicts.push_back(affinity(b.affinity, r));
+    for (Verdict& v : report_serving_maps(b, r)) verdicts.push_back(std::move(v));
     verdict_table(verdicts, r);
     notes(in, r);
 }

@@ -1,4 +1,4 @@
-// Module 14 `boundaries`: the six maps in turn, the simulations of maps 2 and 6 stepped across slices,
+// Module 14 `boundaries`: the nine maps in turn, the simulations of maps 2 and 6-9 stepped across slices,
 // the verdict last.
 #include <algorithm>
 
@@ -123,10 +123,39 @@ class BoundariesRun final : public StagedRun {
             result_.fleet_records = read_fleet_records(p, *result_.sweep);
             result_.affinity = affinity_map(*result_.sweep, result_.fleet_records);
         });
+        add_serving_maps(p);
         add_step("verdict", 0.1, [this] { report_boundaries(result_, report_); });
     }
 
   private:
+    // Maps 7-9: each sweep planned, run across slices, then read.
+    void add_serving_maps(const BoundariesParams& p) {
+        using Sweep = std::unique_ptr<boundaries::FleetSweep>;
+        using Plan = Sweep (*)(const ServingMapInputs&);
+        using Read = ServingMap (*)(const ServingMapInputs&, const boundaries::FleetSweep&);
+        struct Stage {
+            const char* name;
+            Sweep BoundariesResult::*runs;
+            ServingMap BoundariesResult::*map;
+            Plan plan;
+            Read read;
+        };
+        static const Stage stages[] = {
+            {"map 7: disaggregation", &BoundariesResult::pd_runs, &BoundariesResult::pd, pd_sweep, pd_map},
+            {"map 8: host tier", &BoundariesResult::host_runs, &BoundariesResult::host, host_sweep, host_map},
+            {"map 9: speculative decoding", &BoundariesResult::spec_runs, &BoundariesResult::spec, spec_sweep,
+             spec_map}};
+        add_step("maps 7-9: planning", 0.1, [this, p] { result_.serving_in = serving_map_inputs(p); });
+        for (const Stage& st : stages) {
+            add_stage(std::string(st.name) + ", fleet runs", 4, [this, st](const Deadline& d) {
+                if (!(result_.*st.runs)) result_.*st.runs = st.plan(result_.serving_in);
+                return (result_.*st.runs)->step(d);
+            });
+            add_step(st.name, 0.1,
+                     [this, st] { result_.*st.map = st.read(result_.serving_in, *(result_.*st.runs)); });
+        }
+    }
+
     void map_intervals(const BoundariesParams& p) {
         const Workload& w = *result_.interval_workload;
         if (!result_.engine_sweep) {
@@ -173,6 +202,36 @@ BoundaryInputs boundary_inputs(const BoundariesParams& p) {
     in.align = p.prefix_caching;
     in.engine = p.engine;
     in.falsify = p.falsify;
+    return in;
+}
+
+// Module 11's instance of maps 6's size under engine=ideal (disaggregation and the host tier are
+// modelled for it), least-loaded routing, the chosen host tier and prefill-to-decode link.
+ServingMapInputs serving_map_inputs(const BoundariesParams& p) {
+    ServingMapInputs in;
+    FleetConfig& f = in.fleet;
+    f.model = *model_preset(p.preset);
+    f.hardware = p.hardware;
+    f.gpus = fleet_map_gpus(f.model, f.hardware);
+    f.instances = p.instances;
+    f.cache.state_capacity = p.state_capacity;
+    f.seed = p.seed;
+    f.router.kind = RouterKind::least_loaded;
+    // Working memory as the engines size their pool (0.9 of the device less weights and activations),
+    // less the device cache's states at capacity; never below module 11's default.
+    const double cache_states = double(p.state_capacity) * double(account_memory(f.model).state_bytes);
+    f.working_bytes = uint64_t(std::max(double(f.working_bytes), shared_pool_plan(f).budget - cache_states));
+    f.pd.link = p.link;
+    apply_host_tier(p.host, f);
+    in.host = f.host;
+    f.host = {};
+    in.requests = p.fleet_requests;
+    in.grid = p.fleet_grid;
+    in.slo_ttft_ms = p.slo_ttft_ms;
+    in.slo_tpot_ms = p.slo_tpot_ms;
+    in.spec_state = p.spec_state;
+    in.draft_len = p.draft_len;
+    in.falsify = p.serving_falsify;
     return in;
 }
 

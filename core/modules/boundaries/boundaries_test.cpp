@@ -1,4 +1,4 @@
-// Module 14 `boundaries`: defaults pass every check, six maps with contours, break-evens that agree
+// Module 14 `boundaries`: defaults pass every check, nine maps with contours, break-evens that agree
 // with direct evaluation of core/boundaries, monotone where physics says so, reproducible reports,
 // other presets and settings, refusals; the second count's blob sizes and closed form against the
 // format's arithmetic and lifecycle's search; every falsifier fails exactly the checks it names.
@@ -34,7 +34,7 @@ double z(const HeatMap& h, size_t ix, size_t iy) { return h.z[iy * h.x.size() + 
 
 }  // namespace
 
-TEST_CASE("boundaries: module 14, every check passes, six maps with contours, a verdict per method") {
+TEST_CASE("boundaries: module 14, every check passes, nine maps with contours, a verdict per method") {
     const Experiment* e = find_experiment("boundaries");
     REQUIRE(e != nullptr);
     CHECK(e->number == 14);
@@ -43,11 +43,11 @@ TEST_CASE("boundaries: module 14, every check passes, six maps with contours, a 
     CHECK(e->how_it_works.find("Sources") != std::string::npos);
     CHECK(e->where_it_does_not_pay.find("roofline estimate") != std::string::npos);
     const Report r = run({});
-    CHECK(r.checks.size() == 10);
+    CHECK(r.checks.size() == 16);
     test::all_checks_pass(r);
     test::check_keys_unique(r);
     CHECK(test::check_keyed(r, "map6_no_reuse_routes_as_least_loaded").passed);
-    REQUIRE(r.heatmaps.size() == 6);
+    REQUIRE(r.heatmaps.size() == 9);
     for (const HeatMap& h : r.heatmaps) {
         CAPTURE(h.name);
         CHECK(h.contour.has_value());
@@ -61,7 +61,7 @@ TEST_CASE("boundaries: module 14, every check passes, six maps with contours, a 
     REQUIRE(!r.tables.empty());
     const Table& v = r.tables.front();
     CHECK(v.name.rfind("Verdict", 0) == 0);
-    REQUIRE(v.rows.size() == 6);
+    REQUIRE(v.rows.size() == 9);
     for (const auto& row : v.rows) CHECK(find_experiment(std::get<std::string>(row.back())) != nullptr);
     // Break-evens where the arithmetic puts them for Kimi Linear on an H100 (the defaults).
     const BoundaryInputs in = boundary_inputs(BoundariesParams{});
@@ -89,6 +89,14 @@ TEST_CASE("boundaries: module 14, every check passes, six maps with contours, a 
     // The affinity map's reuse-0 column is exactly 1: both routers route alike.
     const HeatMap& aff = map_named(r, "6.");
     for (size_t iy = 0; iy < aff.y.size(); ++iy) CHECK(z(aff, 0, iy) == 1);
+    // Without shared prefixes a host tier has nothing to serve: map 8's reuse-0 column is exactly 1.
+    const HeatMap& host = map_named(r, "8.");
+    for (size_t iy = 0; iy < host.y.size(); ++iy) CHECK(z(host, 0, iy) == 1);
+    // Speculation that never keeps a draft only adds the verify's work; keeping all of them pays at the
+    // lowest load.
+    const HeatMap& spec = map_named(r, "9.");
+    for (size_t iy = 0; iy < spec.y.size(); ++iy) CHECK(z(spec, 0, iy) < 1);
+    CHECK(z(spec, spec.x.size() - 1, 0) > 1);
     // Reproducible: the same report again, timing aside.
     CHECK(test::without_timing(r) == test::without_timing(run({})));
 }
@@ -187,7 +195,7 @@ TEST_CASE("boundaries: every falsifier fails exactly the checks it names") {
 TEST_CASE("boundaries: every check holds intact and fails when falsified") {
     const CheckAudit a = audit_checks(*find_experiment("boundaries"));
     CHECK(a.problems.empty());
-    CHECK(a.checks.size() == 12);
+    CHECK(a.checks.size() == 18);
     for (const CheckProof& c : a.checks) {
         CAPTURE(c.key);
         CHECK(c.proven());

@@ -37,24 +37,6 @@ void no_reuse(const FleetSummary& f, const FleetVariant& v, double price, Report
     report_fleet_checks(r, *v.sim, v.tag);
 }
 
-// Requests that completed within both service levels, and their rate over the run (goodput).
-struct SloMet {
-    uint64_t met = 0;
-    double share = 0, per_s = 0;
-};
-SloMet slo_met(const FleetSim& s, const FleetPdParams& p) {
-    SloMet m;
-    uint64_t n = 0;
-    for (const RequestOutcome& o : s.outcomes()) {
-        ++n;
-        m.met += o.completed && o.ttft_ms() <= p.slo_ttft_ms && o.tpot_ms() <= p.slo_tpot_ms;
-    }
-    const double span = summarize_fleet(s).makespan_s;
-    m.share = n ? double(m.met) / double(n) : 0;
-    m.per_s = span > 0 ? double(m.met) / span : 0;
-    return m;
-}
-
 // " (prefill on H200, decode on H100)" when the two pools run on GPU presets of their own.
 std::string gpu_split(const FleetConfig& c) {
     if (!c.first_gpus.on()) return "";
@@ -82,7 +64,7 @@ void pd_comparison(const FleetParams& p, const FleetSim& pd, const FleetVariant&
     const FleetSim* sims[2] = {&pd, colocated.sim.get()};
     for (int i = 0; i < 2; ++i) {
         const FleetSummary f = summarize_fleet(*sims[i]);
-        m[i] = slo_met(*sims[i], p.pd);
+        m[i] = slo_met(*sims[i], p.pd.slo_ttft_ms, p.pd.slo_tpot_ms);
         t.add({std::string(i == 0 ? "disaggregated" : "colocated"), f.all.ttft_ms.p50, f.all.ttft_ms.p99,
                f.all.tpot_ms.p50, f.all.tpot_ms.p99, f.output_tokens_per_s, m[i].share, m[i].per_s});
     }
