@@ -158,6 +158,11 @@ void fleet_pd_params(ParamList<FleetPdParams>& l) {
     pd(l.choice(&P::pd_link, "pd_link", "Prefill-to-decode link (per rank)", link_choices())
            .active_when("architecture", "pd"))
         .describe("Each rank sends its own shard of the KV and the state over its own link, in parallel.");
+}
+
+void fleet_pd_slo_params(ParamList<FleetPdParams>& l) {
+    using P = FleetPdParams;
+    auto pd = [](ParamSpec& s) -> ParamSpec& { return s.in_group("Disaggregation"); };
     documented(pd(l.real(&P::slo_ttft_ms, "slo_ttft_ms", "TTFT service level", "ms", 1, 1e6)
                       .log()
                       .active_when("architecture", "pd")));
@@ -165,6 +170,15 @@ void fleet_pd_params(ParamList<FleetPdParams>& l) {
            .log()
            .active_when("architecture", "pd"))
         .describe("The TPOT service level of the comparison with colocated serving (slo_ttft_ms).");
+}
+
+void validate_pd(const FleetPdParams& p, const FleetConfig& c, Issues& issues) {
+    const std::string e = pd_config_error(c);
+    if (e.empty()) return;
+    if (c.pd.prefill_instances >= c.instances)
+        issues.error(p.prefill_instances, e);
+    else
+        issues.error(p.architecture, e);
 }
 
 void apply_pd(const FleetPdParams& p, FleetConfig& c) {

@@ -103,7 +103,11 @@ void fleet_instance_params(ParamList<FleetInstanceParams>& l);
 void fleet_cost_params(ParamList<FleetCostParams>& l);
 // architecture, prefill_instances, state_handoff, decode_cache, layerwise, pd_link ("Disaggregation").
 void fleet_pd_params(ParamList<FleetPdParams>& l);
+// slo_ttft_ms, slo_tpot_ms: module 11's comparison with colocated serving.
+void fleet_pd_slo_params(ParamList<FleetPdParams>& l);
 void apply_pd(const FleetPdParams& p, FleetConfig& c);
+// What pd_config_error refuses in c (apply_pd's), on the parameter it is about.
+void validate_pd(const FleetPdParams& p, const FleetConfig& c, Issues& issues);
 // host_tier_gib, host_state_slots, host_link ("Host tier").
 void fleet_host_params(ParamList<FleetHostParams>& l);
 // c's host tier from the group (its KV is what the bytes leave beside the state slots), and what is
