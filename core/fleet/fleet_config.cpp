@@ -170,7 +170,6 @@ std::string pd_config_error(const FleetConfig& c) {
         return "prefill_instances " + std::to_string(c.pd.prefill_instances) +
                " leaves no decode instance of " + std::to_string(c.instances);
     if (c.engine != CacheEngine::ideal) return "prefill/decode disaggregation is modelled for engine=ideal";
-    if (!c.faults.empty()) return "prefill/decode disaggregation is not modelled with faults yet";
     if (c.quotas) return "prefill/decode disaggregation is not modelled with tenant quotas";
     if (!(c.pd.link.bytes_per_s > 0)) return "the prefill-to-decode link needs a bandwidth";
     if (c.spec_state == SpecState::recoverssm)

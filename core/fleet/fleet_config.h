@@ -173,6 +173,9 @@ enum class FleetSimFalsify : uint8_t {
     pd_transfer_unlogged,  // one prefill-to-decode transfer arrives without being logged as arrived
     pd_state_past_kv,      // vLLM's handoff: every transfer carries the state after all N tokens, KV to N - 1
     pd_record_drops_state,  // one transfer's record leaves out the state's bytes it sent
+    // Module 13's under disaggregation: the handoffs a fault cuts (FaultOutcome::cut_transfers).
+    pd_cut_transfer_delivered,  // one transfer a crash cut is recorded lost but delivered all the same
+    pd_lost_transfer_unlogged,  // one lost transfer's bytes are not logged as lost
     // TP layout (core/fleet/tp_layout.h), under tensor parallel attention:
     kv_capacity_sharded,  // the first instance's pool holds KV as if spread over the ranks
     kv_read_sharded,      // the iterations cost the KV a decode reads as if spread over the ranks

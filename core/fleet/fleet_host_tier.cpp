@@ -76,7 +76,8 @@ bool FleetSim::load_from_host(uint32_t k, uint32_t r, double now) {
     t_.host_load_bytes += L.transfer_bytes;
     t_.host_hit_tokens += host - device;
     I.host_link_free = std::max(now, I.host_link_free) + rank_link_ms(double(kv_tokens), 1, c_.host.link);
-    q_.push(I.host_link_free, ev_deliver, 0, r);
+    if (L.fault >= 0) L.recovered_from = RecoverySource::instance_host;  // a fault moved it here
+    schedule_delivery(r, I.host_link_free);
     return true;
 }
 

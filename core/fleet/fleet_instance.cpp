@@ -571,6 +571,8 @@ void FleetSim::start_running(uint32_t k, uint32_t r, uint64_t resume, double now
     if (L.fault >= 0) {
         FaultOutcome& fo = fault_out_[uint32_t(L.fault)];
         fo.recovered_ms = std::max(fo.recovered_ms, now);
+        ++fo.resumed_from[size_t(L.recovered_from)];
+        L.recovered_from = RecoverySource::recompute;
         L.fault = -1;
     }
 }

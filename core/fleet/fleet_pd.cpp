@@ -15,8 +15,9 @@ bool FleetSim::hand_off(uint32_t k, uint32_t r, double now) {
     RequestOutcome& o = out_[r];
     const Request& q = w_->requests[r];
     const bool slot = c_.pd.handoff == StateHandoff::slot;
-    if (slot && o.output <= 1) return false;  // SGLang's prefill made the only token
-    const uint64_t N = q.prompt_len;
+    if (slot && L.generated >= o.output) return false;  // SGLang's prefill made the last token
+    // The context it prefilled: its prompt, and the tokens it had generated when a fault sent it back.
+    const uint64_t N = L.target;
     // SGLang: the slot, after all N tokens. vLLM: the state after N - 1, the decoder recomputes token N.
     const uint64_t kv = slot ? N : N - 1;
     const uint64_t state = c_.falsify == FleetSimFalsify::pd_state_past_kv && !slot ? N : kv;
@@ -40,8 +41,10 @@ bool FleetSim::hand_off(uint32_t k, uint32_t r, double now) {
     I.link_free = start + rank_link_ms(double(tokens), 1, c_.pd.link);
     const double arrive = std::max(now, I.link_free);
     L.transfer_bytes = moved_bytes(tokens, 1);
-    o.transfer_kv_tokens = tokens;
-    o.transfer_bytes = L.transfer_bytes;
+    ++o.transfers;
+    o.transfer_kv_tokens += tokens;
+    o.transfer_context += N;
+    o.transfer_bytes += L.transfer_bytes;
     if (falsify_now(FleetSimFalsify::pd_record_drops_state)) o.transfer_bytes -= cost_.state_bytes();
     o.transfer_state_pos = state;
     o.transfer_ms = arrive - now;
@@ -54,8 +57,44 @@ bool FleetSim::hand_off(uint32_t k, uint32_t r, double now) {
     L.brought_kv = kv;
     L.brought_state = state;
     L.brought_handle = checkpoint_handle(L.tainted, {state, L.audit_mismatched});
-    q_.push(arrive, ev_deliver, 0, r);
+    schedule_delivery(r, arrive);
     return true;
+}
+
+// Faults (module 13). A handoff still on the link when its sender or its receiver crashes is lost:
+// Mooncake's and NIXL's transfers fail with either end, and neither SGLang nor vLLM hands the KV to
+// another decoder; the gateway retries the request, which goes back through the prefill stage (the
+// prefill instance's cache usually still holds its prefix). vLLM's kv_load_failure_policy=recompute,
+// which recomputes on the decoder instead, is not modelled. The crash's victims are re-routed once it
+// is detected, with the rest of the crashed instance's requests.
+void FleetSim::cut_transfers(uint32_t k, uint32_t f, std::vector<uint32_t>& moved) {
+    if (!c_.pd.on()) return;
+    for (uint32_t r = 0; r < live_.size(); ++r) {
+        Live& L = live_[r];
+        if (!L.in_transfer || (L.inst != int32_t(k) && L.carry_to != int32_t(k))) continue;
+        if (falsify_now(FleetSimFalsify::pd_cut_transfer_delivered)) {
+            lose_transfer(r, int32_t(f));  // recorded as cut, but its delivery still comes
+            L.in_transfer = L.decode_stage = true;
+            continue;
+        }
+        ++L.delivery;  // the delivery queued for it will find it gone
+        // The KV its prefill computed for the decoder is thrown away (the prefill's cache may keep it).
+        fault_out_[f].lost_tokens += L.brought_kv;
+        t_.lost_tokens += L.brought_kv;
+        lose_transfer(r, int32_t(f));
+        L.carry_to = -1;
+        moved.push_back(r);
+    }
+}
+
+// Request r's transfer did not arrive (cut by fault f, or its decoder no longer takes it): its bytes
+// are lost, and it goes back to the prefill stage, without what the transfer brought.
+void FleetSim::lose_transfer(uint32_t r, int32_t f) {
+    Live& L = live_[r];
+    L.in_transfer = false;
+    L.decode_stage = false;
+    if (!falsify_now(FleetSimFalsify::pd_lost_transfer_unlogged)) t_.pd_bytes_lost += L.transfer_bytes;
+    if (f >= 0) fault_out_[uint32_t(f)].cut_transfers.push_back({r, L.transfer_bytes, admissions_.size()});
 }
 
 // Request r's transfer reached its decode instance: into its cache (decode-side caching), or carried

@@ -33,6 +33,11 @@ class FleetRouterView final : public RouterView {
     enum class Stage : uint8_t { all, prefill, decode };
     explicit FleetRouterView(const FleetSim& s, Stage stage = Stage::all)
         : s_(s), stage_(stage), memo_(s.inst_.size()), have_(s.inst_.size(), 0) {}
+    // The view of the stage request r is in.
+    FleetRouterView(const FleetSim& s, uint32_t r)
+        : FleetRouterView(s, !s.c_.pd.on()             ? Stage::all
+                             : s.live_[r].decode_stage ? Stage::decode
+                                                       : Stage::prefill) {}
     uint32_t instances() const override { return uint32_t(s_.inst_.size()); }
     bool eligible(uint32_t i) const override {
         if (stage_ != Stage::all && s_.is_prefill(i) != (stage_ == Stage::prefill)) return false;
@@ -309,7 +314,9 @@ void FleetSim::handle(const FleetEvent& e) {
             break;
         }
         case ev_reroute: reroute(uint32_t(e.b), e.t); break;
-        case ev_deliver: deliver(uint32_t(e.b), e.t); break;
+        case ev_deliver:
+            if (e.a == live_[e.b].delivery) deliver(uint32_t(e.b), e.t);  // else a fault cut it
+            break;
         case ev_sample: sample(e.t); break;
     }
 }
@@ -321,8 +328,18 @@ void FleetSim::arrive(uint32_t r, double now) {
     route(r, now);
 }
 
-bool FleetSim::any_instance_returns() const {
+bool FleetSim::serves(uint32_t k, uint32_t r) const {
+    return !c_.pd.on() || is_prefill(k) != live_[r].decode_stage;
+}
+
+Router& FleetSim::router_of(uint32_t r) {
+    return c_.pd.on() && live_[r].decode_stage ? decode_router_ : router_;
+}
+
+// Whether an instance of request r's stage is up or comes back: else it fails (no instance).
+bool FleetSim::any_instance_returns(uint32_t r) const {
     for (uint32_t k = 0; k < inst_.size(); ++k) {
+        if (!serves(k, r)) continue;
         if (inst_[k].status != Inst::down) return true;
         for (const FaultSpec& f : c_.faults)
             if (f.instance == k && f.down_ms > 0 && f.at_ms + f.down_ms >= now_) return true;
@@ -335,12 +352,10 @@ void FleetSim::route(uint32_t r, double now) {
     const Request& q = w_->requests[r];
     // Under an engine the routers probe with the engine's match rule (one token left for the logits).
     const uint64_t len = engine_match_len(eng_, lookup_len(r));
-    using Stage = FleetRouterView::Stage;
-    const Stage stage = !c_.pd.on() ? Stage::all : L.decode_stage ? Stage::decode : Stage::prefill;
-    const FleetRouterView view(*this, stage);
-    const RouteDecision d = (stage == Stage::decode ? decode_router_ : router_).choose(q, len, view);
+    const FleetRouterView view(*this, r);
+    const RouteDecision d = router_of(r).choose(q, len, view);
     if (d.instance < 0) {
-        if (any_instance_returns()) {
+        if (any_instance_returns(r)) {
             L.phase = Phase::held;
             gateway_.push_back(r);
             ++t_.gateway_waits;
@@ -368,11 +383,25 @@ void FleetSim::deliver(uint32_t r, double now) {
     Live& L = live_[r];
     const int32_t k = L.carry_to;
     const bool returning = L.host_loading;
-    if (L.in_transfer) transfer_arrived(r, now);
-    L.carry_to = -1;
-    L.host_loading = false;
     const bool up = k >= 0 && inst_[uint32_t(k)].status == Inst::up &&
                     (!returning || inst_[uint32_t(k)].epoch == L.host_load_epoch);
+    L.carry_to = -1;
+    L.host_loading = false;
+    if (L.in_transfer && !up) {
+        // Its decoder was drained meanwhile: it takes no new work, and the KV that reached it does not
+        // move on from there; like a crash's, the retry goes through the prefill stage.
+        const int32_t f = k >= 0 ? inst_[uint32_t(k)].last_fault : -1;
+        lose_transfer(r, f);
+        L.fault = f;
+        ++out_[r].moves;
+        reroute(r, now);
+        return;
+    }
+    if (L.in_transfer) {
+        L.carry_to = k;
+        transfer_arrived(r, now);
+        L.carry_to = -1;
+    }
     if (returning) {
         (up ? t_.host_load_arrived_bytes : t_.host_load_lost_bytes) += L.transfer_bytes;
         if (up) insert_loaded(uint32_t(k), r, now);
@@ -387,6 +416,9 @@ int32_t FleetSim::choose_decode(uint32_t r) {
     const FleetRouterView view(*this, FleetRouterView::Stage::decode);
     return decode_router_.choose(w_->requests[r], engine_match_len(eng_, lookup_len(r)), view).instance;
 }
+
+// The delivery of request r's transfer (a host-tier restore or load, a migration, a handoff) at `at`.
+void FleetSim::schedule_delivery(uint32_t r, double at) { q_.push(at, ev_deliver, live_[r].delivery, r); }
 
 void FleetSim::enqueue(uint32_t k, uint32_t r, double now, const FleetRouterView* view, bool returning) {
     Live& L = live_[r];
@@ -452,8 +484,8 @@ void FleetSim::reroute(uint32_t r, double now) {
         return;
     }
     const uint64_t len = engine_match_len(eng_, lookup_len(r));
-    const FleetRouterView view(*this);
-    const RouteDecision d = router_.choose(q, len, view);
+    const FleetRouterView view(*this, r);
+    const RouteDecision d = router_of(r).choose(q, len, view);
     if (d.instance < 0) {
         route(r, now);  // to the gateway, or failed
         return;
@@ -474,12 +506,13 @@ void FleetSim::reroute(uint32_t r, double now) {
         L.carry_record = state_record_of(host_->state_at(hm).handle);
         L.carry_to = d.instance;
         L.phase = Phase::held;
+        L.recovered_from = RecoverySource::remote_tier;
         ++t_.host_restores;
         if (L.fault >= 0) {
             ++fault_out_[uint32_t(L.fault)].host_restores;
             fault_out_[uint32_t(L.fault)].host_bytes += bytes;
         }
-        q_.push(now + mv.transfer_s * 1000.0, ev_deliver, 0, r);
+        schedule_delivery(r, now + mv.transfer_s * 1000.0);
         return;
     }
     enqueue(uint32_t(d.instance), r, now, &view);
@@ -501,7 +534,10 @@ void FleetSim::crash(uint32_t f, double now) {
         timeline_.add(k, I.iter_start, now, I.status == Inst::draining ? 3 : 2);
         I.busy = false;
     }
+    I.last_fault = int32_t(f);
     for (const auto& c : I.caches) fo.cached_tokens_lost += c->stats().kv_tokens;
+    // Its own host tier goes with the process (reset_instance brings it back empty).
+    if (I.host) fo.host_tokens_lost += I.host->stats().kv_tokens;
     std::vector<uint32_t> moved = I.running;
     for (uint32_t r : I.running) {
         Live& L = live_[r];
@@ -517,12 +553,17 @@ void FleetSim::crash(uint32_t f, double now) {
     }
     for (const WaitQueue::Entry& e : I.queue.take_all()) {
         release_host_lease(k, e.req);
+        live_[e.req].carry = false;  // what it brought sat in the crashed instance's memory
         moved.push_back(e.req);
     }
     I.running.clear();
     I.batch.clear();
+    cut_transfers(k, f, moved);
     for (uint32_t r : moved) {
         Live& L = live_[r];
+        // A decoder's requests lose their KV and state with it: the gateway retries them through the
+        // prefill stage (SGLang's and vLLM's routers), unless the remote tier holds their prefix.
+        if (c_.pd.on() && !is_prefill(k)) L.decode_stage = false;
         L.phase = Phase::held;
         L.fault = int32_t(f);
         ++out_[r].moves;
@@ -542,11 +583,14 @@ void FleetSim::drain(uint32_t f, double now) {
     FaultOutcome& fo = fault_out_[f];
     cut_run(k, now);
     I.status = Inst::draining;
-    I.drain_fault = int32_t(f);
-    // Requests that have not started go elsewhere now; they have nothing to carry.
+    I.drain_fault = I.last_fault = int32_t(f);
+    // Requests that have not started go elsewhere now; they have nothing to carry. A decoder's keep
+    // nothing of the KV that reached it: they go back through the prefill stage, as its transfers still
+    // on the way do when they arrive (deliver).
     for (const WaitQueue::Entry& e : I.queue.take_all()) {
         Live& L = live_[e.req];
         release_host_lease(k, e.req);
+        if (c_.pd.on() && !is_prefill(k)) L.carry = L.decode_stage = false;
         L.phase = Phase::held;
         L.fault = int32_t(f);
         ++out_[e.req].moves;
@@ -597,11 +641,14 @@ void FleetSim::migrate_running(uint32_t k, double now) {
             ++fo.migrated;
             fo.migrated_bytes += bytes;
             L.fault = f;
+            L.recovered_from = RecoverySource::migration;
         }
-        const FleetRouterView view(*this);
-        const RouteDecision d = router_.choose(w_->requests[r], engine_match_len(eng_, lookup_len(r)), view);
+        // To an instance of its own stage: a decoder's requests to another decoder.
+        const FleetRouterView view(*this, r);
+        const RouteDecision d =
+            router_of(r).choose(w_->requests[r], engine_match_len(eng_, lookup_len(r)), view);
         L.carry_to = d.instance;  // -1: delivered to whatever is up when it arrives
-        q_.push(I.link_free, ev_deliver, 0, r);
+        schedule_delivery(r, I.link_free);
     }
     I.running.clear();
     I.batch.clear();
@@ -610,6 +657,10 @@ void FleetSim::migrate_running(uint32_t k, double now) {
 
 void FleetSim::go_down(uint32_t k, double now) {
     Inst& I = inst_[k];
+    if (c_.pd.on() && I.link_free > now) {  // a drained prefill instance's handoffs finish first
+        q_.push(I.link_free, ev_down, k);
+        return;
+    }
     if (I.drain_fault >= 0) fault_out_[uint32_t(I.drain_fault)].drained_ms = now;
     for (uint32_t r : I.running) release_request(k, r);  // none after a drain; kept for safety
     I.running.clear();
@@ -631,7 +682,11 @@ void FleetSim::come_up(uint32_t k, double now) {
     I.status = Inst::up;
     std::vector<uint32_t> waiting;
     waiting.swap(gateway_);
-    for (uint32_t r : waiting) route(r, now);
+    for (uint32_t r : waiting)
+        if (serves(k, r))
+            route(r, now);
+        else
+            gateway_.push_back(r);  // still waiting for an instance of its own stage
     kick(k, now);
 }
 

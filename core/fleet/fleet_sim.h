@@ -27,6 +27,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -71,9 +72,12 @@ struct RequestOutcome {
     uint32_t preemptions = 0, moves = 0, violations = 0;
     // Decode steps (verifies, with speculative decoding) and the tokens they yielded, over all attempts.
     uint32_t decode_steps = 0, decode_step_tokens = 0;
-    // Prefill/decode disaggregation: its transfer from the prefill instance (KV tokens, bytes, the
-    // position of the state it carried, how long it took from the prefill's end, queueing included).
-    uint64_t transfer_kv_tokens = 0, transfer_bytes = 0, transfer_state_pos = 0;
+    // Prefill/decode disaggregation: its transfers from the prefill stage (more than one when a fault
+    // sent it back through that stage): KV tokens and bytes summed over them, the contexts its prefills
+    // handed off (summed), and of the last one the position of the state it carried and how long it
+    // took from the prefill's end, queueing included.
+    uint32_t transfers = 0;
+    uint64_t transfer_kv_tokens = 0, transfer_bytes = 0, transfer_context = 0, transfer_state_pos = 0;
     double transfer_ms = -1;
     bool admitted = false, completed = false;
     FailReason failed = FailReason::none;
@@ -122,6 +126,11 @@ struct MigrationRecord {
     }
 };
 
+// Where a request a fault moved resumed when it first ran again: from scratch or its new instance's
+// device cache, from that instance's own host tier (FleetConfig::host), from the fleet-wide remote tier
+// (recovery host_tier), or from its live migration's blob.
+enum class RecoverySource : uint8_t { recompute, instance_host, remote_tier, migration };
+
 // One fault and what it cost.
 struct FaultOutcome {
     FaultSpec spec;
@@ -131,8 +140,18 @@ struct FaultOutcome {
     uint64_t cached_tokens_lost = 0;  // KV tokens its prefix cache held
     uint64_t migrated = 0;            // requests moved live
     uint64_t migrated_bytes = 0;
-    uint64_t host_restores = 0;  // requests resumed from the host tier
+    uint64_t host_restores = 0;  // requests resumed from the fleet-wide remote tier (recovery host_tier)
     uint64_t host_bytes = 0;
+    uint64_t host_tokens_lost = 0;  // KV tokens the crashed instance's own host tier held (FleetConfig::host)
+    // Where the moved requests resumed when they first ran again (RecoverySource).
+    std::array<uint64_t, 4> resumed_from{};
+    // Prefill/decode disaggregation: handoffs the fault cut (their sender or receiver crashed, or their
+    // decoder was drained before they arrived), each with the admissions made before it was cut.
+    struct CutTransfer {
+        uint32_t request = 0;
+        uint64_t bytes = 0, admissions_before = 0;
+    };
+    std::vector<CutTransfer> cut_transfers;
     double drained_ms = -1;                   // drain: when the instance was empty
     double recovered_ms = -1;                 // when the last moved request was running again
     std::vector<MigrationRecord> migrations;  // one per live migration, in order
@@ -181,8 +200,9 @@ struct FleetTotals {
     // then); loaded into a request that then queued, or dropped with it.
     uint64_t host_write_arrived_bytes = 0, host_write_lost_bytes = 0, host_write_pending_bytes = 0;
     uint64_t host_load_arrived_bytes = 0, host_load_lost_bytes = 0;
-    // Prefill-to-decode transfers: sent (bytes as each left its prefill instance), and arrived.
-    uint64_t pd_transfers = 0, pd_bytes_sent = 0, pd_bytes_arrived = 0, pd_kv_tokens = 0;
+    // Prefill-to-decode transfers: sent (bytes as each left its prefill instance), arrived, and lost
+    // (cut by a fault before they arrived).
+    uint64_t pd_transfers = 0, pd_bytes_sent = 0, pd_bytes_arrived = 0, pd_bytes_lost = 0, pd_kv_tokens = 0;
     uint64_t gateway_waits = 0;  // requests held because no instance was up
     // The simulated clock against the step time of each iteration's batch recounted request by
     // request (core/fleet/batch_roofline.h): both summed over the iterations that ended, the largest
@@ -320,7 +340,13 @@ class FleetSim {
     double rank_link_ms(double kv_tokens, double states, const Link& link) const;
     uint64_t moved_bytes(uint64_t kv_tokens, uint64_t states) const;
     void deliver(uint32_t r, double now);
-    bool any_instance_returns() const;
+    void schedule_delivery(uint32_t r, double at);
+    void cut_transfers(uint32_t k, uint32_t f, std::vector<uint32_t>& moved);
+    void lose_transfer(uint32_t r, int32_t f);
+    // Whether instance k serves request r's stage (every instance does, colocated).
+    bool serves(uint32_t k, uint32_t r) const;
+    Router& router_of(uint32_t r);
+    bool any_instance_returns(uint32_t r) const;
     void release_request(uint32_t k, uint32_t r);
     void finish_if_done(double now);
 

@@ -74,7 +74,11 @@ struct FleetSim::Live {
     bool host_tried = false;    // this placement loaded from its host tier already (once per placement)
     bool host_held = false;     // host_lease holds the loaded prefix in the device's tree until admitted
     bool decode_stage = false;  // prefill/decode disaggregation: prefilled, for (or on) a decode instance
-    bool in_transfer = false;   // on the link from its prefill instance
+    bool in_transfer = false;   // on the link from its prefill instance (L.inst), to carry_to
+    // Its pending ev_deliver carries this number; a fault that cuts the transfer bumps it, so the event
+    // that was queued for the transfer finds it gone.
+    uint32_t delivery = 0;
+    RecoverySource recovered_from = RecoverySource::recompute;  // of a request a fault moved
     Lease host_lease;
     uint64_t admit_seq = 0;
     double cost = 0;  // queue cost (uncached tokens)
@@ -112,6 +116,7 @@ struct FleetSim::Inst {
     double down_since = 0;
     bool migrate_pending = false;
     int32_t drain_fault = -1;
+    int32_t last_fault = -1;  // the fault that last crashed or drained it (its transfers lost at delivery)
     // SGLang's new_token_ratio (batch_former.h): the share of their remaining output the running
     // requests are expected to still need, reserved at admission; set by a retraction (and not decayed
     // by the iteration it formed).

@@ -606,3 +606,182 @@ TEST_CASE("fleet: a prefill pool on faster GPUs prefills faster, the decode pool
     d.add_decode(4096);
     CHECK(faster->cost_model(1).seconds(d) == same->cost_model(1).seconds(d));
 }
+
+namespace {
+
+// Disaggregated (two prefill instances of four) on the slow eth-100 link, so that handoffs queue on
+// the prefill instances' links.
+FleetConfig pd_fault_config() {
+    FleetConfig c = base_config(4);
+    c.load = 4;
+    c.pd.prefill_instances = 2;
+    c.pd.link = *link_preset("eth-100");
+    return c;
+}
+
+// A handoff of the run without a fault: its request, its prefill and decode instances, and a moment
+// its transfer was on the link (the run with the fault is the same until the fault).
+struct Handoff {
+    uint32_t req = 0, prefill = 0, decode = 0;
+    double mid_ms = 0;
+};
+Handoff longest_handoff(const FleetSim& s) {
+    Handoff h;
+    double longest = -1;
+    for (uint32_t i = 0; i < s.outcomes().size(); ++i) {
+        const RequestOutcome& o = s.outcomes()[i];
+        if (o.transfers == 0 || o.transfer_ms <= longest) continue;
+        longest = o.transfer_ms;
+        h = {i, 0, uint32_t(o.instance),
+             o.first_token_ms - o.transfer_ms / 2};  // slot: first token on arrival
+    }
+    for (const AdmissionRecord& a : s.admissions())
+        if (a.req == h.req) {
+            h.prefill = a.instance;
+            break;
+        }
+    return h;
+}
+
+// What every faulted disaggregated run must satisfy: every request completed or failed for a reason,
+// every byte sent arrived or was lost with a transfer the fault cut, no resume on a state off its KV.
+void check_pd_fault(const FleetSim& s) {
+    check_conservation(s);
+    CHECK_MESSAGE(s.audit().empty(), s.audit());
+    CHECK(s.leases_held() == 0);
+    const FleetTotals& t = s.totals();
+    CHECK(t.pd_bytes_sent == t.pd_bytes_arrived + t.pd_bytes_lost);
+    uint64_t cut = 0;
+    for (const FaultOutcome::CutTransfer& x : s.faults()[0].cut_transfers) cut += x.bytes;
+    CHECK(cut == t.pd_bytes_lost);
+    CHECK(t.violations == 0);
+    CHECK(s.resume_audit().inconsistent() == 0);
+    for (const RequestOutcome& o : s.outcomes()) CHECK((o.completed || o.failed != FailReason::none));
+}
+
+// The request's admissions on the prefill stage.
+uint32_t prefills_of(const FleetSim& s, uint32_t r) {
+    uint32_t n = 0;
+    for (const AdmissionRecord& a : s.admissions())
+        n += a.req == r && a.instance < s.config().pd.prefill_instances;
+    return n;
+}
+
+}  // namespace
+
+// Faults under disaggregation (issue 17): a prefill instance that crashes with a handoff on its link
+// loses it (its bytes counted lost) and the request prefills again on the other prefill instance.
+TEST_CASE("fleet: a prefill instance crashing mid-transfer loses the handoff, the request prefills again") {
+    auto w = mix(24);
+    FleetConfig c = pd_fault_config();
+    const Handoff h = longest_handoff(*run(w, c));
+    REQUIRE(h.mid_ms > 0);
+    c.faults = {{FaultKind::crash, h.prefill, h.mid_ms, 0}};  // never back: the other prefill serves
+    auto s = run(w, c);
+    check_pd_fault(*s);
+    const FaultOutcome& fo = s->faults()[0];
+    REQUIRE(!fo.cut_transfers.empty());
+    CHECK(fo.cut_transfers[0].bytes > 0);
+    CHECK(s->totals().pd_bytes_lost > 0);
+    CHECK(s->outcomes()[h.req].completed);
+    CHECK(s->outcomes()[h.req].transfers == 2);  // handed off again after its second prefill
+    CHECK(prefills_of(*s, h.req) == 2);
+    uint32_t there = 0;  // its second prefill ran on the other prefill instance
+    for (const AdmissionRecord& a : s->admissions()) there += a.req == h.req && a.instance == h.prefill;
+    CHECK(there == 1);
+}
+
+// A decode instance's crash: its decoding requests lose KV and state and go back through the prefill
+// stage (their prefill instance's cache still holds their prompts), handoffs heading to it are lost.
+TEST_CASE("fleet: a decode instance crashing sends its requests back through the prefill stage") {
+    auto w = mix(24);
+    FleetConfig c = pd_fault_config();
+    const Handoff h = longest_handoff(*run(w, c));
+    for (Recovery rec : {Recovery::recompute, Recovery::host_tier}) {
+        CAPTURE(int(rec));
+        c.recovery = rec;
+        c.faults = {{FaultKind::crash, h.decode, h.mid_ms, 5000}};
+        auto s = run(w, c);
+        check_pd_fault(*s);
+        const FaultOutcome& fo = s->faults()[0];
+        CHECK(fo.running_moved > 0);
+        CHECK(!fo.cut_transfers.empty());
+        uint64_t resumed = 0;
+        for (uint64_t n : fo.resumed_from) resumed += n;
+        CHECK(resumed == fo.requests_moved);
+        // Every request it held prefilled once more (cut handoffs are among them: the fault moved them)
+        // and ended on a decode instance.
+        uint32_t again = 0;
+        for (uint32_t r = 0; r < s->outcomes().size(); ++r) {
+            const RequestOutcome& o = s->outcomes()[r];
+            if (o.moves == 0) continue;
+            again += prefills_of(*s, r) >= 2;
+            if (o.completed && o.generated > 1) CHECK(o.instance >= 2);
+        }
+        CHECK(again >= fo.running_moved);
+    }
+}
+
+// Drain with live migration on the decode pool: the running decodes move to another decode instance
+// (never a prefill one) and resume where they stopped.
+TEST_CASE("fleet: draining a decode instance migrates its decodes to another decode instance") {
+    auto w = mix(24);
+    FleetConfig c = pd_fault_config();
+    const Handoff h = longest_handoff(*run(w, c));
+    c.recovery = Recovery::migrate;
+    c.faults = {{FaultKind::drain, h.decode, h.mid_ms, 0}};
+    auto s = run(w, c);
+    check_pd_fault(*s);
+    const FaultOutcome& fo = s->faults()[0];
+    REQUIRE(!fo.migrations.empty());
+    CHECK(fo.resumed_from[size_t(RecoverySource::migration)] == fo.migrations.size());
+    for (const MigrationRecord& m : fo.migrations) {
+        CHECK(m.resumed_at >= 0);
+        CHECK(m.kept() == m.computed);  // KV and state moved: nothing recomputed
+        uint32_t last = 0;
+        for (const AdmissionRecord& a : s->admissions())
+            if (a.req == m.request) last = a.instance;
+        CHECK(last >= 2);
+        CHECK(last != h.decode);
+    }
+    CHECK(fo.drained_ms >= h.mid_ms);
+}
+
+// The only prefill instance down for good: new requests fail (no instance of their stage), the decode
+// instances finish what they hold, and nothing waits forever at the gateway.
+TEST_CASE("fleet: with its only prefill instance gone, a disaggregated fleet fails new requests") {
+    auto w = mix(24);
+    FleetConfig c = pd_fault_config();
+    c.pd.prefill_instances = 1;
+    c.faults = {{FaultKind::crash, 0, 4000, 0}};
+    auto s = run(w, c);
+    check_pd_fault(*s);
+    uint64_t no_instance = 0, completed = 0;
+    for (const RequestOutcome& o : s->outcomes()) {
+        no_instance += o.failed == FailReason::no_instance;
+        completed += o.completed;
+    }
+    CHECK(no_instance > 0);
+    CHECK(completed > 0);
+}
+
+// Each instance's own host tier with a crash: the crashed instance's goes with it (counted), and the
+// requests it held load their prefixes from their new instances' host tiers where those hold more.
+TEST_CASE("fleet: a crash loses the instance's host tier; moved requests load from their new one's") {
+    auto w = mix(48);
+    FleetConfig c = base_config(3);
+    c.load = 4;
+    c.cache.state_capacity = 8;  // a small device cache: the host tiers hold what it lets go
+    c.host = {2000000, 1024, *link_preset("pcie5")};
+    c.faults = {{FaultKind::crash, 1, 6000, 4000}};
+    auto s = run(w, c);
+    check_host_tier(*s);
+    const FaultOutcome& fo = s->faults()[0];
+    CHECK(fo.host_tokens_lost > 0);
+    CHECK(fo.requests_moved > 0);
+    uint64_t resumed = 0;
+    for (uint64_t n : fo.resumed_from) resumed += n;
+    CHECK(resumed <= fo.requests_moved);
+    CHECK(fo.resumed_from[size_t(RecoverySource::instance_host)] > 0);
+    CHECK(fo.resumed_from[size_t(RecoverySource::remote_tier)] == 0);  // recovery recompute: no remote tier
+}

@@ -1,12 +1,15 @@
 // Module 13 `faults`: its parameters, validation and declaration.
 #include "core/modules/faults/faults.h"
 
+#include "core/experiments/module_doc.h"
 #include "core/experiments/registry.h"
 #include "core/modules/shared/fleet_falsifiers.h"
 
 namespace k3 {
 
 namespace {
+
+ParamSpec& documented(ParamSpec& s) { return s.describe(doc_param_help("faults", s.key)); }
 
 void fault_params(ParamList<FaultsParams>& l) {
     using P = FaultsParams;
@@ -30,8 +33,7 @@ void fault_params(ParamList<FaultsParams>& l) {
     f(l.flag(&P::guard, "guard", "Consistency guard"));
     f(l.real(&P::detect_ms, "detect_ms", "Crash detection", "ms", 0, 60000))
         .describe("Requests of a crashed instance are re-routed this long after the crash.");
-    f(l.real(&P::host_tier_gib, "host_tier_gib", "Host tier capacity", "GiB", 0, 65536))
-        .describe("Host memory for replicated KV and checkpoints, half each; 0 = unbounded.");
+    documented(f(l.real(&P::remote_tier_gib, "remote_tier_gib", "Remote tier capacity", "GiB", 0, 65536)));
     l.flag(&P::compare, "compare", "Compare recoveries")
         .in_group("Run")
         .describe(
@@ -44,11 +46,29 @@ std::vector<std::pair<std::string, std::string>> drain_params() {
     return {{"fault", "drain"}, {"recovery", "migrate"}};
 }
 
+// Disaggregated, a crash of the one prefill instance while two handoffs queue on its slow link, under
+// every recovery (small runs: the audit adds them to the defaults').
+std::vector<std::pair<std::string, std::string>> pd_crash_params() {
+    return {{"architecture", "pd"}, {"prefill_instances", "1"}, {"pd_link", "eth-100"},
+            {"load", "16"},         {"fault_at", "0.4"},        {"sessions", "32"}};
+}
+
 // Each corrupts one event of every simulation of the run (FleetConfig::falsify).
 std::vector<Falsifier<FaultsParams>> faults_falsifiers() {
     auto set = [](FleetSimFalsify f) { return [f](FaultsParams& p) { p.sim_falsify = f; }; };
     const auto drain = drain_params();
     return {
+        {"pd_cut_transfer_delivered",
+         "disaggregated, one handoff a prefill instance's crash cut is recorded lost and delivered all the "
+         "same",
+         {"pd_cut_transfers_accounted*"},
+         set(FleetSimFalsify::pd_cut_transfer_delivered),
+         pd_crash_params()},
+        {"pd_lost_transfer_unlogged",
+         "disaggregated, the bytes of one handoff a crash cut are not logged as lost",
+         {"pd_cut_transfers_accounted*"},
+         set(FleetSimFalsify::pd_lost_transfer_unlogged),
+         pd_crash_params()},
         {"guard_lets_one_through",
          "the guard lets one request resume at its kv position, past its state",
          {"guard_no_violations*"},
@@ -88,8 +108,9 @@ std::vector<Falsifier<FaultsParams>> faults_falsifiers() {
 // tagged copies of the shared checks).
 std::vector<Falsifier<FaultsParams>> all_faults_falsifiers() {
     // The engines run recompute recovery only, without the comparison of every recovery.
+    // The host tier's and disaggregation's shared checks too (module 11's parameters, declared here).
     auto all = with_fleet_falsifiers(faults_falsifiers(), &FaultsParams::sim_falsify, {}, true,
-                                     {{"recovery", "recompute"}, {"compare", "0"}});
+                                     {{"recovery", "recompute"}, {"compare", "0"}}, true);
     for (Falsifier<FaultsParams>& f :
          with_fleet_falsifiers<FaultsParams>({}, &FaultsParams::sim_falsify, drain_params(), false)) {
         f.id += "_on_drain";
@@ -110,6 +131,8 @@ ParamList<FaultsParams> faults_params() {
     l.group(&FaultsParams::cache, fleet_cache_params);
     l.group(&FaultsParams::instances, fleet_instance_params);
     l.group(&FaultsParams::cost, fleet_cost_params);
+    l.group(&FaultsParams::pd, fleet_pd_params);
+    l.group(&FaultsParams::host, fleet_host_params);
     return l;
 }
 
@@ -121,6 +144,12 @@ void validate_faults(const FaultsParams& p, Issues& issues) {
                                            std::to_string(p.instances.instances) + " instances)");
     if (p.instances.instances < 2)
         issues.error(p.instances.instances, "a fault needs a second instance to recover on");
+    if (p.fault_instance < p.instances.instances) {  // the configuration with its fault
+        FleetConfig c = faults_config(p);
+        c.faults = {{p.fault, p.fault_instance, 0, 0}};
+        validate_host_tier(p.host, c, issues);
+        validate_pd(p.pd, c, issues);
+    }
     if (p.cache.engine == CacheEngine::ideal) return;
     // The engines' rules (core/fleet/fleet_engine.h) place the states as the chunks run: nothing is
     // planned for the host tier or a migration to move, and an engine always resumes at a state.

@@ -1,6 +1,7 @@
-// Module 13 `faults`: an instance crashes or is drained during a fleet run; its requests recompute
-// elsewhere, resume from checkpoints replicated to a host tier, or migrate live. A consistency guard
-// lets a request resume only where its KV and its recurrent state sit at the same position.
+// Module 13 `faults`: an instance crashes or is drained during a fleet run, colocated or on either stage
+// of prefill/decode disaggregation; its requests recompute elsewhere, resume from checkpoints replicated
+// to a fleet-wide remote tier or from their new instance's own host tier, or migrate live. A consistency
+// guard lets a request resume only where its KV and its recurrent state sit at the same position.
 #pragma once
 
 #include <memory>
@@ -26,7 +27,7 @@ struct FaultsParams {
     MigrationMove migration_move = MigrationMove::everything;
     bool guard = true;
     double detect_ms = 500;
-    double host_tier_gib = 0;  // 0 = unbounded
+    double remote_tier_gib = 0;  // the fleet-wide tier of recovery host_tier; 0 = unbounded
     bool compare = true;
     WorkloadSpec workload;
     double load = 8;
@@ -34,6 +35,8 @@ struct FaultsParams {
     FleetCacheParams cache;
     FleetInstanceParams instances;
     FleetCostParams cost;
+    FleetPdParams pd;
+    FleetHostParams host;  // each instance's own host tier (module 11's), lost with it in a crash
     FleetSimFalsify sim_falsify = FleetSimFalsify::none;  // not a declared parameter (k3cli audit-checks)
 };
 
@@ -66,6 +69,8 @@ struct FaultsResult {
 };
 
 ParamList<FaultsParams> faults_params();
+// Every simulation's configuration but for the fault, the recovery and the guard.
+FleetConfig faults_config(const FaultsParams& p);
 void validate_faults(const FaultsParams& p, Issues& issues);
 FaultsResult setup_faults(const FaultsParams& p);
 // Its simulations on its workload, before they run (issue 20).

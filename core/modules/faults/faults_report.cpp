@@ -1,5 +1,5 @@
 // Module 13 `faults`: what the fault cost against the run without it, the recoveries compared, TTFT
-// over time, the checks (every run's, the guard's, live migration's), notes.
+// over time, the checks (every run's, the guard's, live migration's, the handoffs the fault cut), notes.
 #include <algorithm>
 
 #include "core/base/numfmt.h"
@@ -19,6 +19,28 @@ double recovery_s(const FaultOutcome& o) {
 // The requests arriving after the fault, in run `s`.
 RequestSummary hit_by_fault(const FaultsResult& f, const FleetSim& s) {
     return summarize_requests(s.outcomes(), [&f](const RequestOutcome& o) { return f.after_fault(o); });
+}
+
+double resumed(const FaultOutcome& o, RecoverySource s) { return double(o.resumed_from[size_t(s)]); }
+
+// Where the moved requests resumed, what the instance's own host tier lost with it, and (disaggregated)
+// the handoffs the fault cut.
+void recovery_sources(const FaultOutcome& fo, Report& r) {
+    r.scalar("resumed_recompute", "Moved requests that recomputed (from the new instance's cache)",
+             "requests", resumed(fo, RecoverySource::recompute));
+    r.scalar("resumed_instance_host", "Moved requests that loaded from the new instance's host tier",
+             "requests", resumed(fo, RecoverySource::instance_host));
+    r.scalar("resumed_remote_tier", "Moved requests restored from the remote tier", "requests",
+             resumed(fo, RecoverySource::remote_tier));
+    r.scalar("resumed_migrated", "Moved requests resumed from their migration", "requests",
+             resumed(fo, RecoverySource::migration));
+    r.scalar("host_tokens_lost", "KV tokens the instance's own host tier held (lost)", "tokens",
+             double(fo.host_tokens_lost));
+    uint64_t bytes = 0;
+    for (const FaultOutcome::CutTransfer& c : fo.cut_transfers) bytes += c.bytes;
+    r.scalar("transfers_cut", "Prefill-to-decode handoffs the fault cut", "transfers",
+             double(fo.cut_transfers.size()));
+    r.scalar("transfer_bytes_lost", "... their bytes, lost", "B", double(bytes));
 }
 
 void scalars(const FaultsResult& f, Report& r) {
@@ -47,8 +69,9 @@ void scalars(const FaultsResult& f, Report& r) {
     r.scalar("guard_recomputed_tokens", "Tokens the guard recomputed", "tokens",
              double(s.totals().guard_held_back))
         .help = "KV-visible tokens beyond the state-usable position that the guard refused to skip.";
-    r.scalar("host_restores", "Resumes from the host tier", "requests", double(s.totals().host_restores));
+    r.scalar("host_restores", "Resumes from the remote tier", "requests", double(s.totals().host_restores));
     r.scalar("migrated_bytes", "Bytes migrated", "B", double(fo.migrated_bytes));
+    recovery_sources(fo, r);
 }
 
 // The texts' worked example, for this run's model, link and hardware: what moving one long context
@@ -83,7 +106,9 @@ void recoveries(const FaultsResult& f, Report& r) {
                                                                        {"time to recover", "s"},
                                                                        {"violations", "resumes"},
                                                                        {"of which moved requests", "resumes"},
-                                                                       {"host restores", "requests"},
+                                                                       {"recomputed", "requests"},
+                                                                       {"instance host tier", "requests"},
+                                                                       {"remote tier", "requests"},
                                                                        {"migrated", "requests"},
                                                                        {"bytes moved", "B"},
                                                                        {"failed", "requests"}}));
@@ -95,15 +120,16 @@ void recoveries(const FaultsResult& f, Report& r) {
             double(fx.all.prefill_work) - double(summarize_fleet(f.calm_for(x.guard)).all.prefill_work);
         if (!x.has_fault) {
             t.add({x.label + (x.guard ? ", guard" : ", no guard"), 0.0, 0.0, 0.0, p99,
-                   p99 / std::max(calm_p99, 1e-9), 0.0, double(violations(*x.sim)), 0.0, 0.0, 0.0, 0.0,
-                   double(fx.all.failed)});
+                   p99 / std::max(calm_p99, 1e-9), 0.0, double(violations(*x.sim)), 0.0, 0.0, 0.0, 0.0, 0.0,
+                   0.0, double(fx.all.failed)});
             continue;
         }
         const FaultOutcome& o = x.sim->faults()[0];
         t.add({x.main ? "this run" : x.label, double(o.requests_moved), double(o.lost_tokens), extra, p99,
                calm_p99 > 0 ? p99 / calm_p99 : 0.0, recovery_s(o), double(violations(*x.sim)),
-               double(x.sim->totals().violations_moved), double(o.host_restores), double(o.migrated),
-               double(o.host_bytes + o.migrated_bytes), double(fx.all.failed)});
+               double(x.sim->totals().violations_moved), resumed(o, RecoverySource::recompute),
+               resumed(o, RecoverySource::instance_host), resumed(o, RecoverySource::remote_tier),
+               double(o.migrated), double(o.host_bytes + o.migrated_bytes), double(fx.all.failed)});
     }
 }
 
@@ -168,6 +194,37 @@ void migration_check(const FaultRun& x, Report& r) {
                 format_grouped(double(fo.lost_tokens)));
 }
 
+// Whether the request of a cut handoff was admitted on a prefill instance after the cut.
+bool prefilled_again(const FleetSim& s, const FaultOutcome::CutTransfer& c) {
+    const std::vector<AdmissionRecord>& a = s.admissions();
+    for (size_t i = c.admissions_before; i < a.size(); ++i)
+        if (a[i].req == c.request && a[i].instance < s.config().pd.prefill_instances) return true;
+    return false;
+}
+
+// Disaggregated: the bytes sent are those that arrived and those lost, the lost ones exactly the
+// fault's own record of the handoffs it cut, and each request whose handoff was cut went back through
+// the prefill stage (an admission on a prefill instance after the cut) or failed for a reason: none
+// decoded from KV that never arrived.
+void cut_transfers_check(const FaultRun& x, Report& r) {
+    const FleetSim& s = *x.sim;
+    const FleetTotals& t = s.totals();
+    const FaultOutcome& fo = s.faults()[0];
+    uint64_t cut = 0, skipped = 0;
+    for (const FaultOutcome::CutTransfer& c : fo.cut_transfers) {
+        cut += c.bytes;
+        skipped += !prefilled_again(s, c) && s.outcomes()[c.request].failed == FailReason::none;
+    }
+    r.check(
+        tagged_key("pd_cut_transfers_accounted", x.tag),
+        tagged_name(x, "Every handoff the fault cut was lost, logged, and prefilled again"),
+        t.pd_bytes_sent == t.pd_bytes_arrived + t.pd_bytes_lost && t.pd_bytes_lost == cut && skipped == 0,
+        format_grouped(double(t.pd_bytes_sent)) + " B sent = " + format_grouped(double(t.pd_bytes_arrived)) +
+            " B arrived + " + format_grouped(double(t.pd_bytes_lost)) + " B lost; the fault cut " +
+            format_grouped(double(fo.cut_transfers.size())) + " handoffs of " + format_grouped(double(cut)) +
+            " B, " + format_grouped(double(skipped)) + " of whose requests went on without prefilling again");
+}
+
 void checks(const FaultsResult& f, Report& r) {
     for (const FaultRun& x : f.runs) report_fleet_checks(r, *x.sim, x.tag);
     report_running_state(r, *f.runs[0].sim);
@@ -179,13 +236,25 @@ void checks(const FaultsResult& f, Report& r) {
             x.recovery == Recovery::migrate && x.move == MigrationMove::everything &&
             !x.sim->faults()[0].migrations.empty())
             migration_check(x, r);
+    for (const FaultRun& x : f.runs)
+        if (x.has_fault && f.config.pd.on()) cut_transfers_check(x, r);
+}
+
+// Which stage instance k serves, disaggregated (" (a prefill instance, of 2)"); colocated, nothing.
+std::string stage_of(const FleetConfig& c, uint32_t k) {
+    if (!c.pd.on()) return "";
+    const bool prefill = k < c.pd.prefill_instances;
+    const uint32_t n = prefill ? c.pd.prefill_instances : c.instances - c.pd.prefill_instances;
+    return std::string(" (a ") + (prefill ? "prefill" : "decode") + " instance, of " + std::to_string(n) +
+           ")";
 }
 
 void notes(const FaultsResult& f, Report& r) {
     const FaultOutcome& fo = f.runs[0].sim->faults()[0];
     r.notes.push_back(
         "Fault: " + std::string(fo.spec.kind == FaultKind::crash ? "crash" : "drain") + " of instance " +
-        std::to_string(fo.spec.instance) + " at " + format_sig(fo.spec.at_ms / 1000.0, 4) + " s" +
+        std::to_string(fo.spec.instance) + stage_of(f.config, fo.spec.instance) + " at " +
+        format_sig(fo.spec.at_ms / 1000.0, 4) + " s" +
         (fo.spec.down_ms > 0 ? ", back empty after " + format_sig(fo.spec.down_ms / 1000.0, 4) + " s"
                              : ", never back") +
         ". Transfers over " + f.config.link.name + " at line rate, one after the other per instance.");
@@ -203,6 +272,8 @@ void notes(const FaultsResult& f, Report& r) {
 void report_faults(const FaultsParams& p, const FaultsResult& f, Report& r) {
     report_core_scalars(r, summarize_fleet(*f.runs[0].sim), p.cost.price_per_gpu_hour);
     scalars(f, r);
+    report_host_tier(r, *f.runs[0].sim);
+    report_pd(r, *f.runs[0].sim);
     migration_example(f, r);
     recoveries(f, r);
     plots_and_tables(f, r);

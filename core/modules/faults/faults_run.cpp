@@ -22,7 +22,7 @@ struct RecoveryOption {
 std::vector<RecoveryOption> recovery_options(FaultKind fault) {
     if (fault == FaultKind::crash)
         return {{Recovery::recompute, MigrationMove::everything, "recompute elsewhere", "recompute"},
-                {Recovery::host_tier, MigrationMove::everything, "host tier", "host_tier"}};
+                {Recovery::host_tier, MigrationMove::everything, "remote tier", "host_tier"}};
     return {{Recovery::recompute, MigrationMove::everything, "let running requests finish", "finish"},
             {Recovery::migrate, MigrationMove::everything, "migrate KV + state", "migrate"},
             {Recovery::migrate, MigrationMove::kv_and_checkpoint, "migrate KV + last checkpoint",
@@ -80,6 +80,18 @@ const FleetSim& FaultsResult::calm_for(bool guard) const {
     return *runs[1].sim;
 }
 
+FleetConfig faults_config(const FaultsParams& p) {
+    FleetConfig c = fleet_config(p.router, p.cache, p.instances, p.cost);
+    c.load = p.load;
+    c.seed = p.workload.seed;
+    c.detect_ms = p.detect_ms;
+    c.host_tier_bytes = uint64_t(p.remote_tier_gib * 1024.0 * 1024.0 * 1024.0);
+    apply_host_tier(p.host, c);
+    apply_pd(p.pd, c);
+    c.falsify = p.sim_falsify;  // every simulation is damaged the same way
+    return c;
+}
+
 FaultsResult setup_faults(const FaultsParams& p) {
     FaultsResult f;
     f.workload = load_workload(p.workload);
@@ -92,17 +104,12 @@ FaultsResult setup_faults(const FaultsParams& p) {
         refuse(f.workload.error);
         return f;
     }
-    f.config = fleet_config(p.router, p.cache, p.instances, p.cost);
-    f.config.load = p.load;
-    f.config.seed = p.workload.seed;
+    f.config = faults_config(p);
     const double span = w->requests.empty() ? 0 : w->requests.back().arrival_ms / f.config.load;
     const double down = p.down_s * 1000.0;
     f.fault_ms = p.fault_at * span;
     f.window_ms = down > 0 ? down : std::max(span - f.fault_ms, 1.0);
     const FaultSpec fault{p.fault, p.fault_instance, f.fault_ms, down};
-    f.config.detect_ms = p.detect_ms;
-    f.config.host_tier_bytes = uint64_t(p.host_tier_gib * 1024.0 * 1024.0 * 1024.0);
-    f.config.falsify = p.sim_falsify;  // every simulation is damaged the same way
     for (FaultRun& x : fault_run_plans(p)) {
         FleetConfig c = f.config;
         if (x.has_fault) c.faults = {fault};
@@ -119,8 +126,7 @@ FaultsResult setup_faults(const FaultsParams& p) {
 RunEstimate estimate_faults(const FaultsParams& p) {
     const LoadedWorkload lw = load_workload(p.workload);
     if (!lw.workload) return {};  // validate_workload refused it
-    FleetConfig c = fleet_config(p.router, p.cache, p.instances, p.cost);
-    const std::vector<FleetConfig> sims(fault_run_plans(p).size(), c);
+    const std::vector<FleetConfig> sims(fault_run_plans(p).size(), faults_config(p));
     const void* size = p.workload.is_synthetic() ? static_cast<const void*>(&p.workload.sessions)
                                                  : static_cast<const void*>(&p.workload.trace);
     return estimate_fleet_sims(*lw.workload, sims, p.router, p.cache, p.instances, size);

@@ -72,3 +72,49 @@ TEST_CASE("faults: Kimi-K3's instances pass every check") {
     for (const std::string& n : r.notes) state_noted |= n.find("428.6 MiB") != std::string::npos;
     CHECK(state_noted);
 }
+
+// Disaggregated (issue 17): a crash on either stage passes every check, the report names the stage the
+// instance served, and the crashed decoder's requests went back through the prefill stage.
+TEST_CASE("faults: a crash on either stage of a disaggregated fleet") {
+    for (const char* k : {"0", "3"}) {
+        CAPTURE(k);
+        const Report r = test::run_module(
+            "faults",
+            {{"architecture", "pd"}, {"prefill_instances", "2"}, {"fault_instance", k}, {"compare", "0"}});
+        test::all_checks_pass(r);
+        CHECK(test::check_keyed(r, "pd_cut_transfers_accounted").passed);
+        CHECK(test::check_keyed(r, "pd_transfer_bytes_conserved").passed);
+        const std::string stage = k[0] == '0' ? "(a prefill instance, of 2)" : "(a decode instance, of 2)";
+        bool named = false;
+        for (const std::string& n : r.notes) named |= n.find(stage) != std::string::npos;
+        CHECK(named);
+        CHECK(test::scalar_of(r, "requests_moved") > 0);
+        CHECK(test::scalar_of(r, "resumed_recompute") + test::scalar_of(r, "resumed_remote_tier") > 0);
+    }
+}
+
+// The fleet-wide tier is remote_tier_gib; host_tier_gib is each instance's own (module 11's), which a
+// crash loses with its instance. What is not modelled is refused on the parameter it is about.
+TEST_CASE("faults: the remote tier and each instance's host tier are two parameters") {
+    const Report r =
+        test::run_module("faults", {{"host_tier_gib", "64"}, {"remote_tier_gib", "256"}, {"compare", "0"}});
+    test::all_checks_pass(r);
+    CHECK(test::check_keyed(r, "host_tier_bytes_conserved").passed);
+    CHECK(test::scalar_of(r, "host_tokens_lost") > 0);
+    const Experiment* e = find_experiment("faults");
+    REQUIRE(e != nullptr);
+    auto refused_on = [&](const KeyValues& given, const char* key) {
+        auto pp = parse_params(e->params, given, RangePolicy::strict);
+        REQUIRE(pp.ok());
+        bool found = false;
+        for (const ParamIssue& i : e->check(pp.params)) found |= i.key == key && i.level == ParamIssue::error;
+        return found;
+    };
+    CHECK(refused_on(
+        {{"architecture", "pd"}, {"engine", "sglang"}, {"recovery", "recompute"}, {"compare", "0"}},
+        "architecture"));
+    CHECK(refused_on({{"architecture", "pd"}, {"prefill_instances", "4"}}, "prefill_instances"));
+    CHECK(
+        refused_on({{"host_tier_gib", "64"}, {"engine", "vllm"}, {"recovery", "recompute"}, {"compare", "0"}},
+                   "host_tier_gib"));
+}

@@ -67,7 +67,10 @@ ParamList<FleetParams> fleet_params() {
     l.group(&FleetParams::cache, fleet_cache_params);
     l.group(&FleetParams::instances, fleet_instance_params);
     l.group(&FleetParams::cost, fleet_cost_params);
-    l.group(&FleetParams::pd, fleet_pd_params);
+    l.group(&FleetParams::pd, [](ParamList<FleetPdParams>& g) {
+        fleet_pd_params(g);
+        fleet_pd_slo_params(g);
+    });
     l.group(&FleetParams::host, fleet_host_params);
     l.flag(&FleetParams::compare_routers, "compare_routers", "Compare all routers").in_group("Run");
     l.flag(&FleetParams::compare_no_reuse, "compare_no_reuse", "Run without prefix reuse too")
@@ -81,13 +84,7 @@ void validate_fleet(const FleetParams& p, Issues& issues) {
     validate_fleet_groups(p.router, p.cache, p.instances, p.cost, issues);
     const FleetConfig c = fleet_module_config(p);
     validate_host_tier(p.host, c, issues);
-    validate_pd_gpus(p.pd, c, issues);
-    if (std::string e = pd_config_error(c); e.empty())
-        return;
-    else if (c.pd.prefill_instances >= c.instances)
-        issues.error(p.pd.prefill_instances, e);
-    else
-        issues.error(p.pd.architecture, e);
+    validate_pd(p.pd, c, issues);
 }
 
 // Its simulations (fleet_sim_configs) on its workload.

@@ -162,6 +162,11 @@ void fleet_pd_params(ParamList<FleetPdParams>& l) {
     for (const Choice<Hardware>& h : hardware_choices()) gpus.push_back(h);
     documented(pd(l.choice(&P::prefill_hardware, "prefill_hardware", "Prefill pool's GPU", gpus)
                       .active_when("architecture", "pd")));
+}
+
+void fleet_pd_slo_params(ParamList<FleetPdParams>& l) {
+    using P = FleetPdParams;
+    auto pd = [](ParamSpec& s) -> ParamSpec& { return s.in_group("Disaggregation"); };
     documented(pd(l.real(&P::slo_ttft_ms, "slo_ttft_ms", "TTFT service level", "ms", 1, 1e6)
                       .log()
                       .active_when("architecture", "pd")));
@@ -169,6 +174,30 @@ void fleet_pd_params(ParamList<FleetPdParams>& l) {
            .log()
            .active_when("architecture", "pd"))
         .describe("The TPOT service level of the comparison with colocated serving (slo_ttft_ms).");
+}
+
+namespace {
+// A fleet whose instances cannot hold what it asks of them does not exist: refused, not simulated.
+std::string memory_error(const FleetConfig& c) {
+    const MemoryPlan m = memory_plan(c);
+    if (m.total() <= m.device) return {};
+    return "weights (" + format_bytes(m.weights) + ") + working memory (" + format_bytes(m.working) +
+           ") + prefix cache at capacity (" + format_bytes(m.cache_kv + m.cache_states) + ") exceed the " +
+           format_bytes(m.device) + " of " + std::to_string(c.gpus) + " x " + c.hardware.name +
+           (m.cache_bounded ? "" : " (and the cache is unbounded)");
+}
+}  // namespace
+
+void validate_pd(const FleetPdParams& p, const FleetConfig& c, Issues& issues) {
+    if (c.first_gpus.on())
+        if (std::string e = memory_error(on_instance_gpus(c, 0)); !e.empty())
+            issues.error(p.prefill_hardware, "the prefill pool's " + e);
+    const std::string e = pd_config_error(c);
+    if (e.empty()) return;
+    if (c.pd.prefill_instances >= c.instances)
+        issues.error(p.prefill_instances, e);
+    else
+        issues.error(p.architecture, e);
 }
 
 void apply_pd(const FleetPdParams& p, FleetConfig& c) {
@@ -361,16 +390,6 @@ void validate_engine(const FleetConfig& c, const FleetCacheParams& cache,
         issues.error(cache.vllm_block_tokens, e);
 }
 
-// A fleet whose instances cannot hold what it asks of them does not exist: refused, not simulated.
-std::string memory_error(const FleetConfig& c) {
-    const MemoryPlan m = memory_plan(c);
-    if (m.total() <= m.device) return {};
-    return "weights (" + format_bytes(m.weights) + ") + working memory (" + format_bytes(m.working) +
-           ") + prefix cache at capacity (" + format_bytes(m.cache_kv + m.cache_states) + ") exceed the " +
-           format_bytes(m.device) + " of " + std::to_string(c.gpus) + " x " + c.hardware.name +
-           (m.cache_bounded ? "" : " (and the cache is unbounded)");
-}
-
 }  // namespace
 
 void validate_fleet_groups(const FleetRouterParams& router, const FleetCacheParams& cache,
@@ -393,12 +412,6 @@ void validate_fleet_groups(const FleetRouterParams& router, const FleetCachePara
         issues.error(instances.gpus, e + " (or turn attention_dp on: each rank then holds all the heads)");
     validate_running_state(c, instances, issues);
     if (std::string e = memory_error(c); !e.empty()) issues.error(instances.working_gib, e);
-}
-
-void validate_pd_gpus(const FleetPdParams& p, const FleetConfig& c, Issues& issues) {
-    if (!c.first_gpus.on()) return;
-    if (std::string e = memory_error(on_instance_gpus(c, 0)); !e.empty())
-        issues.error(p.prefill_hardware, "the prefill pool's " + e);
 }
 
 }  // namespace k3

@@ -105,9 +105,12 @@ void fleet_cost_params(ParamList<FleetCostParams>& l);
 // architecture, prefill_instances, state_handoff, decode_cache, layerwise, pd_link, prefill_hardware
 // ("Disaggregation").
 void fleet_pd_params(ParamList<FleetPdParams>& l);
+// slo_ttft_ms, slo_tpot_ms: module 11's comparison with colocated serving.
+void fleet_pd_slo_params(ParamList<FleetPdParams>& l);
 void apply_pd(const FleetPdParams& p, FleetConfig& c);
-// The prefill pool's GPUs must hold what the instances ask of them too (c after apply_pd).
-void validate_pd_gpus(const FleetPdParams& p, const FleetConfig& c, Issues& issues);
+// What pd_config_error refuses in c (apply_pd's), on the parameter it is about, and a prefill pool
+// whose GPUs cannot hold what the instances ask of them.
+void validate_pd(const FleetPdParams& p, const FleetConfig& c, Issues& issues);
 // host_tier_gib, host_state_slots, host_link ("Host tier").
 void fleet_host_params(ParamList<FleetHostParams>& l);
 // c's host tier from the group (its KV is what the bytes leave beside the state slots), and what is

@@ -291,38 +291,44 @@ void host_tier_check(Report& r, const FleetSim& s, const std::string& key, const
                 grouped(t.host_load_lost_bytes) + " B lost");
 }
 
-// Prefill/decode disaggregation: every byte sent arrived (the run ends after the last request, which
-// waits for its own transfer); each transfer's bytes are its KV tokens and one state, and its KV what the
-// handoff convention sends less what the decode-side cache held; every decode-side resume sat on a state
+// Prefill/decode disaggregation: every byte sent arrived or was lost with a fault (the run ends after
+// the last request, which waits for its own transfer); each transfer's bytes are its KV tokens and one
+// state, and its KV what the handoff convention sends of the context its prefill handed off (N, or
+// N - 1) less what the decode-side cache held; with the guard, every decode-side resume sat on a state
 // at its KV position (the resume audit, which reads the states' own records).
 void pd_checks(Report& r, const FleetSim& s, const std::function<std::string(const char*)>& key,
                const std::string& name) {
     const FleetTotals& t = s.totals();
     const FleetConfig& c = s.config();
     r.check(key("pd_transfer_bytes_conserved"),
-            name + "Every byte a prefill instance sent reached its decoder",
-            t.pd_bytes_sent == t.pd_bytes_arrived,
+            name + "Every byte a prefill instance sent reached its decoder or was lost with a fault",
+            t.pd_bytes_sent == t.pd_bytes_arrived + t.pd_bytes_lost,
             grouped(t.pd_transfers) + " transfers sent " + grouped(t.pd_bytes_sent) + " B; " +
-                grouped(t.pd_bytes_arrived) + " B arrived");
+                grouped(t.pd_bytes_arrived) + " B arrived, " + grouped(t.pd_bytes_lost) + " B lost");
     const CostModel& m = s.cost_model();
     uint64_t off = 0, sum = 0;
     std::string first;
     for (size_t i = 0; i < s.outcomes().size(); ++i) {
         const RequestOutcome& o = s.outcomes()[i];
-        if (o.transfer_ms < 0) continue;
-        const uint64_t sent = c.pd.handoff == StateHandoff::slot ? o.prompt : o.prompt - 1;
-        const bool ok = o.transfer_bytes == o.transfer_kv_tokens * m.kv_bytes_per_token() + m.state_bytes() &&
+        if (o.transfers == 0) continue;
+        // Each handoff sends the context its prefill computed (at least the prompt), or that less one.
+        const uint64_t sent = o.transfer_context - (c.pd.handoff == StateHandoff::slot ? 0 : o.transfers);
+        const bool ok = o.transfer_bytes ==
+                            o.transfer_kv_tokens * m.kv_bytes_per_token() + o.transfers * m.state_bytes() &&
+                        o.transfer_context >= uint64_t(o.prompt) * o.transfers &&
                         o.transfer_kv_tokens <= sent && (c.pd.decode_cache || o.transfer_kv_tokens == sent);
         sum += o.transfer_bytes;
         if (!ok && off++ == 0)
             first = "request " + std::to_string(i) + ": " + grouped(o.transfer_bytes) + " B for " +
-                    grouped(o.transfer_kv_tokens) + " KV tokens of a " + grouped(o.prompt) + "-token prompt";
+                    grouped(o.transfer_kv_tokens) + " KV tokens in " + grouped(o.transfers) +
+                    " transfer(s) of a " + grouped(o.prompt) + "-token prompt";
     }
     r.check(key("pd_bytes_match_accounting"),
             name + "Each transfer moved its KV and one state, as the handoff convention sends them",
             off == 0 && sum == t.pd_bytes_sent,
             grouped(sum) + " B over the requests' records against " + grouped(t.pd_bytes_sent) + " B sent; " +
                 grouped(off) + " transfers off their accounting" + (first.empty() ? "" : " (" + first + ")"));
+    if (!c.guard) return;  // without the guard (module 13) the resumes are wrong by design
     const ResumeAudit& a = s.resume_audit();
     r.check(key("pd_decode_resumes_at_state"),
             name + "No decoder resumed a request on a state that is not at its KV position",
