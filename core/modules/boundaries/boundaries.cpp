@@ -59,13 +59,13 @@ void serving_map_params(ParamList<BoundariesParams>& l) {
         .describe("A request meets the levels when its TTFT and its TPOT are within them.");
     serving(l.real(&P::slo_tpot_ms, "slo_tpot_ms", "Map 7: TPOT service level", "ms", 0.1, 1e4).log())
         .describe("The TPOT level of map 7 (slo_ttft_ms).");
-    l.group(&P::host, fleet_host_params);
     serving(l.choice(&P::spec_state, "spec_state", "Map 9: state scratch",
                      Choices<SpecState>{{SpecState::snapshot, "snapshot", "snapshots (vLLM's default)"},
                                         {SpecState::recoverssm, "recoverssm", "RecoverSSM (Kimi-K3)"}}))
         .describe("What each running request holds for its drafts' states (module 11's spec_state).");
     serving(l.integer(&P::draft_len, "draft_len", "Map 9: draft tokens", "tokens", 1, 16))
         .describe("Draft tokens per verify; the x axis runs from acceptance length 1 to 1 + draft_len.");
+    l.group(&P::host, fleet_host_params);  // map 8's tier: module 11's parameters (UI group "Host tier")
 }
 
 // The engine parameters modules 5 and 11-13 declare (core/modules/shared/engine_params.h).
