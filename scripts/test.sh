@@ -32,13 +32,10 @@ stage "test asan (unit, modules through the CLI, bad input)" ctest_in asan -E '^
 stage "fuzz (bounded, ${FUZZ_SECONDS}s per target, under ASan + UBSan)" ctest_in asan -R '^fuzz_'
 stage "build wasm (SIMD: page, CLI, tests)" build wasm
 stage "test wasm (unit tests and modules under node)" ctest_in wasm
-# The scalar kernels, and AVX2 where the machine has it: "the same bits in every build" is measured.
-OTHER_BUILDS=(build/native-scalar/core/k3cli "node --no-experimental-fetch build/wasm/core/k3cli.js")
-stage "build native-scalar (k3cli without SIMD)" build native-scalar
-if grep -qw avx2 /proc/cpuinfo; then
-  stage "build native-avx2 (k3cli for x86-64-v3)" build native-avx2
-  OTHER_BUILDS+=(build/native-avx2/core/k3cli)
-fi
+# The same k3cli with the scalar kernels and with AVX2 kernels (where the machine has AVX2), built with
+# the native build (core/CMakeLists.txt), and WebAssembly: "the same bits in every build" is measured.
+OTHER_BUILDS=(build/native/core/k3cli-scalar "node --no-experimental-fetch build/wasm/core/k3cli.js")
+grep -qw avx2 /proc/cpuinfo && OTHER_BUILDS+=(build/native/core/k3cli-x86-64-v3)
 stage "every build gives identical reports (native, scalar, AVX2, wasm)" tests/cli/compare_builds.sh \
       build/native/core/k3cli "${OTHER_BUILDS[@]}"
 stage "browser (headless chromium + playwright-core)" node tests/e2e/page.test.mjs build/wasm/web build/native/core/k3cli

@@ -1,6 +1,6 @@
 // The project's written rules, checked (docs/architecture.md): formatting by .clang-format, no
-// function over 80 lines in core/ and ui/, includes that follow the layers, comments that cite only
-// files that exist, and one definition per type name. Usage: node tests/style/check_style.mjs [--list-long]
+// function over 80 lines in core/ and ui/, includes that follow the layers, kernel code only in the
+// kernel folders, comments that cite only files that exist, and one definition per type name. Usage: node tests/style/check_style.mjs [--list-long]
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
@@ -136,6 +136,23 @@ function layers() {
   }
 }
 
+// ---- kernel code stays with the kernels (core/CMakeLists.txt) ------------------------------------
+// The compared builds (k3cli-scalar, k3cli-x86-64-v3) recompile only core/kda, core/model,
+// core/modules/kda and core/cli and share every other object with the native build: SIMD code, the
+// K3_SIMD switch or a direct call of a SIMD kernel anywhere else would put one build's kernels into
+// another build's binary.
+const KERNEL_DIRS = /^core\/(kda|model|modules\/kda|cli)\//;
+function kernelsApart() {
+  for (const f of cpp.filter((f) => f.startsWith("core/") && !KERNEL_DIRS.test(f) && !f.endsWith("_test.cpp"))) {
+    const raw = fs.readFileSync(f, "utf8").split("\n");
+    blank(raw.join("\n")).split("\n").forEach((line, k) => {
+      const m = /\bK3_SIMD\b|\bxsimd\b|\w+_simd\s*\(|simd_enabled\s*\(/.exec(line) ||
+                /^#include "(core\/kda\/(simd|vexp)\.h)"/.exec(raw[k]);
+      if (m) problems.push(`${f}:${k + 1}: '${m[0]}' outside the kernel folders (core/CMakeLists.txt)`);
+    });
+  }
+}
+
 // ---- comments cite files that exist ---------------------------------------------------------------
 function citations() {
   const basenames = new Set(tracked.map((f) => path.basename(f)));
@@ -181,7 +198,8 @@ lineLengths();
 uniqueTypes();
 functionLengths(process.argv.includes("--list-long"));
 layers();
+kernelsApart();
 citations();
 for (const p of problems) console.log(p);
-console.log(problems.length ? `${problems.length} problems` : "style: formatted, lines at most 110 columns, functions at most 80 lines, layers kept, citations exist, type names unique");
+console.log(problems.length ? `${problems.length} problems` : "style: formatted, lines at most 110 columns, functions at most 80 lines, layers kept, kernels apart, citations exist, type names unique");
 process.exit(problems.length ? 1 : 0);
