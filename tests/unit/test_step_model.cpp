@@ -11,27 +11,13 @@
 #include "core/fleet/calibration.h"
 #include "core/fleet/cost_model.h"
 #include "core/fleet/fleet_cost.h"
+#include "tests/unit/test_native_only.h"
 
 using namespace k3;
 
 namespace {
 
 bool close_rel(double a, double b, double rel) { return a <= b * (1 + rel) && a >= b * (1 - rel); }
-
-// The full refit is minutes of arithmetic under the sanitizers and in WebAssembly, where it would only
-// repeat the native result: the factors are constants (kFittedFactors) and every build gives the same
-// bits from them (tests/cli/compare_builds.sh).
-#if defined(__EMSCRIPTEN__) || defined(__SANITIZE_ADDRESS__)
-constexpr bool kRefitHere = false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kRefitHere = false;
-#else
-constexpr bool kRefitHere = true;
-#endif
-#else
-constexpr bool kRefitHere = true;
-#endif
 
 void print_fit(const StepFactors& f) {
     if (!std::getenv("K3_CALIBRATION_PRINT")) return;
@@ -78,7 +64,7 @@ void print_fleet_switch() {
 
 }  // namespace
 
-TEST_CASE("step model: the fit reproduces the factors the product uses" * doctest::skip(!kRefitHere)) {
+TEST_CASE("step model: the fit reproduces the factors the product uses" * test::native_only()) {
     const StepFactors f = fit_step_factors();
     print_fit(f);
     print_fleet_switch();

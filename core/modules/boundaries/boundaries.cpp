@@ -42,7 +42,7 @@ void fleet_map_params(ParamList<BoundariesParams>& l) {
         .describe(
             "Requests of each fleet run of maps 6-9; a cell is up to two runs (without, with the method).");
     fleet_map(l.integer(&P::fleet_grid, "fleet_grid", "Fleet map cells per axis", "cells", 2, 8))
-        .describe("Cells per axis of the fleet maps 6-9 (map 7's x axis: every split of the instances).");
+        .describe("Cells per axis of the fleet maps 6-9 (map 7's x axis: as many splits of the instances).");
     fleet_map(l.choice(
         &P::affinity, "affinity", "Affinity router",
         Choices<RouterKind>{{RouterKind::prefix, "prefix", "prefix affinity (oracle: true trees, zero lag)"},
@@ -316,8 +316,8 @@ void validate_boundaries(const BoundariesParams& p, Issues& issues) {
 
 // Measured on the development machine (k3cli run boundaries over fleet_grid 2 to 8, fleet_requests
 // 40 to 2000, each engine, SGLang's chunk 64 to 8192), CPU time: the closed-form maps and the report
-// about 0.1 s; map 6 about 20 us per request simulated (two routers per cell); maps 7-9 13 to 28 us
-// (their outputs are four times map 6's); map 2 under SGLang 292 / chunk + 39,700 / chunk^2 s (a tracked
+// about 0.1 s; maps 6-9 13 to 21 us per request simulated at 4 instances, 38 to 62 us at 16 (the
+// routers look at every instance); map 2 under SGLang 292 / chunk + 39,700 / chunk^2 s (a tracked
 // state per chunk end on the conversation trace), under vLLM about 2.5 s (its block-grid replays), under
 // the idealised placement about 0.2 s. x1.5 margin.
 RunEstimate estimate_boundaries(const BoundariesParams& p) {
@@ -325,8 +325,12 @@ RunEstimate estimate_boundaries(const BoundariesParams& p) {
     const double affinity = 2 * g * g * n;
     // Map 7: a colocated run per load and one per split; map 8: two per cell; map 9: one per cell and a
     // run without speculation per load.
-    const double serving = g * p.instances * n + 2 * g * g * n + (g + g * g) * n;
-    const double fleet_s = affinity * 20e-6 + serving * 30e-6, chunk = double(p.chunked_prefill_tokens);
+    const double splits = std::min<double>(g, p.instances - 1);
+    const double serving = (g + splits * g) * n + 2 * g * g * n + (g + g * g) * n;
+    // Routing looks at every instance: a simulated request costs about 6 us + 3.6 us per instance
+    // (20 us at 4 instances, 62 at 16), with 10 % more here.
+    const double per_request_s = 6.6e-6 + 4e-6 * double(p.instances);
+    const double fleet_s = (affinity + serving) * per_request_s, chunk = double(p.chunked_prefill_tokens);
     const double replay_s = p.engine == CacheEngine::sglang ? 292.0 / chunk + 39700.0 / (chunk * chunk)
                             : p.engine == CacheEngine::vllm ? 2.5
                                                             : 0.2;

@@ -66,8 +66,10 @@ std::unique_ptr<FleetSweep> load_rows(const ServingMapInputs& in, std::vector<do
 }  // namespace
 
 std::unique_ptr<FleetSweep> pd_sweep(const ServingMapInputs& in) {
+    // At most `grid` splits, from one prefill instance to one decode instance, evenly spread.
     std::vector<double> x;
-    for (uint32_t P = 1; P < in.fleet.instances; ++P) x.push_back(P);
+    for (double P : linear_axis(1, double(in.fleet.instances - 1), in.grid))
+        if (x.empty() || std::round(P) > x.back()) x.push_back(std::round(P));
     return load_rows(in, x, [in, x](FleetConfig& f, size_t ix, size_t iy) {
         uint32_t P = uint32_t(x[ix]);
         if (in.falsify == ServingMapFalsify::pd_column_shifted && middle(ix, x))

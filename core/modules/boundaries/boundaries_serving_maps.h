@@ -35,9 +35,9 @@ struct ServingMapInputs {
     ServingMapFalsify falsify = ServingMapFalsify::none;
 };
 
-// The runs of maps 7 (x: prefill instances, y: load), 8 (x: reuse share, y: device state capacity) and
-// 9 (x: acceptance length, y: load). Load is relative to the fleet's serving capacity without reuse
-// (serving_capacity_per_s: prefill and decode).
+// The runs of maps 7 (x: prefill instances, at most `grid` of the splits; y: load), 8 (x: reuse share, y:
+// device state capacity) and 9 (x: acceptance length, y: load). Load is relative to the fleet's serving
+// capacity without reuse (serving_capacity_per_s: prefill and decode).
 std::unique_ptr<boundaries::FleetSweep> pd_sweep(const ServingMapInputs& in);
 std::unique_ptr<boundaries::FleetSweep> host_sweep(const ServingMapInputs& in);
 std::unique_ptr<boundaries::FleetSweep> spec_sweep(const ServingMapInputs& in);

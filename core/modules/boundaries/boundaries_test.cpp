@@ -14,6 +14,7 @@
 #include "core/modules/boundaries/boundaries.h"
 #include "core/modules/boundaries/boundaries_ledger.h"
 #include "tests/unit/test_module_util.h"
+#include "tests/unit/test_native_only.h"
 
 using namespace k3;
 using namespace k3::boundaries;
@@ -34,7 +35,8 @@ double z(const HeatMap& h, size_t ix, size_t iy) { return h.z[iy * h.x.size() + 
 
 }  // namespace
 
-TEST_CASE("boundaries: module 14, every check passes, nine maps with contours, a verdict per method") {
+TEST_CASE("boundaries: module 14, every check passes, nine maps with contours, a verdict per method" *
+          test::native_only()) {
     const Experiment* e = find_experiment("boundaries");
     REQUIRE(e != nullptr);
     CHECK(e->number == 14);
@@ -173,7 +175,7 @@ TEST_CASE("boundaries: the closed-form move_kv break-even is lifecycle's search,
     }
 }
 
-TEST_CASE("boundaries: every falsifier fails exactly the checks it names") {
+TEST_CASE("boundaries: every falsifier fails exactly the checks it names" * test::native_only()) {
     const Experiment& e = *find_experiment("boundaries");
     REQUIRE(!e.falsifiers.empty());
     for (size_t i = 0; i < e.falsifiers.size(); ++i) {
@@ -192,7 +194,7 @@ TEST_CASE("boundaries: every falsifier fails exactly the checks it names") {
     }
 }
 
-TEST_CASE("boundaries: every check holds intact and fails when falsified") {
+TEST_CASE("boundaries: every check holds intact and fails when falsified" * test::native_only()) {
     const CheckAudit a = audit_checks(*find_experiment("boundaries"));
     CHECK(a.problems.empty());
     CHECK(a.checks.size() == 18);

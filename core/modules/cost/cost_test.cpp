@@ -4,6 +4,7 @@
 
 #include "core/modules/cost/cost.h"
 #include "tests/unit/test_module_util.h"
+#include "tests/unit/test_native_only.h"
 
 using namespace k3;
 
@@ -90,4 +91,6 @@ TEST_CASE("cost: refuses what cannot run, naming the limit") {
     CHECK(first_key({{"tp", "16"}, {"dp_attention", "true"}}) == "tp");
 }
 
-TEST_CASE("cost: every check proven by its falsifier") { test::all_checks_proven("cost", 8); }
+TEST_CASE("cost: every check proven by its falsifier" * test::native_only()) {
+    test::all_checks_proven("cost", 8);
+}

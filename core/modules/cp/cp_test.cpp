@@ -4,6 +4,7 @@
 
 #include "core/modules/cp/cp.h"
 #include "tests/unit/test_module_util.h"
+#include "tests/unit/test_native_only.h"
 
 using namespace k3;
 
@@ -106,7 +107,7 @@ TEST_CASE("cp: everything outside timing is the same on a second run") {
     CHECK(test::without_timing(run_cp(kv)) == test::without_timing(run_cp(kv)));
 }
 
-TEST_CASE("cp: each falsifier fails every check it names (a small run)") {
+TEST_CASE("cp: each falsifier fails every check it names (a small run)" * test::native_only()) {
     test::falsifiers_fail_their_checks("cp", {{"tokens", "90"}, {"ranks", "5"}});
 }
 

@@ -6,6 +6,7 @@
 
 #include "core/modules/kda/kda.h"
 #include "tests/unit/test_module_util.h"
+#include "tests/unit/test_native_only.h"
 
 using namespace k3;
 
@@ -88,7 +89,7 @@ TEST_CASE("kda: extreme gates still pass (stress of the chunked kernel)") {
     CHECK(test::check_keyed(r, "chunked_close_to_fp64").passed);
 }
 
-TEST_CASE("kda: each falsifier fails every check it names (a small run)") {
+TEST_CASE("kda: each falsifier fails every check it names (a small run)" * test::native_only()) {
     test::falsifiers_fail_their_checks(
         "kda", {{"heads", "1"}, {"k", "16"}, {"v", "24"}, {"tokens", "40"}, {"chunk", "8"}});
 }

@@ -5,6 +5,7 @@
 
 #include "core/modules/memory/memory.h"
 #include "tests/unit/test_module_util.h"
+#include "tests/unit/test_native_only.h"
 
 using namespace k3;
 
@@ -114,7 +115,7 @@ TEST_CASE("memory: custom dimensions with a preset are ignored, and the report s
     CHECK_FALSE(run_memory(MemoryParams{}).custom_ignored);
 }
 
-TEST_CASE("memory: every check holds intact and fails when falsified") {
+TEST_CASE("memory: every check holds intact and fails when falsified" * test::native_only()) {
     test::all_checks_proven("memory", 6);
 }
 

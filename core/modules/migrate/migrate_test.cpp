@@ -4,6 +4,7 @@
 
 #include "core/modules/migrate/migrate.h"
 #include "tests/unit/test_module_util.h"
+#include "tests/unit/test_native_only.h"
 
 using namespace k3;
 
@@ -86,7 +87,7 @@ TEST_CASE("migrate: every injected fault is detected with its own error") {
     CHECK(test::scalar_of(ok, "fault_detected") == 0);
 }
 
-TEST_CASE("migrate: each falsifier fails every check it names (a small run)") {
+TEST_CASE("migrate: each falsifier fails every check it names (a small run)" * test::native_only()) {
     test::falsifiers_fail_their_checks("migrate", {{"prompt", "70"}, {"before", "4"}, {"after", "4"}});
 }
 

@@ -5,6 +5,7 @@
 #include "core/experiments/check_audit.h"
 #include "core/modules/pool/pool.h"
 #include "tests/unit/test_module_util.h"
+#include "tests/unit/test_native_only.h"
 
 using namespace k3;
 
@@ -267,7 +268,8 @@ TEST_CASE("pool: a factory can refuse a layout the validator accepts, and the re
     CHECK(r.find_check("bytes_add_up_static") == nullptr);  // the run stops there
 }
 
-TEST_CASE("pool: every check holds intact and fails when falsified, under each of its falsifiers") {
+TEST_CASE("pool: every check holds intact and fails when falsified, under each of its falsifiers" *
+          test::native_only()) {
     const Experiment& e = *find_experiment("pool");
     const CheckAudit a = audit_checks(e);
     CHECK(a.problems.empty());

@@ -7,6 +7,7 @@
 
 #include "core/modules/ring/ring.h"
 #include "tests/unit/test_module_util.h"
+#include "tests/unit/test_native_only.h"
 
 using namespace k3;
 
@@ -79,7 +80,9 @@ TEST_CASE("ring: RecoverSSM's records in the ring fold exactly; the figures at s
     CHECK(test::scalar_of(r, "kimi_snapshot_bytes_per_request") == 69.0 * 5 * 6512640);  // N = 4
 }
 
-TEST_CASE("ring: every check holds intact and fails when falsified") { test::all_checks_proven("ring", 7); }
+TEST_CASE("ring: every check holds intact and fails when falsified" * test::native_only()) {
+    test::all_checks_proven("ring", 7);
+}
 
 TEST_CASE("ring: the run estimate keeps the defaults within the limits and refuses longer runs") {
     test::estimate_within_limits("ring");

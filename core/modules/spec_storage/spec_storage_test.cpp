@@ -8,6 +8,7 @@
 
 #include "core/modules/spec_storage/spec_storage.h"
 #include "tests/unit/test_module_util.h"
+#include "tests/unit/test_native_only.h"
 
 using namespace k3;
 
@@ -121,7 +122,7 @@ TEST_CASE("spec-storage: Kimi-K3 RecoverSSM record and vLLM's pages (kimi_k3.md 
     CHECK(test::check_keyed(kl, "replay_equals_direct").passed);
 }
 
-TEST_CASE("spec-storage: every check holds intact and fails when falsified") {
+TEST_CASE("spec-storage: every check holds intact and fails when falsified" * test::native_only()) {
     test::all_checks_proven("spec-storage", 17);
 }
 

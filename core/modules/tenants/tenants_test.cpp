@@ -6,10 +6,12 @@
 #include "core/experiments/check_audit.h"
 #include "core/modules/tenants/tenants.h"
 #include "tests/unit/test_module_util.h"
+#include "tests/unit/test_native_only.h"
 
 using namespace k3;
 
-TEST_CASE("tenants: isolation keeps the well-behaved requests within their delay bound; none misses it") {
+TEST_CASE("tenants: isolation keeps the well-behaved requests within their delay bound; none misses it" *
+          test::native_only()) {
     const Experiment* e = find_experiment("tenants");
     REQUIRE(e != nullptr);
     CHECK(e->number == 12);
@@ -49,7 +51,7 @@ TEST_CASE("tenants: isolation keeps the well-behaved requests within their delay
     CHECK(test::scalar_of(calm, "no_isolation_delay_p99_over_bound") <= 1);
 }
 
-TEST_CASE("tenants: every check holds intact and fails when falsified") {
+TEST_CASE("tenants: every check holds intact and fails when falsified" * test::native_only()) {
     const CheckAudit a = audit_checks(*find_experiment("tenants"));
     CHECK(a.problems.empty());
     CHECK(a.checks.size() == 47);  // 9 shared checks x 5 simulations, the SLO and the solo run
