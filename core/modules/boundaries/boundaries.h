@@ -33,7 +33,7 @@ struct BoundariesParams {
     // The fleet map.
     uint32_t instances = 4;
     uint64_t state_capacity = 64;
-    uint32_t fleet_requests = 960;
+    uint32_t fleet_requests = 480;
     int fleet_grid = 5;
     RouterKind affinity = RouterKind::prefix;
     uint64_t seed = 1;

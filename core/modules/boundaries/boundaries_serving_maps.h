@@ -26,7 +26,7 @@ enum class ServingMapFalsify : uint8_t {
 
 struct ServingMapInputs {
     FleetConfig fleet;  // model, hardware, GPUs, instances, device cache, seed (engine ideal)
-    uint32_t requests = 960;
+    uint32_t requests = 480;
     int grid = 5;
     double slo_ttft_ms = 2000, slo_tpot_ms = 50;  // map 7
     HostTierConfig host;                          // map 8's tier (the method)
