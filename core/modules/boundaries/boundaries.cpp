@@ -355,8 +355,9 @@ Experiment make_boundaries_experiment() {
         .title = "Where each method stops paying",
         .component = "opposition",
         .purpose = "Break-even maps for prefix caching, checkpoint intervals, projection replay, context "
-                   "parallelism, migration and affinity routing, computed with the code of the modules they "
-                   "judge, and a verdict on when to use each.",
+                   "parallelism, migration, affinity routing, prefill/decode disaggregation, a host cache "
+                   "tier and speculative decoding, computed with the code of the modules they judge, and a "
+                   "verdict on when to use each.",
         .params = boundaries_params(),
         .validate = validate_boundaries,
         .estimate = estimate_boundaries,
