@@ -16,7 +16,10 @@ double FleetSweep::step(const Deadline& d) {
         const size_t i = order_[next_];
         if (!runs_[i]) {
             const size_t ix = i / (2 * c_.y.size()), iy = (i / 2) % c_.y.size();
-            if (iy == 0 && i % 2 == (c_.baseline_per_row && ix > 0 ? 1 : 0)) workload_ = c_.workload(ix);
+            if (ix != workload_column_) {
+                workload_ = c_.workload(ix);
+                workload_column_ = ix;
+            }
             runs_[i] = std::make_unique<FleetSim>(workload_, c_.fleet(ix, iy, i % 2 == 1));
         }
         runs_[i]->run(&d);

@@ -4,6 +4,7 @@
 // and serves every cell of it.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -44,6 +45,7 @@ class FleetSweep {
     std::vector<std::unique_ptr<FleetSim>> runs_;  // by index(); a shared baseline's slots stay empty
     std::vector<size_t> order_;                    // the indices that run, column by column
     std::shared_ptr<const Workload> workload_;     // of the column being run
+    size_t workload_column_ = SIZE_MAX;
     size_t next_ = 0;
 };
 

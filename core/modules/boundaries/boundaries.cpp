@@ -59,9 +59,11 @@ void serving_map_params(ParamList<BoundariesParams>& l) {
         .describe("A request meets the levels when its TTFT and its TPOT are within them.");
     serving(l.real(&P::slo_tpot_ms, "slo_tpot_ms", "Map 7: TPOT service level", "ms", 0.1, 1e4).log())
         .describe("The TPOT level of map 7 (slo_ttft_ms).");
-    serving(l.choice(&P::spec_state, "spec_state", "Map 9: state scratch",
-                     Choices<SpecState>{{SpecState::snapshot, "snapshot", "snapshots (vLLM's default)"},
-                                        {SpecState::recoverssm, "recoverssm", "RecoverSSM (Kimi-K3)"}}))
+    // Module 11's choices but off: map 9 compares speculation with none.
+    Choices<SpecState> scratch =
+        choices_from<SpecState>(spec_state_ids(), spec_state_labels(), parse_spec_state);
+    std::erase_if(scratch, [](const Choice<SpecState>& c) { return c.value == SpecState::off; });
+    serving(l.choice(&P::spec_state, "spec_state", "Map 9: state scratch", scratch))
         .describe("What each running request holds for its drafts' states (module 11's spec_state).");
     serving(l.integer(&P::draft_len, "draft_len", "Map 9: draft tokens", "tokens", 1, 16))
         .describe("Draft tokens per verify; the x axis runs from acceptance length 1 to 1 + draft_len.");
