@@ -21,6 +21,7 @@ PACKAGES=(
   emscripten                                           # WebAssembly build (3.1.6, uses clang 14)
   libglfw3-dev libgl-dev                               # desktop window
   doctest-dev                                          # unit tests
+  libstb-dev                                           # PNG writer (stb_image_write: deflated PNGs)
   chromium                                             # browser tests (driven by playwright-core)
   xvfb x11-apps                                        # desktop test: virtual display, xwd
   fonts-inter fonts-jetbrains-mono                     # fonts embedded in the UI
@@ -115,6 +116,12 @@ fi
 if [ ! -f "$DEPS/include/doctest/doctest.h" ]; then
   mkdir -p "$DEPS/include/doctest"
   cp /usr/include/doctest/doctest.h "$DEPS/include/doctest/"
+fi
+
+# ---- stb_image_write, in the same folder (header only) ----------------------------------------------
+if [ ! -f "$DEPS/include/stb/stb_image_write.h" ]; then
+  mkdir -p "$DEPS/include/stb"
+  cp /usr/include/stb/stb_image_write.h "$DEPS/include/stb/"
 fi
 
 # ---- playwright-core for the browser tests ----------------------------------------------------

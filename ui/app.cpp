@@ -43,6 +43,7 @@ void App::select(const Experiment* e) {
     auto it = saved_params_.find(e->id);
     params_ = it != saved_params_.end() ? it->second : e->defaults();
     params_changed(true);
+    refresh_baseline();
 }
 
 void App::open_link(const std::string& hash) {
@@ -64,11 +65,13 @@ void App::show(const ResolvedView& v, const std::string& tab) {
     link_applied_ = v.applied;
     // A link to the module on screen keeps its report: if the link's parameters are refused, the last
     // result stays (marked as for other parameters) beside the refusal.
+    pin_ = v.pin;  // a link holds both parameter sets: without a pin it shows no baseline
     if (!v.experiment || v.experiment != exp_) select(v.experiment);
     if (v.experiment) {
         params_ = v.params;
         params_changed(true);
     }
+    refresh_baseline();
     if (!tab.empty() && tab != "how" && tab != "limits" && v.applied)
         link_issues_.push_back(
             {ParamIssue::warning, "tab", "unknown tab '" + tab + "'; the results are shown"});
@@ -142,6 +145,7 @@ std::string App::run_description() const {
 }
 
 void App::update(double budget_ms) {
+    if (!exp_) overview_step(budget_ms);
     if (pending_start_ && now_ms() >= start_at_ms_) start_run();
     if (!waiting_data_.empty()) {
         bool all = true;
@@ -152,7 +156,10 @@ void App::update(double budget_ms) {
         told_running_.clear();
         platform::run_state("", result_link_);
     }
-    if (!run_) return;
+    if (!run_) {
+        if (!pending_start_ && waiting_data_.empty()) step_baseline(budget_ms);  // after the current run
+        return;
+    }
     const Stopwatch sw;
     progress_ = run_->step(budget_ms);
     run_ms_ += sw.ms();
@@ -162,7 +169,7 @@ void App::update(double budget_ms) {
         has_report_ = true;
         report_stale_ = false;
         run_.reset();
-        result_link_ = format_url_hash(exp_->id, &params_, "");
+        result_link_ = format_url_hash(exp_->id, &params_, "", &pin_);
         told_running_.clear();
         platform::run_state("", result_link_);
     }
@@ -173,7 +180,8 @@ bool App::needs_frames() const {
 }
 
 void App::publish_hash() {
-    const std::string h = format_url_hash(exp_ ? exp_->id : "overview", exp_ ? &params_ : nullptr, tab_);
+    const std::string h =
+        format_url_hash(exp_ ? exp_->id : "overview", exp_ ? &params_ : nullptr, tab_, &pin_);
     if (h == last_hash_) return;
     last_hash_ = h;
     platform::set_url_hash(h);
@@ -199,6 +207,7 @@ std::string App::view_state_json() const {
     w.begin_object().field("module", module_id()).field("busy", busy());
     w.field("stage", run_ ? stage_ : std::string()).field("progress", run_ ? progress_ : 0.0);
     w.field("report", has_report_ && exp_ && report_.module == exp_->id).field("stale", report_stale_);
+    w.field("baseline", baseline_shown() != nullptr).field("pinned", pin_.module ? pin_.module->id : "");
     w.key("messages").begin_array();
     for (const auto& m : shown_messages_) w.value(m);
     w.end_array().end_object();

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/experiments/compare.h"
 #include "core/experiments/experiment.h"
 #include "core/experiments/url_state.h"
 
@@ -29,10 +30,15 @@ class App {
 
     // True while something needs more frames (a run, a debounce, an animation).
     bool needs_frames() const;
-    bool busy() const { return bool(run_) || pending_start_ || !waiting_data_.empty(); }
+    // A run, the baseline's, or the Overview's figures, still to compute.
+    bool busy() const {
+        return bool(run_) || bool(baseline_run_) || pending_start_ || !waiting_data_.empty() ||
+               (!exp_ && !overview_built_);
+    }
 
     // Test hooks and scripted screenshots.
     std::string report_json() const;
+    std::string baseline_json() const;  // the baseline's report ("" when none is on screen)
     // The view's state as JSON: module, busy, stage and progress of the run, report (a report is on
     // screen), stale (for other parameters), messages (the problems and refusals drawn in the last
     // frame, as shown).
@@ -56,6 +62,13 @@ class App {
     void show(const ResolvedView& v, const std::string& tab);  // a resolved link or --module
     void params_changed(bool immediate);
     void start_run();
+    // Compare mode (compare.cpp).
+    void pin_current();
+    void unpin();
+    void refresh_baseline();  // the baseline for the module on screen, run if it must be
+    bool step_baseline(double budget_ms);
+    void draw_compare_bar();
+    const Report* baseline_shown() const;  // the baseline to draw beside the report, or null
     void publish_hash();
     void draw_sidebar(float width);
     void draw_module(const Experiment& e);
@@ -80,6 +93,13 @@ class App {
     std::string tab_;                             // "", "how", "limits"
     int tab_request_ = -1;                        // select a tab on the next frame
 
+    Pin pin_;                 // pin_.module null: nothing pinned
+    Params baseline_params_;  // the pin's settings in the module on screen
+    Report baseline_;         // their report (baseline_.module: for which module)
+    bool has_baseline_ = false;
+    std::unique_ptr<Run> baseline_run_;  // computing baseline_, after the current run
+    std::string baseline_why_;           // why the pin has no baseline in this module
+
     std::unique_ptr<Run> run_;
     double progress_ = 0;
     std::string stage_;
@@ -103,7 +123,10 @@ class App {
     };
     std::vector<OverviewFigure> overview_;
     bool overview_card(const OverviewFigure& fig, float width);
+    void overview_step(double budget_ms);
     bool overview_built_ = false;
+    bool overview_shown_ = false;  // drawn once without its figures
+    size_t overview_next_ = 0, overview_total_ = 0;
 
     std::map<std::string, std::array<float, 4>> widget_rects_;
     bool animating_ = false;  // a view asked for frames during the last draw (ui/anim.h)

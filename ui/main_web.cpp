@@ -120,6 +120,11 @@ EMSCRIPTEN_KEEPALIVE const char* k3_report_json() {
     g_json = g_app ? g_app->report_json() : std::string();
     return g_json.c_str();
 }
+EMSCRIPTEN_KEEPALIVE const char* k3_baseline_json() {
+    static std::string j;
+    j = g_app ? g_app->baseline_json() : std::string();
+    return j.c_str();
+}
 EMSCRIPTEN_KEEPALIVE const char* k3_module_id() {
     static std::string id;
     id = g_app ? g_app->module_id() : "";

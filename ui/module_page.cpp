@@ -18,7 +18,7 @@
 namespace k3::ui {
 
 void App::draw_toolbar(const Experiment& e) {
-    const std::string hash = format_url_hash(e.id, &params_, tab_);
+    const std::string hash = format_url_hash(e.id, &params_, tab_, &pin_);
     const bool copy = ImGui::Button("Copy link");
     remember_rect("copy_link");
     if (copy) {
@@ -45,22 +45,40 @@ void App::draw_toolbar(const Experiment& e) {
     ImGui::SameLine();
     if (ImGui::Button("PNG")) want_png = true;
     if (ImGui::IsItemHovered()) tooltip_wrapped("Save a picture of this view");
+    ImGui::SameLine();
+    if (pin_.module) {
+        const bool off = ImGui::Button("Unpin");
+        remember_rect("pin");
+        if (off) unpin();
+        if (ImGui::IsItemHovered()) tooltip_wrapped("Stop comparing with the baseline");
+        return;
+    }
+    ImGui::BeginDisabled(!has_report_ || report_stale_ || bool(run_));
+    const bool pin = ImGui::Button("Pin");
+    remember_rect("pin");
+    if (pin) pin_current();
+    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+        tooltip_wrapped(
+            "Pin this run as the baseline, then change parameters: the cards, plots and tables "
+            "show both, and the link restores both");
+    ImGui::EndDisabled();
 }
 
 void App::draw_status() {
     const Theme& t = theme();
     if (!data_error_.empty()) draw_message(t.bad, data_error_);
-    if (run_ || pending_start_ || !waiting_data_.empty()) {
+    if (run_ || baseline_run_ || pending_start_ || !waiting_data_.empty()) {
         const float bw = std::max(t.px(120), ImGui::GetContentRegionAvail().x - t.px(90));
         std::string label = pending_start_ ? "waiting for the sliders to settle" : stage_;
         if (!waiting_data_.empty()) label = "loading " + waiting_data_.front() + " from the page's server";
-        if (run_) label += "  " + format_sig(progress_ * 100, 3) + " %";
+        if (run_ || baseline_run_) label += "  " + format_sig(progress_ * 100, 3) + " %";
         ImGui::ProgressBar(float(progress_), ImVec2(bw, 0), label.c_str());
         ImGui::SameLine();
         const bool cancel = ImGui::Button("Cancel", ImVec2(-1, 0));
         remember_rect("cancel");
         if (cancel) {
             run_.reset();
+            baseline_run_.reset();
             pending_start_ = false;
             waiting_data_.clear();
             report_stale_ = has_report_;
@@ -95,12 +113,13 @@ void App::draw_module(const Experiment& e) {
     ImGui::PushFont(fonts().title);
     ImGui::TextUnformatted(e.title.c_str());
     ImGui::PopFont();
-    const float tool_w = t.px(230);
+    const float tool_w = t.px(290);
     ImGui::SameLine(std::max(ImGui::GetCursorPosX() + t.px(20), ImGui::GetWindowWidth() - tool_w - t.px(20)));
     draw_toolbar(e);
     ImGui::PushFont(fonts().body);
     text_wrapped_colored(t.text_dim, e.purpose);
     ImGui::PopFont();
+    draw_compare_bar();
     ImGui::Dummy(ImVec2(0, t.px(2)));
 
     if (ImGui::BeginTabBar("tabs")) {
@@ -128,7 +147,8 @@ void App::draw_module(const Experiment& e) {
                     ImGui::BeginChild("report", ImVec2(0, 0), false);
                     draw_status();
                     if (has_report_ && report_.module == e.id)
-                        for (const auto& [key, rect] : draw_report(report_, report_stale_ || bool(run_), e))
+                        for (const auto& [key, rect] :
+                             draw_report(report_, report_stale_ || bool(run_), e, baseline_shown()))
                             widget_rects_[key] = rect;
                     ImGui::EndChild();
                     ImGui::PopStyleColor();

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/base/clock.h"
 #include "core/base/numfmt.h"
 #include "core/experiments/registry.h"
 #include "core/experiments/url_state.h"
@@ -102,22 +103,32 @@ bool App::overview_card(const OverviewFigure& fig, float width) {
     return clicked;
 }
 
+// The Overview's headline figures, computed live with the modules' own code (cheap runs), as many
+// as fit in the frame's budget and at least one: the page is drawn at once and the cards fill in.
+void App::overview_step(double budget_ms) {
+    if (overview_built_ || !overview_shown_) return;
+    std::vector<std::pair<const Experiment*, const Headline*>> all;  // the lead figures first
+    for (const bool lead : {true, false})
+        for (const auto& e : experiments())
+            for (const auto& h : e.headlines)
+                if (h.lead == lead) all.push_back({&e, &h});
+    overview_total_ = all.size();
+    const Stopwatch sw;
+    do {
+        if (overview_next_ >= all.size()) break;
+        const auto [e, h] = all[overview_next_++];
+        ParsedParams pp = parse_params(e->params, h->params, RangePolicy::strict);
+        if (!pp.ok()) continue;
+        const Report r = run_to_end(*e, pp.params);
+        if (const Scalar* s = r.find_scalar(h->scalar_key))
+            overview_.push_back({e, h->caption, *s, format_url_hash(e->id, &pp.params)});
+    } while (sw.ms() < budget_ms);
+    overview_built_ = overview_next_ >= all.size();
+}
+
 void App::draw_overview() {
     const Theme& t = theme();
-    if (!overview_built_) {
-        // Headline figures, computed live with the modules' own code (cheap runs only).
-        overview_built_ = true;
-        for (const bool lead : {true, false})
-            for (const auto& e : experiments())
-                for (const auto& h : e.headlines) {
-                    if (h.lead != lead) continue;
-                    ParsedParams pp = parse_params(e.params, h.params, RangePolicy::strict);
-                    if (!pp.ok()) continue;
-                    const Report r = run_to_end(e, pp.params);
-                    if (const Scalar* s = r.find_scalar(h.scalar_key))
-                        overview_.push_back({&e, h.caption, *s, format_url_hash(e.id, &pp.params)});
-                }
-    }
+    overview_shown_ = true;  // the figures are computed from the next frame on (overview_step)
     ImGui::BeginChild("overview", ImVec2(0, 0), false);
     ImGui::PushFont(fonts().title);
     ImGui::TextUnformatted("K3 Serve Explorer");
@@ -127,8 +138,14 @@ void App::draw_overview() {
     ImGui::Dummy(ImVec2(0, t.px(4)));
     draw_doc(kIntro);
 
-    if (!overview_.empty()) {
+    if (!overview_.empty() || !overview_built_) {
         section_heading("Headline figures (computed live; click to open the module)");
+        if (!overview_built_) {
+            const std::string label = "computing " + std::to_string(overview_.size() + 1) + " of " +
+                                      std::to_string(overview_total_);
+            ImGui::ProgressBar(float(overview_.size()) / float(std::max<size_t>(1, overview_total_)),
+                               ImVec2(t.px(320), 0), label.c_str());
+        }
         const float avail = ImGui::GetContentRegionAvail().x;
         const float gap = t.px(10);
         const int per_row =

@@ -1,5 +1,4 @@
-// A minimal PNG writer (RGBA8, zlib "stored" blocks, no compression library needed), used for the
-// desktop app's --screenshot and PNG export.
+// The desktop app's PNG writer (--screenshot and the PNG export): RGBA8, deflated.
 #pragma once
 
 #include <string>

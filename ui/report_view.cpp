@@ -8,6 +8,7 @@
 #include <map>
 
 #include "core/base/numfmt.h"
+#include "core/experiments/compare.h"
 #include "ui/plot.h"
 #include "ui/theme.h"
 #include "ui/views/views.h"
@@ -92,26 +93,42 @@ static void draw_table(const Table& tb, int index) {
     ImGui::PopID();
 }
 
-static void draw_scalar_table(const std::vector<const Scalar*>& v, const char* id) {
+static void scalar_value_cell(const Scalar& s) {
+    ImGui::PushFont(fonts().mono);
+    ImGui::TextUnformatted(format_with_unit(s.value, s.unit).c_str());
+    ImGui::PopFont();
+    if (ImGui::IsItemHovered()) tooltip_wrapped(format_number(s.value) + " " + s.unit);
+}
+
+// Figure, value and key; with a baseline, its value and the difference between them.
+static void draw_scalar_table(const std::vector<const Scalar*>& v, const char* id, const Report* baseline) {
     if (v.empty()) return;
     if (ImGui::BeginTable(
-            id, 3,
+            id, baseline ? 5 : 3,
             ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerH | ImGuiTableFlags_SizingStretchProp)) {
         ImGui::TableSetupColumn("figure", ImGuiTableColumnFlags_WidthStretch, 3);
         ImGui::TableSetupColumn("value", ImGuiTableColumnFlags_WidthStretch, 2);
+        if (baseline) {
+            ImGui::TableSetupColumn("baseline", ImGuiTableColumnFlags_WidthStretch, 2);
+            ImGui::TableSetupColumn("difference", ImGuiTableColumnFlags_WidthStretch, 1.5f);
+        }
         ImGui::TableSetupColumn("key", ImGuiTableColumnFlags_WidthStretch, 2);
         ImGui::TableHeadersRow();
         for (const Scalar* s : v) {
             ImGui::TableNextRow();
-            ImGui::TableSetColumnIndex(0);
+            ImGui::TableNextColumn();
             ImGui::TextUnformatted(s->label.c_str());
             if (ImGui::IsItemHovered() && !s->help.empty()) tooltip_wrapped(s->help);
-            ImGui::TableSetColumnIndex(1);
-            ImGui::PushFont(fonts().mono);
-            ImGui::TextUnformatted(format_with_unit(s->value, s->unit).c_str());
-            ImGui::PopFont();
-            if (ImGui::IsItemHovered()) tooltip_wrapped(format_number(s->value) + " " + s->unit);
-            ImGui::TableSetColumnIndex(2);
+            ImGui::TableNextColumn();
+            scalar_value_cell(*s);
+            if (baseline) {
+                const Scalar* b = baseline->find_scalar(s->key);
+                ImGui::TableNextColumn();
+                if (b) scalar_value_cell(*b);
+                ImGui::TableNextColumn();
+                if (b) ImGui::TextUnformatted(format_difference(s->value, b->value, s->unit).c_str());
+            }
+            ImGui::TableNextColumn();
             ImGui::TextDisabled("%s", s->key.c_str());
         }
         ImGui::EndTable();
@@ -119,7 +136,7 @@ static void draw_scalar_table(const std::vector<const Scalar*>& v, const char* i
 }
 
 // Headline figures: flagged ones, else the first four, in cards across the width.
-static void draw_headlines(const std::vector<const Scalar*>& heads) {
+static void draw_headlines(const std::vector<const Scalar*>& heads, const Report* baseline) {
     if (heads.empty()) return;
     const Theme& t = theme();
     const float avail = ImGui::GetContentRegionAvail().x - t.px(4);
@@ -128,29 +145,47 @@ static void draw_headlines(const std::vector<const Scalar*>& heads) {
     const float w = (avail - gap * float(per_row - 1)) / float(per_row);
     for (size_t i = 0; i < heads.size(); ++i) {
         if (i % size_t(per_row)) ImGui::SameLine(0, gap);
-        headline_card(*heads[i], w);
+        headline_card(*heads[i], w, baseline ? baseline->find_scalar(heads[i]->key) : nullptr);
     }
 }
 
 // `e` says what each check's falsifier does ("Fails if: ..." in the tooltip).
 using Rects = std::map<std::string, std::array<float, 4>>;
 
+// One line, "16 of 16 checks pass", that opens the list. A failing check keeps the list open and
+// comes first: a result that fails its own checks must not look like one that passes.
 static void draw_checks(const Report& r, const Experiment& e, Rects& rects) {
-    const size_t n = r.checks.size() + r.timing.checks.size();
+    std::vector<const Check*> failing, passing;
+    for (const auto* v : {&r.checks, &r.timing.checks})
+        for (const auto& c : *v) (c.passed ? passing : failing).push_back(&c);
+    const size_t n = failing.size() + passing.size();
     if (n == 0) return;
-    size_t passed = 0;
-    for (const auto* v : {&r.checks, &r.timing.checks})
-        for (const auto& c : *v) passed += c.passed;
-    const std::string h = "Checks: " + std::to_string(passed) + " of " + std::to_string(n) + " pass";
-    section_heading(h.c_str());
-    for (const auto* v : {&r.checks, &r.timing.checks})
-        for (const auto& c : *v) {
-            const FalsifierInfo* f = e.falsifier_for(c.key);
+    const Theme& t = theme();
+    const std::string summary =
+        failing.empty() ? std::to_string(n) + " of " + std::to_string(n) + " checks pass"
+                        : std::to_string(failing.size()) + " of " + std::to_string(n) + " checks FAIL";
+    if (!failing.empty()) ImGui::SetNextItemOpen(true);
+    ImGui::PushStyleColor(ImGuiCol_Text, failing.empty() ? t.good : t.bad);
+    ImGui::PushFont(fonts().bold);
+    const bool open = ImGui::TreeNodeEx("checks", ImGuiTreeNodeFlags_SpanAvailWidth, "%s", summary.c_str());
+    ImGui::PopFont();
+    ImGui::PopStyleColor();
+    const ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
+    rects["checks"] = {a.x, a.y, b.x - a.x, b.y - a.y};
+    if (ImGui::IsItemHovered() && failing.empty())
+        tooltip_wrapped(
+            "Every check of this run holds. Open the list for each check, what it compares, and "
+            "what makes it fail.");
+    if (!open) return;
+    for (const auto* list : {&failing, &passing})
+        for (const Check* c : *list) {
+            const FalsifierInfo* f = e.falsifier_for(c->key);
             const ImVec2 top = ImGui::GetCursorScreenPos();
-            check_row(c, f ? f->does : std::string());
+            check_row(*c, f ? f->does : std::string());
             const float w = ImGui::GetContentRegionAvail().x;
-            rects["check:" + c.key] = {top.x, top.y, w, ImGui::GetFrameHeight()};
+            rects["check:" + c->key] = {top.x, top.y, w, ImGui::GetFrameHeight()};
         }
+    ImGui::TreePop();
 }
 
 // Each view under a heading of its name, drawn by draw(view, index).
@@ -177,13 +212,21 @@ static void draw_timing(const Report::Timing& timing) {
     section_heading("Measured in this build (wall clock; varies between runs and machines)");
     std::vector<const Scalar*> ts;
     for (const auto& s : timing.scalars) ts.push_back(&s);
-    draw_scalar_table(ts, "timing");
+    draw_scalar_table(ts, "timing", nullptr);
     for (const auto& x : timing.texts) ImGui::Text("%s: %s", x.label.c_str(), x.text.c_str());
     draw_plots(timing.series, "tplot_");
     for (size_t i = 0; i < timing.tables.size(); ++i) draw_table(timing.tables[i], 1000 + int(i));
 }
 
-Rects draw_report(const Report& r, bool stale, const Experiment& e) {
+// The baseline's table of the same name, or null.
+static const Table* baseline_table(const Report* baseline, const std::string& name) {
+    if (!baseline) return nullptr;
+    for (const auto& t : baseline->tables)
+        if (t.name == name) return &t;
+    return nullptr;
+}
+
+Rects draw_report(const Report& r, bool stale, const Experiment& e, const Report* baseline) {
     Rects rects;
     const Theme& t = theme();
     if (stale) ImGui::PushStyleVar(ImGuiStyleVar_Alpha, 0.55f);
@@ -191,27 +234,42 @@ Rects draw_report(const Report& r, bool stale, const Experiment& e) {
     for (const auto& s : r.scalars) (s.headline ? heads : rest).push_back(&s);
     if (heads.empty())
         for (size_t i = 0; i < r.scalars.size() && i < 4; ++i) heads.push_back(&r.scalars[i]);
-    draw_headlines(heads);
+    draw_headlines(heads, baseline);
     draw_checks(r, e, rects);
+    // The module's own picture (pool map, tree, ring, timeline, heat map) first, then its curves:
+    // both above the tables, in the first screen. The first of them is the page's main view.
+    const ImVec2 top = ImGui::GetCursorScreenPos();
+    const auto mark_main_view = [&] {
+        const float y = ImGui::GetCursorScreenPos().y;
+        if (y > top.y && !rects.count("main_view"))
+            rects["main_view"] = {top.x, top.y, ImGui::GetContentRegionAvail().x, y - top.y};
+    };
+    draw_views(r.grids, draw_cell_grid);
+    mark_main_view();
+    draw_views(r.heatmaps, draw_heatmap);
+    mark_main_view();
+    draw_views(r.rings, draw_ring);
+    mark_main_view();
+    draw_views(r.trees, draw_tree);
+    mark_main_view();
+    draw_views(r.timelines, draw_timeline);
+    mark_main_view();
     if (!r.series.empty()) {
         section_heading("Plots");
         draw_plots(r.series, "plot_");
     }
-    draw_views(r.grids, draw_cell_grid);
-    draw_views(r.heatmaps, draw_heatmap);
-    draw_views(r.rings, draw_ring);
-    draw_views(r.trees, draw_tree);
-    draw_views(r.timelines, draw_timeline);
+    mark_main_view();
     if (!r.tables.empty()) {
         section_heading("Tables");
         for (size_t i = 0; i < r.tables.size(); ++i) {
-            draw_table(r.tables[i], int(i));
+            const Table* b = baseline_table(baseline, r.tables[i].name);
+            draw_table(b ? table_with_baseline(r.tables[i], *b) : r.tables[i], int(i));
             ImGui::Dummy(ImVec2(0, t.px(6)));
         }
     }
     if (!rest.empty()) {
         section_heading("All figures");
-        draw_scalar_table(rest, "rest");
+        draw_scalar_table(rest, "rest", baseline);
     }
     draw_notes(r.notes);
     draw_timing(r.timing);

@@ -1,4 +1,5 @@
-// Draws a Report: headline figures, checks, plots, grids, heat maps, tables, notes, timing.
+// Draws a Report: headline figures, the checks in one line, the module's views and plots, tables,
+// other figures, notes, timing.
 #pragma once
 
 #include <array>
@@ -12,8 +13,10 @@ namespace k3::ui {
 
 // `stale`: the parameters changed since this report was made (drawn dimmed). `e`, the module that
 // made it, says how each check can be made to fail (its falsifiers).
-// Returns the screen rectangles of the check rows, by "check:<key>" (tests find them through the
-// page's widget lookup).
-std::map<std::string, std::array<float, 4>> draw_report(const Report& r, bool stale, const Experiment& e);
+// `baseline`: a pinned run to show beside it (compare mode), or null.
+// Returns the screen rectangles of the checks line ("checks"), of the check rows ("check:<key>") and of
+// the first view or plot ("main_view"): tests find them through the page's widget lookup.
+std::map<std::string, std::array<float, 4>> draw_report(const Report& r, bool stale, const Experiment& e,
+                                                        const Report* baseline = nullptr);
 
 }  // namespace k3::ui

@@ -1,6 +1,7 @@
 #include "ui/widgets.h"
 
 #include "core/base/numfmt.h"
+#include "core/experiments/compare.h"
 #include "ui/theme.h"
 
 namespace k3::ui {
@@ -34,17 +35,19 @@ void help_marker(const std::string& text) {
     if (ImGui::IsItemHovered(ImGuiHoveredFlags_DelayShort)) tooltip_wrapped(text);
 }
 
-void headline_card(const Scalar& s, float width) {
+void headline_card(const Scalar& s, float width, const Scalar* baseline) {
     const Theme& t = theme();
     const Fonts& f = fonts();
     ImGui::PushID(s.key.c_str());
-    const float h = t.px(88);
+    const float line = baseline ? t.px(18) : 0;  // the baseline's value and the difference
+    const float h = t.px(88) + line;
     const ImVec2 p0 = ImGui::GetCursorScreenPos();
     ImGui::InvisibleButton("card", ImVec2(width, h));
     if (ImGui::IsItemHovered()) {
         std::string tip = s.label + "\n" + format_with_unit(s.value, s.unit);
         if (s.unit == "B") tip += " (" + format_grouped(s.value) + " B)";
         tip += "\nreport key: " + s.key;
+        if (baseline) tip += "\nbaseline: " + format_with_unit(baseline->value, baseline->unit);
         if (!s.help.empty()) tip += "\n\n" + s.help;
         tooltip_wrapped(tip);
     }
@@ -64,12 +67,22 @@ void headline_card(const Scalar& s, float width) {
     const auto [value, unit] = value_and_unit(s);
     ImGui::PushFont(f.headline);
     const ImVec2 vs = ImGui::CalcTextSize(value.c_str());
-    dl->AddText(ImVec2(p0.x + pad, p0.y + h - vs.y - t.px(10)), t.text, value.c_str());
+    const float bottom = p0.y + h - line;
+    dl->AddText(ImVec2(p0.x + pad, bottom - vs.y - t.px(10)), t.text, value.c_str());
     ImGui::PopFont();
     if (!unit.empty()) {
         ImGui::PushFont(f.body);
-        dl->AddText(ImVec2(p0.x + pad + vs.x + t.px(6), p0.y + h - ImGui::GetTextLineHeight() - t.px(13)),
+        dl->AddText(ImVec2(p0.x + pad + vs.x + t.px(6), bottom - ImGui::GetTextLineHeight() - t.px(13)),
                     t.text_dim, unit.c_str());
+        ImGui::PopFont();
+    }
+    if (baseline) {
+        ImGui::PushFont(f.small);
+        const std::string was = "baseline " + format_with_unit(baseline->value, baseline->unit) + "  ";
+        const std::string diff = format_difference(s.value, baseline->value, s.unit);
+        const ImVec2 at(p0.x + pad, bottom - t.px(8));
+        dl->AddText(at, t.text_dim, was.c_str());
+        dl->AddText(ImVec2(at.x + ImGui::CalcTextSize(was.c_str()).x, at.y), t.accent, diff.c_str());
         ImGui::PopFont();
     }
     dl->PopClipRect();

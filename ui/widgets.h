@@ -13,8 +13,9 @@ namespace k3::ui {
 void section_heading(const char* text);     // small dim caps-like heading with a rule
 void help_marker(const std::string& text);  // "(?)" with a wrapped tooltip
 void tooltip_wrapped(const std::string& text);
-// A card with a label, a big value and a unit; `width` in device pixels.
-void headline_card(const Scalar& s, float width);
+// A card with a label, a big value and a unit; `width` in device pixels. With a baseline, a line
+// under the value gives the baseline's value and the difference.
+void headline_card(const Scalar& s, float width, const Scalar* baseline = nullptr);
 // A pass/fail pill followed by the check's name; detail in the tooltip and below when failed.
 // `fails_if`: what the check's falsifier does, shown in the tooltip ("" when it has none).
 void check_row(const Check& c, const std::string& fails_if);

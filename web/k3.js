@@ -105,6 +105,8 @@
   window.k3 = {
     ready: false,
     report() { return Module.UTF8ToString(Module._k3_report_json()); },
+    // The pinned baseline's report for the module on screen ("" when none).
+    baseline() { return Module.UTF8ToString(Module._k3_baseline_json()); },
     module() { return Module.UTF8ToString(Module._k3_module_id()); },
     // More test helpers: where a parameter's widget is (CSS pixels), frames drawn.
     widget(key) {

@@ -12,6 +12,8 @@
 
 namespace k3 {
 
+inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
 // The low `bytes` bytes of v at dst, least significant first.
 inline void store_le(void* dst, uint64_t v, int bytes) {
     auto* p = static_cast<unsigned char*>(dst);

@@ -12,7 +12,7 @@ int heading_level(std::string_view line) {
 
 bool blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
-std::string_view trim(std::string_view s) {
+std::string_view trim_blank(std::string_view s) {
     while (!s.empty() && blank(s.front())) s.remove_prefix(1);
     while (!s.empty() && blank(s.back())) s.remove_suffix(1);
     return s;
@@ -35,14 +35,14 @@ std::vector<MdBlock> parse_markdown(std::string_view md) {
     std::vector<MdBlock> out;
     bool open = false;  // the last block takes continuation lines
     for_each_line(md, [&](std::string_view raw) {
-        const std::string_view line = trim(raw);
+        const std::string_view line = trim_blank(raw);
         if (line.empty()) {
             open = false;
         } else if (const int h = heading_level(line)) {
-            out.push_back({MdBlock::heading, h, std::string(trim(line.substr(size_t(h))))});
+            out.push_back({MdBlock::heading, h, std::string(trim_blank(line.substr(size_t(h))))});
             open = false;
         } else if (line.rfind("- ", 0) == 0) {
-            out.push_back({MdBlock::bullet, 0, std::string(trim(line.substr(2)))});
+            out.push_back({MdBlock::bullet, 0, std::string(trim_blank(line.substr(2)))});
             open = true;
         } else if (open) {
             out.back().text += ' ';
@@ -62,14 +62,14 @@ std::vector<std::pair<std::string, std::string>> markdown_sections(std::string_v
         const int h = heading_level(line);
         if (h > 0 && h <= level) {
             in_section = h == level;
-            if (in_section) out.push_back({std::string(trim(line.substr(size_t(h)))), {}});
+            if (in_section) out.push_back({std::string(trim_blank(line.substr(size_t(h)))), {}});
             return;
         }
         if (!in_section) return;
         out.back().second += line;
         out.back().second += '\n';
     });
-    for (auto& section : out) section.second = std::string(trim(section.second));
+    for (auto& section : out) section.second = std::string(trim_blank(section.second));
     return out;
 }
 

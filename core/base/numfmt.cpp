@@ -79,6 +79,17 @@ std::string format_sig(double v, int digits) {
     return buf;
 }
 
+std::string trim_zeros(std::string s) {
+    const size_t dot = s.find('.');
+    if (dot == std::string::npos) return s;
+    size_t end = dot + 1;
+    while (end < s.size() && s[end] >= '0' && s[end] <= '9') ++end;
+    size_t last = end;
+    while (last > dot + 1 && s[last - 1] == '0') --last;
+    if (last == dot + 1) last = dot;
+    return s.substr(0, last) + s.substr(end);
+}
+
 std::string format_grouped(double v) {
     if (!std::isfinite(v) || std::fabs(v) >= 1e18) return format_number(v);
     char buf[64];

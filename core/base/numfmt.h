@@ -14,8 +14,12 @@ namespace k3 {
 std::string format_number(double v);
 // Fixed number of significant digits for display ("41.4", "0.261").
 std::string format_sig(double v, int digits);
+// The trailing zeros of the first number in `s` removed ("25.0 %" -> "25 %", "1.50 GiB" -> "1.5 GiB").
+std::string trim_zeros(std::string s);
 // Integer with thousands separators ("43,417,600").
 std::string format_grouped(double v);
+// A count with thousands separators ("1,234,567").
+inline std::string format_count(uint64_t n) { return format_grouped(double(n)); }
 // Bytes in binary units with the exact count for small values ("41.41 MiB", "576 B").
 std::string format_bytes(double bytes);
 // A value with an SI suffix ("1.2 M", "350 k").

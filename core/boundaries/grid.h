@@ -7,6 +7,9 @@
 
 namespace k3::boundaries {
 
+// Whether index i is the middle point of an axis (where the falsifiers shift or drop a cell).
+inline bool is_middle(size_t i, const std::vector<double>& axis) { return i == axis.size() / 2; }
+
 // n points from lo to hi (both included): evenly spaced, or evenly spaced in log (lo > 0). n = 1: {lo}.
 std::vector<double> linear_axis(double lo, double hi, int n);
 std::vector<double> log_axis(double lo, double hi, int n);

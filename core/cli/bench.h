@@ -29,6 +29,16 @@ struct BenchContext {
 
 using BenchFn = void (*)(BenchContext&);
 
+// One warm-up call of every variant, then `rounds` rounds in which each variant takes its turn: slow
+// drifts of a shared machine then touch every variant alike. `measure(v, warm_up)` makes one call of
+// `v` and, unless it is the warm-up, records it.
+template <class Variant, class Measure>
+void measure_interleaved(std::vector<Variant>& vars, int rounds, Measure measure) {
+    for (auto& v : vars) measure(v, true);
+    for (int round = 0; round < rounds; ++round)
+        for (auto& v : vars) measure(v, false);
+}
+
 struct BenchRegistrar {
     BenchRegistrar(const char* name, const char* help, BenchFn fn);
 };

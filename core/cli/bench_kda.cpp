@@ -57,7 +57,7 @@ struct Layer {
 
 constexpr double kManyBytes = 64.0 * 1024 * 1024;
 
-struct Variant {
+struct KdaVariant {
     std::string name;  // "decode/recurrent/simd", "prefill/chunked/scalar", ...
     int H = 0, T = 0, C = 0;
     std::function<double()> run;  // one measured call; returns the head-tokens it processed
@@ -87,7 +87,7 @@ std::map<int, Layer> make_layers(int Tpre) {
 
 // Decode: steps over a cycle of 64 distinct tokens until the time is up; the state carries on. With
 // SIMD also the same steps each on the next of n_many states, so that every step goes to memory.
-void add_decode(std::vector<Variant>& vars, Layer* L, int H, Impl impl, float scale, double decode_ms) {
+void add_decode(std::vector<KdaVariant>& vars, Layer* L, int H, Impl impl, float scale, double decode_ms) {
     vars.push_back({std::string("decode/recurrent/") + impl_name(impl), H, 1, 0, [L, impl, scale, decode_ms] {
                         const Deadline dl(decode_ms);
                         long n = 0;
@@ -118,7 +118,7 @@ void add_decode(std::vector<Variant>& vars, Layer* L, int H, Impl impl, float sc
 
 // Prefill of Tpre tokens from the same start state: chunked (every C with SIMD, C = 64 with the slow
 // scalar kernel), and token by token.
-void add_prefill(std::vector<Variant>& vars, Layer* L, int H, Impl impl, float scale, int Tpre) {
+void add_prefill(std::vector<KdaVariant>& vars, Layer* L, int H, Impl impl, float scale, int Tpre) {
     for (int C : impl == Impl::simd ? std::vector<int>{16, 32, 64} : std::vector<int>{64})
         vars.push_back({std::string("prefill/chunked/") + impl_name(impl), H, Tpre, C, [L, impl, scale, C] {
                             std::memcpy(L->S.data(), L->S0.data(), L->S0.size() * 4);
@@ -134,18 +134,15 @@ void add_prefill(std::vector<Variant>& vars, Layer* L, int H, Impl impl, float s
 
 // One warm-up of every variant (pages in buffers, settles the clock), then `rounds` rounds in which
 // every variant takes its turn, timed in CPU time.
-void measure_interleaved(std::vector<Variant>& vars, int rounds) {
-    for (auto& v : vars) v.run();  // warm-up: page in buffers, settle the clock
-    for (int round = 0; round < rounds; ++round)
-        for (auto& v : vars) {
-            const double t0 = cpu_ms();
-            const double ht = v.run();
-            v.rates.push_back(ht / ((cpu_ms() - t0) * 1e-3));
-        }
+// One call; the warm-up pages in buffers and settles the clock.
+void measure_kda_call(KdaVariant& v, bool warm_up) {
+    const double t0 = cpu_ms();
+    const double ht = v.run();
+    if (!warm_up) v.rates.push_back(ht / ((cpu_ms() - t0) * 1e-3));
 }
 
 // One result per variant: its median head-tokens/s and the parameters that tell it apart.
-void add_rates(BenchContext& ctx, const std::vector<Variant>& vars, int rounds) {
+void add_rates(BenchContext& ctx, const std::vector<KdaVariant>& vars, int rounds) {
     for (const auto& v : vars) {
         BenchResult r{v.name,
                       {{"H", v.H}, {"K", 128}, {"V", 128}},
@@ -162,14 +159,14 @@ void add_rates(BenchContext& ctx, const std::vector<Variant>& vars, int rounds) 
 }
 
 // The median rate of a variant, 0 if it did not run.
-double rate_of(const std::vector<Variant>& vars, const std::string& name, int H, int C) {
+double rate_of(const std::vector<KdaVariant>& vars, const std::string& name, int H, int C) {
     for (const auto& v : vars)
         if (v.name == name && v.H == H && v.C == C) return median(v.rates);
     return 0;
 }
 
 // The ratios the README's benchmark targets talk about, per H, with the best kernel there is.
-void add_ratios(BenchContext& ctx, const std::vector<Variant>& vars) {
+void add_ratios(BenchContext& ctx, const std::vector<KdaVariant>& vars) {
     auto find = [&](const std::string& name, int H, int C) { return rate_of(vars, name, H, C); };
     for (int H : {4, 16}) {
         const std::string best = simd_enabled() ? "simd" : "scalar";
@@ -205,13 +202,13 @@ void bench_kda(BenchContext& ctx) {
     const float scale = default_scale(128);
 
     std::map<int, Layer> layers = make_layers(Tpre);
-    std::vector<Variant> vars;
+    std::vector<KdaVariant> vars;
     for (int H : {4, 16})
         for (Impl impl : impls) {
             add_decode(vars, &layers[H], H, impl, scale, decode_ms);
             add_prefill(vars, &layers[H], H, impl, scale, Tpre);
         }
-    measure_interleaved(vars, rounds);
+    measure_interleaved(vars, rounds, measure_kda_call);
     add_rates(ctx, vars, rounds);
     add_ratios(ctx, vars);
 }

@@ -33,11 +33,11 @@ struct Setup {
     double create_ms = 0;
 };
 
-struct Variant {
+struct ModelVariant {
     Setup* s;
     std::string name;
     int tokens = 0, context = 0;
-    std::function<double()> run;  // one measured call; returns tokens processed
+    std::function<double()> run;  // one measured call; returns its tokens/s
     std::vector<double> rates;
 };
 
@@ -73,7 +73,7 @@ std::unique_ptr<Setup> make_setup(const char* preset, Impl impl, int max_ctx,
 }
 
 // Prefill of the first T prompt tokens into the empty sequence.
-Variant prefill_variant(Setup* s, int T) {
+ModelVariant prefill_variant(Setup* s, int T) {
     return {s, "prefill", T, 0, [s, T] {
                 (void)s->model->restore(*s->seq, s->at.back());
                 const Stopwatch sw;
@@ -83,7 +83,7 @@ Variant prefill_variant(Setup* s, int T) {
 }
 
 // decode_n greedy steps after the prefill of contexts[c] tokens.
-Variant decode_variant(Setup* s, size_t c, int context, int decode_n) {
+ModelVariant decode_variant(Setup* s, size_t c, int context, int decode_n) {
     return {s, "decode", decode_n, context, [s, c, decode_n] {
                 (void)s->model->restore(*s->seq, s->at[c]);
                 std::vector<float> logits;
@@ -99,10 +99,10 @@ Variant decode_variant(Setup* s, size_t c, int context, int decode_n) {
 
 // Every setup's variants, prefill then decode; the scalar kernels are slow, so they run only the
 // first prefill length and the first decode context.
-std::vector<Variant> make_variants(const std::vector<std::unique_ptr<Setup>>& setups,
-                                   const std::vector<int>& prefill_T, const std::vector<int>& contexts,
-                                   int decode_n) {
-    std::vector<Variant> vars;
+std::vector<ModelVariant> make_variants(const std::vector<std::unique_ptr<Setup>>& setups,
+                                        const std::vector<int>& prefill_T, const std::vector<int>& contexts,
+                                        int decode_n) {
+    std::vector<ModelVariant> vars;
     for (auto& sp : setups) {
         Setup* s = sp.get();
         for (int T : prefill_T) {
@@ -117,15 +117,14 @@ std::vector<Variant> make_variants(const std::vector<std::unique_ptr<Setup>>& se
     return vars;
 }
 
-// One warm-up of every variant, then `rounds` rounds in which every variant takes its turn.
-void measure_interleaved(std::vector<Variant>& vars, int rounds) {
-    for (auto& v : vars) v.run();  // warm-up
-    for (int round = 0; round < rounds; ++round)
-        for (auto& v : vars) v.rates.push_back(v.run());
+// One call (its run returns its rate).
+void measure_model_call(ModelVariant& v, bool warm_up) {
+    const double rate = v.run();
+    if (!warm_up) v.rates.push_back(rate);
 }
 
 // One result per variant: its median tokens/s and the parameters that tell it apart.
-void add_rates(BenchContext& ctx, const std::vector<Variant>& vars, int rounds) {
+void add_rates(BenchContext& ctx, const std::vector<ModelVariant>& vars, int rounds) {
     for (const auto& v : vars) {
         BenchResult r{v.name + "/" + v.s->preset + "/" + v.s->impl, {}, {}, median(v.rates), "tokens/s"};
         if (v.name == "prefill")
@@ -149,7 +148,7 @@ void add_create_times(BenchContext& ctx, const std::vector<std::unique_ptr<Setup
 }
 
 // The median rate of a variant, 0 if it did not run. `at`: the decode context, or the prefill length.
-double rate_of(const std::vector<Variant>& vars, const std::string& name, const std::string& preset,
+double rate_of(const std::vector<ModelVariant>& vars, const std::string& name, const std::string& preset,
                const std::string& impl, int at) {
     for (const auto& v : vars)
         if (v.name == name && v.s->preset == preset && v.s->impl == impl &&
@@ -161,7 +160,7 @@ double rate_of(const std::vector<Variant>& vars, const std::string& name, const 
 // For the default runnable model (k3-tiny): prefill over decode and (with SIMD) the SIMD kernels over
 // the scalar ones; tiny over small (size), and the default over tiny (Kimi K3's design against Kimi
 // Linear's at the same size).
-void add_ratios(BenchContext& ctx, const std::vector<Variant>& vars, const std::vector<int>& prefill_T,
+void add_ratios(BenchContext& ctx, const std::vector<ModelVariant>& vars, const std::vector<int>& prefill_T,
                 const std::vector<int>& contexts) {
     auto find = [&](const std::string& name, const std::string& preset, const std::string& impl, int at) {
         return rate_of(vars, name, preset, impl, at);
@@ -203,8 +202,8 @@ void bench_model(BenchContext& ctx) {
     add_setup("tiny", Impl::simd);
     add_setup("small", Impl::simd);
 
-    std::vector<Variant> vars = make_variants(setups, prefill_T, contexts, decode_n);
-    measure_interleaved(vars, rounds);
+    std::vector<ModelVariant> vars = make_variants(setups, prefill_T, contexts, decode_n);
+    measure_interleaved(vars, rounds, measure_model_call);
     add_rates(ctx, vars, rounds);
     add_create_times(ctx, setups);
     add_ratios(ctx, vars, prefill_T, contexts);

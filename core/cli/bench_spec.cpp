@@ -218,17 +218,13 @@ std::vector<Decoding> decoding_runs(const DecodeSetup& u, bool quick) {
     return runs;
 }
 
-// One warm-up of every run, then `rounds` rounds in which every run takes its turn: slow drifts of the
-// machine then touch every variant alike.
-void measure_interleaved(std::vector<Decoding>& runs, int rounds) {
-    double dummy = 0;
-    for (auto& r : runs) r.run(&dummy);  // warm-up
-    for (int round = 0; round < rounds; ++round)
-        for (auto& r : runs) {
-            double acc = 0;
-            r.rates.push_back(r.run(&acc));
-            r.accepts.push_back(acc);
-        }
+// One call: its rate and its acceptance.
+void measure_spec_call(Decoding& r, bool warm_up) {
+    double accepted = 0;
+    const double rate = r.run(&accepted);
+    if (warm_up) return;
+    r.rates.push_back(rate);
+    r.accepts.push_back(accepted);
 }
 
 // The medians, then every speculative run over plain (runs[0]).
@@ -272,7 +268,7 @@ void bench_spec(BenchContext& ctx) {
     if (!greedy_continuation(u)) return;
     u.pool_tokens = u.prompt.size() + size_t(tokens + 2 * N);
     std::vector<Decoding> runs = decoding_runs(u, quick);
-    measure_interleaved(runs, rounds);
+    measure_interleaved(runs, rounds, measure_spec_call);
     add_decoding(ctx, runs, tokens, rounds);
 }
 

@@ -24,18 +24,6 @@ void each_placeholder(const std::string& text, On on) {
     }
 }
 
-// "50.00 %" reads "50 %" in a sentence, "41.40 MiB" "41.4 MiB" (tables keep their fixed digits).
-std::string trim_zeros(std::string s) {
-    const size_t dot = s.find('.');
-    if (dot == std::string::npos) return s;
-    size_t end = dot + 1;
-    while (end < s.size() && s[end] >= '0' && s[end] <= '9') ++end;
-    size_t last = end;
-    while (last > dot + 1 && s[last - 1] == '0') --last;
-    if (last == dot + 1) last = dot;
-    return s.substr(0, last) + s.substr(end);
-}
-
 }  // namespace
 
 std::vector<std::string> figure_placeholders(const std::string& text) {
@@ -50,6 +38,7 @@ std::string fill_figures(const std::string& text, const Report* r) {
     each_placeholder(text, [&](size_t start, size_t end, const std::string& key) {
         out.append(text, done, start - done);
         const Scalar* s = r ? r->find_scalar(key) : nullptr;
+        // "50.00 %" reads "50 %" in a sentence (tables keep their fixed digits).
         out += s ? trim_zeros(format_with_unit(s->value, s->unit)) : r ? kFigureAbsent : kFigureNotRun;
         done = end;
     });

@@ -100,26 +100,59 @@ UrlState parse_url_hash(std::string_view h) {
             st.module = std::move(val);
         else if (key == "tab")
             st.tab = std::move(val);
+        else if (key == "pin")
+            st.pin_module = std::move(val);
+        else if (key.rfind("pin.", 0) == 0)
+            st.pin_kv.emplace_back(key.substr(4), std::move(val));
         else
             st.kv.emplace_back(std::move(key), std::move(val));
     }
     return st;
 }
 
-std::string format_url_hash(const std::string& module, const Params* params, const std::string& tab) {
-    std::string out = "#m=" + percent_encode(module.empty() ? "overview" : module);
-    if (params)
-        for (const auto& s : params->specs())
-            if (!params->is_default(s.key))
-                out += "&" + percent_encode(s.key) + "=" + percent_encode(params->text(s.key));
-    if (!tab.empty()) out += "&tab=" + percent_encode(tab);
+// "&key=value" for each parameter that is not at its default.
+static std::string changed_params(const Params& params, const std::string& prefix) {
+    std::string out;
+    for (const auto& s : params.specs())
+        if (!params.is_default(s.key))
+            out += "&" + prefix + percent_encode(s.key) + "=" + percent_encode(params.text(s.key));
     return out;
+}
+
+std::string format_url_hash(const std::string& module, const Params* params, const std::string& tab,
+                            const Pin* pin) {
+    std::string out = "#m=" + percent_encode(module.empty() ? "overview" : module);
+    if (params) out += changed_params(*params, "");
+    if (!tab.empty()) out += "&tab=" + percent_encode(tab);
+    if (pin && pin->module)
+        out += "&pin=" + percent_encode(pin->module->id) + changed_params(pin->params, "pin.");
+    return out;
+}
+
+// The baseline a link pins; its problems are reported as the baseline's ("pin.engine: ...").
+static void resolve_pin(const UrlState& s, ResolvedView& r) {
+    if (s.pin_module.empty()) {
+        for (const auto& [k, v] : s.pin_kv)
+            r.issues.push_back(
+                {ParamIssue::error, "pin." + k, "baseline parameter 'pin." + k + "' without pin=MODULE"});
+        return;
+    }
+    const Experiment* e = find_experiment(s.pin_module);
+    if (!e) {
+        r.issues.push_back(
+            {ParamIssue::error, "pin", "unknown module '" + s.pin_module + "' for the baseline (pin)"});
+        return;
+    }
+    ParsedParams pp = parse_params(e->params, s.pin_kv, RangePolicy::clamp);
+    for (auto& i : pp.issues) r.issues.push_back({i.level, "pin." + i.key, "baseline: " + i.message});
+    r.pin = {e, std::move(pp.params)};
 }
 
 ResolvedView resolve_url(const UrlState& s) {
     ResolvedView r;
     r.issues = s.issues;
     r.applied = s.read;
+    resolve_pin(s, r);
     if (s.module.empty() || s.module == "overview") {
         for (const auto& [k, v] : s.kv)
             r.issues.push_back({ParamIssue::error, k, "parameter '" + k + "' given without a module"});

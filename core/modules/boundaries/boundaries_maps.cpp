@@ -44,7 +44,6 @@ HeatMap heat(std::string name, std::string xl, std::string yl, std::string zl, s
 }
 double& at(HeatMap& h, size_t ix, size_t iy) { return h.z[iy * h.x.size() + ix]; }
 // The cell a falsifier damages: the middle of an axis.
-bool middle(size_t i, const std::vector<double>& axis) { return i == axis.size() / 2; }
 double log10_of(double x) { return log_f64(x) / log_f64(10.0); }
 // The boundary of a sign change that pays above it, if there is one.
 std::optional<double> pays_above(const std::optional<SignChange>& c) {
@@ -67,7 +66,7 @@ PrefixMap prefix_map(const BoundaryInputs& in) {
         const PrefixCacheValue v = prefix_cache_value(c, hw, h.x[ix], in.residence_s, in.eff);
         for (size_t iy = 0; iy < h.y.size(); ++iy) {
             PrefixCacheValue cell = v;
-            if (in.falsify == BoundariesFalsify::prefix_cell && middle(ix, h.x) && middle(iy, h.y))
+            if (in.falsify == BoundariesFalsify::prefix_cell && is_middle(ix, h.x) && is_middle(iy, h.y))
                 cell.checkpoint = 0;
             at(h, ix, iy) = cell.net(h.y[iy]) / h.x[ix] * 1e6;
         }
@@ -231,8 +230,8 @@ ReplayMap replay_map(const BoundaryInputs& in) {
     using spec::RecordVariant;
     for (size_t iy = 0; iy < h.y.size(); ++iy) {
         const bool damaged =
-            middle(iy, h.y) && (in.falsify == (m.recoverssm ? BoundariesFalsify::recoverssm_row_window
-                                                            : BoundariesFalsify::replay_row_records));
+            is_middle(iy, h.y) && (in.falsify == (m.recoverssm ? BoundariesFalsify::recoverssm_row_window
+                                                               : BoundariesFalsify::replay_row_records));
         for (size_t ix = 0; ix < ns.size(); ++ix) {
             const ReplayVsSnapshots x = replay_cell(in, int(ns[ix]), h.y[iy], step, damaged);
             at(h, ix, iy) = x.net() / x.kept * 1e6;
@@ -319,7 +318,7 @@ MigrationMap migration_map(const BoundaryInputs& in) {
         integer_log_axis(256, 1048576, in.resolution), log_axis(1e8, 1e12, in.resolution), true, true, 0);
     for (size_t iy = 0; iy < h.y.size(); ++iy) {
         const bool wrong_bandwidth =
-            in.falsify == BoundariesFalsify::migration_row_bandwidth && middle(iy, h.y);
+            in.falsify == BoundariesFalsify::migration_row_bandwidth && is_middle(iy, h.y);
         const double bandwidth = wrong_bandwidth ? 2 * h.y[iy] : h.y[iy];
         for (size_t ix = 0; ix < h.x.size(); ++ix)
             at(h, ix, iy) = log10_of(move_vs_recompute(c, hw, bandwidth, h.x[ix], d, in.eff).advantage());

@@ -221,7 +221,7 @@ Verdict replay(const BoundaryInputs& in, const ReplayMap& m, Report& r) {
         m.pays_from ? "from N = " + from + " at every acceptance" : "none on the map", "spec-storage"};
 }
 
-Verdict cp(const BoundaryInputs& in, const CpMap& m, Report& r) {
+Verdict context_parallel(const BoundaryInputs& in, const CpMap& m, Report& r) {
     r.check("map4_cells_match_ledger",
             "Map 4: every speed-up equals a recount: both prefills from the fleet cost model, the earlier "
             "tokens' KV from the blob layout, the scan's maps round by round (module 9's work counts)",
@@ -370,7 +370,7 @@ void report_boundaries(const BoundariesResult& b, Report& r) {
     verdicts.push_back(in.engine == CacheEngine::ideal ? interval(in, b.interval, r)
                                                        : engine_spacing(in, b.interval, r));
     verdicts.push_back(replay(in, b.replay, r));
-    verdicts.push_back(cp(in, b.cp, r));
+    verdicts.push_back(context_parallel(in, b.cp, r));
     verdicts.push_back(migration(in, b.migration, r));
     verdicts.push_back(affinity(b.affinity, r));
     for (Verdict& v : report_serving_maps(b, r)) verdicts.push_back(std::move(v));

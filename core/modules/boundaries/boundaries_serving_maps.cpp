@@ -36,9 +36,6 @@ std::function<std::shared_ptr<const Workload>(size_t)> one_workload(const Servin
 }
 
 std::vector<double> load_axis(int grid) { return linear_axis(0.25, 1.25, grid); }
-bool middle(size_t i, const std::vector<double>& axis) { return i == axis.size() / 2; }
-std::string grouped(uint64_t v) { return format_grouped(double(v)); }
-
 }  // namespace
 
 // ---- the runs ----
@@ -72,10 +69,10 @@ std::unique_ptr<FleetSweep> pd_sweep(const ServingMapInputs& in) {
         if (x.empty() || std::round(P) > x.back()) x.push_back(std::round(P));
     return load_rows(in, x, [in, x](FleetConfig& f, size_t ix, size_t iy) {
         uint32_t P = uint32_t(x[ix]);
-        if (in.falsify == ServingMapFalsify::pd_column_shifted && middle(ix, x))
+        if (in.falsify == ServingMapFalsify::pd_column_shifted && is_middle(ix, x))
             P = P + 1 < f.instances ? P + 1 : P - 1;
         f.pd.prefill_instances = P;
-        if (in.falsify == ServingMapFalsify::pd_record_drops && middle(ix, x) && iy == 0)
+        if (in.falsify == ServingMapFalsify::pd_record_drops && is_middle(ix, x) && iy == 0)
             f.falsify = FleetSimFalsify::pd_record_drops_state;
     });
 }
@@ -91,7 +88,7 @@ std::unique_ptr<FleetSweep> host_sweep(const ServingMapInputs& in) {
         FleetConfig f = in.fleet;
         f.load = kHostMapLoad;
         f.cache.state_capacity = uint64_t(y[iy]);
-        const bool cell = middle(ix, x) && middle(iy, y);
+        const bool cell = is_middle(ix, x) && is_middle(iy, y);
         if (!method || (cell && in.falsify == ServingMapFalsify::host_cell_without)) return f;
         f.host = in.host;
         if (cell && in.falsify == ServingMapFalsify::host_write_unlogged)
@@ -106,7 +103,7 @@ std::unique_ptr<FleetSweep> spec_sweep(const ServingMapInputs& in) {
     return load_rows(in, x, [in, x](FleetConfig& f, size_t ix, size_t iy) {
         f.spec_state = in.spec_state;
         f.draft_len = in.draft_len;
-        const bool shifted = in.falsify == ServingMapFalsify::spec_column_shifted && middle(ix, x);
+        const bool shifted = in.falsify == ServingMapFalsify::spec_column_shifted && is_middle(ix, x);
         f.acceptance_len = x[!shifted ? ix : ix + 1 < x.size() ? ix + 1 : ix - 1];
         if (in.falsify == ServingMapFalsify::spec_accepts_all && ix == 0 && iy == 0)
             f.falsify = FleetSimFalsify::spec_accepts_all;
@@ -256,8 +253,8 @@ ServingMap host_map(const ServingMapInputs& in, const FleetSweep& s) {
             const FleetTotals &a = s.run(ix, iy, false).totals(), &b = s.run(ix, iy, true).totals();
             off_cell(m, a.host_writes == 0 && a.host_loads == 0 && b.host_writes > 0,
                      "reuse " + format_sig(c.x[ix], 2) + ", " + format_number(c.y[iy]) +
-                         " states: " + grouped(a.host_writes) + " host writes without a tier, " +
-                         grouped(b.host_writes) + " with it");
+                         " states: " + format_count(a.host_writes) + " host writes without a tier, " +
+                         format_count(b.host_writes) + " with it");
         }
     return m;
 }
@@ -276,7 +273,7 @@ ServingMap spec_map(const ServingMapInputs& in, const FleetSweep& s) {
             const DecodeTally d = decode_steps_of(s.run(ix, iy, true));
             off_cell(m, d.yields(A),
                      "acceptance " + format_sig(A, 4) + ", load " + format_sig(c.y[iy], 2) + ": " +
-                         grouped(d.tokens) + " tokens from " + grouped(d.steps) + " steps");
+                         format_count(d.tokens) + " tokens from " + format_count(d.steps) + " steps");
         }
     return m;
 }

@@ -1,6 +1,7 @@
 // Module 15 `cost`: its parameters, validation and declaration.
 #include "core/modules/cost/cost.h"
 
+#include "core/base/bytes.h"
 #include "core/base/numfmt.h"
 #include "core/experiments/registry.h"
 #include "core/modules/shared/choices.h"
@@ -8,8 +9,6 @@
 namespace k3 {
 
 namespace {
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 void deployment_params(ParamList<CostParams>& l) {
     l.choice(

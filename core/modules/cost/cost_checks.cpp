@@ -3,14 +3,13 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/base/bytes.h"
 #include "core/base/numfmt.h"
 #include "core/modules/cost/cost.h"
 
 namespace k3 {
 
 namespace {
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 std::string ms(double s) { return format_sig(s * 1e3, 4) + " ms"; }
 

@@ -2,14 +2,13 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/base/bytes.h"
 #include "core/base/numfmt.h"
 #include "core/modules/cost/cost.h"
 
 namespace k3 {
 
 namespace {
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 double usd_per_second(const CostParams& p) { return p.price_per_gpu_hour * double(p.gpus) / 3600.0; }
 

@@ -2,14 +2,13 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/base/bytes.h"
 #include "core/base/numfmt.h"
 #include "core/modules/memory/memory.h"
 
 namespace k3 {
 
 namespace {
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // Geometric sweep of context lengths for the plots, always containing `extra`.
 std::vector<double> context_sweep(double extra) {

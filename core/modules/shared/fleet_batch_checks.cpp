@@ -9,24 +9,22 @@ namespace k3 {
 
 namespace {
 
-std::string grouped(uint64_t n) { return format_grouped(double(n)); }
-
 void sglang_checks(Report& r, const FleetSim& s, const std::function<std::string(const char*)>& key,
                    const std::string& name) {
     const FleetTotals& t = s.totals();
     const FleetConfig& c = s.config();
     r.check(key("sglang_prefill_decode_apart"), name + "SGLang: no iteration both prefilled and decoded",
             t.mixed_iterations == 0 && t.prefill_iterations > 0,
-            grouped(t.prefill_iterations) + " prefill and " + grouped(t.decode_iterations) +
-                " decode iterations, " + grouped(t.mixed_iterations) + " mixed");
+            format_count(t.prefill_iterations) + " prefill and " + format_count(t.decode_iterations) +
+                " decode iterations, " + format_count(t.mixed_iterations) + " mixed");
     if (t.chunked_with_waiting > 0)  // the rule decided something
         r.check(key("sglang_one_chunked_per_batch"),
                 name + "SGLang: at most one request of a prefill batch left its prompt unfinished",
                 t.max_partial_in_batch <= 1,
-                "at most " + grouped(t.max_partial_in_batch) + " in one of " + grouped(t.batches_formed) +
-                    " batches; " + grouped(t.chunked_with_waiting) +
+                "at most " + format_count(t.max_partial_in_batch) + " in one of " +
+                    format_count(t.batches_formed) + " batches; " + format_count(t.chunked_with_waiting) +
                     " ended on a chunked request with requests waiting (chunk " +
-                    grouped(c.sglang.chunked_prefill_tokens) + " tokens)");
+                    format_count(c.sglang.chunked_prefill_tokens) + " tokens)");
     const uint32_t ratio = sglang_running_ratio(c.sglang, c.caching);
     // The mamba pool's slots (the instance's one pool, which the cache's states share), and the cap
     // max_running_requests = min(--max-running-requests, slots // ratio).
@@ -39,9 +37,10 @@ void sglang_checks(Report& r, const FleetSim& s, const std::function<std::string
     r.check(key("sglang_running_within_slots"),
             name + "SGLang: no instance ran more requests than its state slots / the mamba ratio",
             t.peak_running <= cap,
-            "at most " + grouped(t.peak_running) + " running; cap " + grouped(cap) + " = min(max_running " +
-                grouped(c.max_running) + ", " + grouped(slots) + " mamba slots / " + std::to_string(ratio) +
-                "), reached " + grouped(t.cap_reached) + " times with requests waiting");
+            "at most " + format_count(t.peak_running) + " running; cap " + format_count(cap) +
+                " = min(max_running " + format_count(c.max_running) + ", " + format_count(slots) +
+                " mamba slots / " + std::to_string(ratio) + "), reached " + format_count(t.cap_reached) +
+                " times with requests waiting");
 }
 
 void vllm_checks(Report& r, const FleetSim& s, const std::function<std::string(const char*)>& key,
@@ -54,17 +53,18 @@ void vllm_checks(Report& r, const FleetSim& s, const std::function<std::string(c
             key("vllm_partial_prefills_within_limit"),
             name + "vLLM: no step left more requests with their prompt unfinished than max_partial_prefills",
             t.max_partial_in_batch <= limit,
-            "at most " + grouped(t.max_partial_in_batch) + " in one of " + grouped(t.batches_formed) +
-                " steps; limit " + grouped(limit) + ", reached " + grouped(t.partial_limit_reached) +
-                " times by a waiting request");
+            "at most " + format_count(t.max_partial_in_batch) + " in one of " +
+                format_count(t.batches_formed) + " steps; limit " + format_count(limit) + ", reached " +
+                format_count(t.partial_limit_reached) + " times by a waiting request");
     if (!c.vllm.hybrid || !c.caching) return;
     r.check(key("vllm_chunks_on_aligned_split"),
             name + "vLLM align mode: every non-final prefill chunk ends where the aligned split lets it",
             t.chunks_off_split == 0,
-            t.chunks_off_split == 0 ? grouped(t.nonfinal_chunks) + " non-final chunks, block " +
-                                          grouped(c.vllm.block_tokens) + " tokens"
-                                    : grouped(t.chunks_off_split) + " of " + grouped(t.nonfinal_chunks) +
-                                          " off it; first: " + t.first_off_split);
+            t.chunks_off_split == 0
+                ? format_count(t.nonfinal_chunks) + " non-final chunks, block " +
+                      format_count(c.vllm.block_tokens) + " tokens"
+                : format_count(t.chunks_off_split) + " of " + format_count(t.nonfinal_chunks) +
+                      " off it; first: " + t.first_off_split);
 }
 
 }  // namespace

@@ -3,15 +3,11 @@
 #include "core/base/numfmt.h"
 #include "core/cache/engine_sglang.h"
 #include "core/cache/engine_vllm.h"
-#include "core/experiments/module_doc.h"
+#include "core/modules/shared/fleet_report.h"
 
 namespace k3 {
 
 namespace {
-
-std::string grouped(uint64_t n) { return format_grouped(double(n)); }
-
-std::string help(const char* key) { return doc_figure_help("fleet_report", key); }
 
 struct HitTotals {
     uint64_t prompt = 0, kv = 0, state = 0;
@@ -41,21 +37,21 @@ void report_engine_scalars(Report& r, const FleetSim& s) {
     const EngineCounters& n = s.totals().engine;
     r.scalar("engine_states_tracked", "States tracked by prefill extends (SGLang)", "count",
              double(n.tracked))
-        .help = help("engine_states_tracked");
+        .help = fleet_figure_help("engine_states_tracked");
     r.scalar("engine_branch_tracks", "Of which at the branching point", "count", double(n.branch_tracks))
-        .help = help("engine_branch_tracks");
+        .help = fleet_figure_help("engine_branch_tracks");
     r.scalar("engine_decode_tracks", "States tracked in decode (SGLang)", "count", double(n.decode_tracks))
-        .help = help("engine_decode_tracks");
+        .help = fleet_figure_help("engine_decode_tracks");
     if (s.config().engine == CacheEngine::vllm)
         r.scalar("engine_vllm_block", "vLLM block (the tree's page)", "tokens",
                  double(s.config().vllm.block_tokens))
-            .help = help("engine_vllm_block");
+            .help = fleet_figure_help("engine_vllm_block");
     r.scalar("engine_junctions", "Admissions with a shared-prefix junction (vLLM)", "requests",
              double(n.junctions))
-        .help = help("engine_junctions");
+        .help = fleet_figure_help("engine_junctions");
     r.scalar("engine_states_not_retained", "Block-boundary states retention left out (vLLM)", "count",
              double(n.states_not_retained))
-        .help = help("engine_states_not_retained");
+        .help = fleet_figure_help("engine_states_not_retained");
 }
 
 std::string engine_replay_excluded(const FleetSim& s) {
@@ -67,7 +63,7 @@ std::string engine_replay_excluded(const FleetSim& s) {
     if (!c.caching) return "caching off";
     const FleetTotals& t = s.totals();
     if (t.overlapped_admissions)
-        return grouped(t.overlapped_admissions) + " admissions overlapped another request";
+        return format_count(t.overlapped_admissions) + " admissions overlapped another request";
     if (t.preemptions) return "preemptions";
     for (const InstanceStats& st : s.instance_stats())
         if (st.cache_kv_evicted || st.cache_states_evicted) return "the cache evicted";
@@ -95,9 +91,10 @@ void report_engine_check(Report& r, const FleetSim& s, const std::function<std::
             name + "One instance, one request at a time: the fleet's hits equal module 5's " + engine +
                 " replay of the same requests",
             prompt == rep.prompt && kv == rep.kv && state == rep.state,
-            "KV-visible " + grouped(kv) + " tokens (" + pct(kv) + " %; replay " + grouped(rep.kv) +
-                "), state-usable " + grouped(state) + " (" + pct(state) + " %; replay " + grouped(rep.state) +
-                ") of " + grouped(prompt) + " prompt tokens (replay " + grouped(rep.prompt) + ")");
+            "KV-visible " + format_count(kv) + " tokens (" + pct(kv) + " %; replay " + format_count(rep.kv) +
+                "), state-usable " + format_count(state) + " (" + pct(state) + " %; replay " +
+                format_count(rep.state) + ") of " + format_count(prompt) + " prompt tokens (replay " +
+                format_count(rep.prompt) + ")");
 }
 
 }  // namespace k3

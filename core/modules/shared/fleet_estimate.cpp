@@ -11,9 +11,9 @@ namespace {
 
 // Measured on the development machine with k3cli run fleet compare_routers=0 compare_no_reuse=0 over
 // sessions 96 to 1536, max_batch_tokens 64 to 8192, load 0.05 to 64 and instances 1 to 64 (CPU time
-// and peak RSS against the counts); kMargin covers a slower machine and the spread of the fit (the
+// and peak RSS against the counts); kFleetMargin covers a slower machine and the spread of the fit (the
 // estimates came out 1.4 to 4 times the CPU time measured).
-constexpr double kMargin = 2;
+constexpr double kFleetMargin = 2;
 constexpr double kStartSeconds = 0.05;     // the process, the workload, the report
 constexpr double kEventSeconds = 2e-6;     // an event popped and handled
 constexpr double kVisitSeconds = 0.12e-6;  // a running request visited by an iteration
@@ -132,7 +132,7 @@ RunEstimate estimate_fleet_sims(const Workload& w, const std::vector<FleetConfig
     Totals t;
     for (const FleetConfig& c : sims) t.add(sim_counts(R, prompt, cached, c), R);
     RunEstimate e;
-    e.seconds = kMargin * (kStartSeconds + t.seconds);
+    e.seconds = kFleetMargin * (kStartSeconds + t.seconds);
     e.bytes = kStartBytes + R * kRequestBytes + pieces * kPieceBytes + t.bytes;
     e.counted = std::to_string(sims.size()) + " simulations of " + format_grouped(R) +
                 " requests: " + format_si(t.all.events, 3) + " events, " + format_si(t.all.visits, 3) +

@@ -1,5 +1,6 @@
 #include "core/modules/shared/fleet_params.h"
 
+#include "core/base/bytes.h"
 #include "core/base/numfmt.h"
 #include "core/experiments/module_doc.h"
 #include "core/fleet/calibration.h"
@@ -11,8 +12,6 @@
 namespace k3 {
 
 namespace {
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 ParamSpec& documented(ParamSpec& s) { return s.describe(doc_param_help("fleet_params", s.key)); }
 

@@ -13,11 +13,9 @@
 
 namespace k3 {
 
+std::string fleet_figure_help(const char* key) { return doc_figure_help("fleet_report", key); }
+
 namespace {
-
-std::string grouped(uint64_t n) { return format_grouped(double(n)); }
-
-std::string help(const char* key) { return doc_figure_help("fleet_report", key); }
 
 Series in_flight_series(std::string name) {
     Series s = make_series(std::move(name), "Requests in flight (queued + running)", "simulated time (s)",
@@ -54,25 +52,26 @@ void work_check(Report& r, const FleetSim& s, const std::string& key, const std:
     r.check(key,
             name + "No token of work unaccounted: the iterations' ledger equals a recount from the requests",
             w.agree(),
-            "context tokens computed: " + grouped(w.ledger_forward) + " by the iterations, " +
-                grouped(w.recount_forward) +
+            "context tokens computed: " + format_count(w.ledger_forward) + " by the iterations, " +
+                format_count(w.recount_forward) +
                 " by the requests' records (prompt - resumed + output - 1 for each completed request's last "
                 "attempt, plus " +
-                grouped(w.abandoned) +
-                " of attempts that did not complete); output tokens: " + grouped(w.ledger_output) +
-                " by the iterations, " + grouped(w.recount_output) + " by the requests");
+                format_count(w.abandoned) +
+                " of attempts that did not complete); output tokens: " + format_count(w.ledger_output) +
+                " by the iterations, " + format_count(w.recount_output) + " by the requests");
 }
 
 void hits_check(Report& r, const FleetSim& s, const std::string& key, const std::string& name) {
     const HitRecount h = recount_hits(s);
-    std::string detail = grouped(h.admissions) + " admissions claimed " + grouped(h.claimed_tokens) +
+    std::string detail = format_count(h.admissions) + " admissions claimed " +
+                         format_count(h.claimed_tokens) +
                          " tokens of cache hits (KV-visible and resumed), each within the longest prefix it "
                          "shares with an earlier admission on its instance; " +
-                         grouped(h.unbacked) + " exceed it";
+                         format_count(h.unbacked) + " exceed it";
     if (h.unbacked)
-        detail += " (first: request " + grouped(h.first_req) + " on instance " + grouped(h.first_instance) +
-                  " claims " + grouped(h.first_claimed) + " tokens, " + grouped(h.first_bound) +
-                  " are shared with earlier requests there)";
+        detail += " (first: request " + format_count(h.first_req) + " on instance " +
+                  format_count(h.first_instance) + " claims " + format_count(h.first_claimed) + " tokens, " +
+                  format_count(h.first_bound) + " are shared with earlier requests there)";
     r.check(key,
             name +
                 "Every cache hit is backed by tokens an earlier request brought to its instance (a recount "
@@ -89,10 +88,10 @@ void clock_check(Report& r, const FleetSim& s, const std::string& key, const std
                 "Every iteration lasts the step-model time of its batch, recounted request by request "
                 "(core/fleet/batch_roofline.h)",
             t.clock_gaps == 0,
-            grouped(t.iterations_timed) + " iterations: " + format_sig(t.clock_ms / 1000, 9) +
+            format_count(t.iterations_timed) + " iterations: " + format_sig(t.clock_ms / 1000, 9) +
                 " s on the simulated clock vs " + format_sig(t.roofline_ms / 1000, 9) +
                 " s by the recount; largest gap of one iteration " + format_sig(t.worst_clock_gap, 3) +
-                " of its time; " + grouped(t.clock_gaps) + " beyond the clock's rounding");
+                " of its time; " + format_count(t.clock_gaps) + " beyond the clock's rounding");
 }
 
 }  // namespace
@@ -100,9 +99,9 @@ void clock_check(Report& r, const FleetSim& s, const std::string& key, const std
 void report_core_scalars(Report& r, const FleetSummary& f, double price) {
     const RequestSummary& a = f.all;
     r.scalar("token_hit_kv", "KV-visible token hit", "fraction", a.hit_kv(), true).help =
-        help("token_hit_kv");
+        fleet_figure_help("token_hit_kv");
     r.scalar("token_hit_state", "State-usable token hit", "fraction", a.hit_state(), true).help =
-        help("token_hit_state");
+        fleet_figure_help("token_hit_state");
     r.scalar("hit_gap", "KV-visible minus state-usable", "fraction", a.hit_kv() - a.hit_state()).help =
         "Hit a KV-event router believes in but the engine cannot use (reference/serving.md §5).";
     r.scalar("ttft_p50_ms", "TTFT p50", "ms", a.ttft_ms.p50, true);
@@ -122,7 +121,7 @@ void report_core_scalars(Report& r, const FleetSummary& f, double price) {
     const double tokens = double(a.prompt_tokens + a.output_tokens);
     r.scalar("cost_per_million_tokens", "Cost per million tokens (busy GPU time, estimate)", "$",
              cost_per_million_tokens(f.gpu_hours_busy, price, tokens))
-        .help = help("cost_per_million_tokens");
+        .help = fleet_figure_help("cost_per_million_tokens");
 }
 
 void report_latency_table(Report& r, const std::string& name,
@@ -252,10 +251,10 @@ void state_bytes_check(Report& r, const FleetSim& s, const std::string& key, con
     const bool bytes_ok = t.state_bytes_held == t.states_held * slot;
     r.check(key, name + "The working pools held each running request's state as the accounting sizes it",
             bytes_ok && t.peak_running <= cap,
-            "after " + grouped(t.state_admissions) + " admissions the pools held " +
-                grouped(t.state_bytes_held) + " B of state in " + grouped(t.states_held) +
-                " slot-moments; the accounting gives " + grouped(t.states_held * slot) + " B (" +
-                (engine ? grouped(slot) + " B per state slot of the engine's pool"
+            "after " + format_count(t.state_admissions) + " admissions the pools held " +
+                format_count(t.state_bytes_held) + " B of state in " + format_count(t.states_held) +
+                " slot-moments; the accounting gives " + format_count(t.states_held * slot) + " B (" +
+                (engine ? format_count(slot) + " B per state slot of the engine's pool"
                         : pages_of(a) + " per request") +
                 "); at most " + std::to_string(t.peak_running) + " requests ran on one instance, of " +
                 std::to_string(cap) + (engine ? " its running cap allows" : " slots"));
@@ -267,8 +266,8 @@ void acceptance_check(Report& r, const FleetSim& s, const std::string& key, cons
     const double a = SpecAcceptance(c.spec_state == SpecState::off ? 1.0 : c.acceptance_len).length();
     const DecodeTally d = decode_steps_of(s);
     r.check(key, name + "Decode steps yielded the acceptance length per step, no more", d.yields(a),
-            grouped(d.tokens) + " tokens from " + grouped(d.steps) + " decode steps of " +
-                grouped(d.requests) +
+            format_count(d.tokens) + " tokens from " + format_count(d.steps) + " decode steps of " +
+                format_count(d.requests) +
                 " requests: " + format_sig(d.steps ? double(d.tokens) / double(d.steps) : 0.0, 4) +
                 " per step; A = " + format_sig(a, 4) + " allows " + format_sig(d.least(a), 6) +
                 " < tokens <= " + format_sig(d.most(a), 6) + " (a request's last step stops at its output)");
@@ -283,12 +282,13 @@ void host_tier_check(Report& r, const FleetSim& s, const std::string& key, const
     const bool loads = t.host_load_bytes == t.host_load_arrived_bytes + t.host_load_lost_bytes;
     r.check(key, name + "Every byte to and from the host tiers arrived or was lost with its instance",
             writes && loads,
-            grouped(t.host_writes) + " writes sent " + grouped(t.host_write_bytes) +
-                " B: " + grouped(t.host_write_arrived_bytes) + " B written, " +
-                grouped(t.host_write_lost_bytes) + " B lost, " + grouped(t.host_write_pending_bytes) +
-                " B still in flight at the end; " + grouped(t.host_loads) + " loads sent " +
-                grouped(t.host_load_bytes) + " B: " + grouped(t.host_load_arrived_bytes) + " B arrived, " +
-                grouped(t.host_load_lost_bytes) + " B lost");
+            format_count(t.host_writes) + " writes sent " + format_count(t.host_write_bytes) +
+                " B: " + format_count(t.host_write_arrived_bytes) + " B written, " +
+                format_count(t.host_write_lost_bytes) + " B lost, " +
+                format_count(t.host_write_pending_bytes) + " B still in flight at the end; " +
+                format_count(t.host_loads) + " loads sent " + format_count(t.host_load_bytes) +
+                " B: " + format_count(t.host_load_arrived_bytes) + " B arrived, " +
+                format_count(t.host_load_lost_bytes) + " B lost");
 }
 
 // Prefill/decode disaggregation: every byte sent arrived or was lost with a fault (the run ends after
@@ -303,8 +303,9 @@ void pd_checks(Report& r, const FleetSim& s, const std::function<std::string(con
     r.check(key("pd_transfer_bytes_conserved"),
             name + "Every byte a prefill instance sent reached its decoder or was lost with a fault",
             t.pd_bytes_sent == t.pd_bytes_arrived + t.pd_bytes_lost,
-            grouped(t.pd_transfers) + " transfers sent " + grouped(t.pd_bytes_sent) + " B; " +
-                grouped(t.pd_bytes_arrived) + " B arrived, " + grouped(t.pd_bytes_lost) + " B lost");
+            format_count(t.pd_transfers) + " transfers sent " + format_count(t.pd_bytes_sent) + " B; " +
+                format_count(t.pd_bytes_arrived) + " B arrived, " + format_count(t.pd_bytes_lost) +
+                " B lost");
     const CostModel& m = s.cost_model();
     uint64_t off = 0, sum = 0;
     std::string first;
@@ -319,22 +320,23 @@ void pd_checks(Report& r, const FleetSim& s, const std::function<std::string(con
                         o.transfer_kv_tokens <= sent && (c.pd.decode_cache || o.transfer_kv_tokens == sent);
         sum += o.transfer_bytes;
         if (!ok && off++ == 0)
-            first = "request " + std::to_string(i) + ": " + grouped(o.transfer_bytes) + " B for " +
-                    grouped(o.transfer_kv_tokens) + " KV tokens in " + grouped(o.transfers) +
-                    " transfer(s) of a " + grouped(o.prompt) + "-token prompt";
+            first = "request " + std::to_string(i) + ": " + format_count(o.transfer_bytes) + " B for " +
+                    format_count(o.transfer_kv_tokens) + " KV tokens in " + format_count(o.transfers) +
+                    " transfer(s) of a " + format_count(o.prompt) + "-token prompt";
     }
     r.check(key("pd_bytes_match_accounting"),
             name + "Each transfer moved its KV and one state, as the handoff convention sends them",
             off == 0 && sum == t.pd_bytes_sent,
-            grouped(sum) + " B over the requests' records against " + grouped(t.pd_bytes_sent) + " B sent; " +
-                grouped(off) + " transfers off their accounting" + (first.empty() ? "" : " (" + first + ")"));
+            format_count(sum) + " B over the requests' records against " + format_count(t.pd_bytes_sent) +
+                " B sent; " + format_count(off) + " transfers off their accounting" +
+                (first.empty() ? "" : " (" + first + ")"));
     if (!c.guard) return;  // without the guard (module 13) the resumes are wrong by design
     const ResumeAudit& a = s.resume_audit();
     r.check(key("pd_decode_resumes_at_state"),
             name + "No decoder resumed a request on a state that is not at its KV position",
             a.inconsistent() == 0,
-            grouped(a.resumes) + " resumes audited against their states' records: " + grouped(a.mismatched) +
-                " on a state at another position or past their KV" +
+            format_count(a.resumes) + " resumes audited against their states' records: " +
+                format_count(a.mismatched) + " on a state at another position or past their KV" +
                 (a.first.empty() ? "" : " (" + a.first + ")"));
 }
 
@@ -406,18 +408,19 @@ void report_fleet_checks(Report& r, const FleetSim& s, const RunTag& tag) {
             name + "Every request completed with exactly its output tokens or failed for a reason",
             n.completed + n.failed == requests && n.stalled == 0 && n.no_end == 0 && n.wrong_output == 0 &&
                 n.out_of_order == 0,
-            grouped(n.completed) + " completed + " + grouped(n.failed) + " failed = " +
-                grouped(n.completed + n.failed) + " of " + grouped(requests) + " requests of the workload; " +
-                grouped(n.stalled) + " stalled; " + grouped(n.no_end) + " with no end or two; " +
-                grouped(n.wrong_output) + " completed with other than their output length; " +
-                grouped(n.out_of_order) + " with arrival, first token and finish out of order");
+            format_count(n.completed) + " completed + " + format_count(n.failed) +
+                " failed = " + format_count(n.completed + n.failed) + " of " + format_count(requests) +
+                " requests of the workload; " + format_count(n.stalled) + " stalled; " +
+                format_count(n.no_end) + " with no end or two; " + format_count(n.wrong_output) +
+                " completed with other than their output length; " + format_count(n.out_of_order) +
+                " with arrival, first token and finish out of order");
     work_check(r, s, key("work_ledgers_agree"), name);
     hits_check(r, s, key("hits_backed_by_routed_requests"), name);
     const std::string audit = s.audit();
     const uint64_t leases = s.leases_held(), owners = s.pool_owners();
     r.check(key("caches_released"), name + "Caches and pools consistent, everything released",
             audit.empty() && leases == 0 && owners == 0,
-            audit.empty() ? grouped(leases) + " leases and " + grouped(owners) +
+            audit.empty() ? format_count(leases) + " leases and " + format_count(owners) +
                                 " page-pool owners left after the run (radix trees and pools audited)"
                           : audit);
     clock_check(r, s, key("iteration_times_match_roofline"), name);

@@ -20,6 +20,8 @@ struct RunTag {
 };
 
 // The headline scalars every fleet module shows: hits, latency, throughput, balance, cost.
+// The help text of a fleet figure (fleet_report.md's entry for `key`).
+std::string fleet_figure_help(const char* key);
 void report_core_scalars(Report& r, const FleetSummary& f, double price_per_gpu_hour);
 // One row per (label, summary) and metric: TTFT, TPOT and E2E mean / p50 / p90 / p99 / max.
 void report_latency_table(Report& r, const std::string& name,

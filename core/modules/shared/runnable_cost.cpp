@@ -12,12 +12,12 @@ namespace {
 // `/usr/bin/time -f '%U %S'` on `k3cli run prefix workload=system requests=1 user_tokens=1` at
 // shared_tokens 16 ... 2,048 with gen 1 and 64 (six passes over one prompt), and `k3cli run migrate`
 // at prompt 1 ... 2,048 and after 1 ... 512; CPU time on a loaded 2-core machine. Each is doubled
-// (kMargin) for a slower machine.
+// (kRunnableMargin) for a slower machine.
 constexpr double kInstanceSeconds = 0.2;     // seeded weights generated, per model made
 constexpr double kPrefillSeconds = 0.45e-3;  // per token in a batched call (compute bound)
 constexpr double kDecodeSeconds = 2.1e-3;    // per token fed alone (every weight streamed once)
 constexpr double kPairSeconds = 0.5e-6;      // per attention pair: 0.46 us fitted on prefill, 0.6 on decode
-constexpr double kMargin = 2;
+constexpr double kRunnableMargin = 2;
 
 // Weights a token passes through (MLP, projections, embedding and head), the measure the costs above
 // scale with for the other runnable models (small: 5.3 x k3-tiny; `k3cli run ring model=small` took
@@ -48,7 +48,7 @@ void ForwardWork::add_decode(double tokens, double context, double times) {
 
 double forward_seconds(const ForwardWork& w, const ModelConfig& c) {
     const double per_model = w.prefill * kPrefillSeconds + w.decode * kDecodeSeconds + w.pairs * kPairSeconds;
-    return kMargin * (w.instances * kInstanceSeconds * scale_of(c) + per_model * scale_of(c));
+    return kRunnableMargin * (w.instances * kInstanceSeconds * scale_of(c) + per_model * scale_of(c));
 }
 
 // The process and its tables, fp32 weights per model, and the widest call's attention scores and
