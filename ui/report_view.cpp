@@ -16,16 +16,27 @@
 
 namespace k3::ui {
 
-static void draw_plots(const std::vector<Series>& series, const char* id_prefix) {
-    // Series with the same plot title share a chart, in order of first appearance.
-    std::vector<std::string> titles;
+// Series with the same plot title share a chart; `titles` (when given) gets the titles in order of
+// first appearance.
+static std::map<std::string, std::vector<const Series*>> plot_groups(const std::vector<Series>& series,
+                                                                     std::vector<std::string>* titles) {
     std::map<std::string, std::vector<const Series*>> groups;
     for (const auto& s : series) {
         const std::string key = s.plot.empty() ? s.name : s.plot;
-        if (!groups.count(key)) titles.push_back(key);
+        if (titles && !groups.count(key)) titles->push_back(key);
         groups[key].push_back(&s);
     }
+    return groups;
+}
+
+// The baseline's series (may be null) join the current run's chart of their title; a title only the
+// baseline has is not drawn.
+static void draw_plots(const std::vector<Series>& series, const std::vector<Series>* baseline,
+                       const char* id_prefix) {
+    std::vector<std::string> titles;
+    auto groups = plot_groups(series, &titles);
     if (titles.empty()) return;
+    auto base = baseline ? plot_groups(*baseline, nullptr) : decltype(groups){};
     const Theme& t = theme();
     const float avail = ImGui::GetContentRegionAvail().x;
     const int cols = avail > t.px(900) && titles.size() > 1 ? 2 : 1;
@@ -38,7 +49,7 @@ static void draw_plots(const std::vector<Series>& series, const char* id_prefix)
         ImGui::PushItemWidth(w);
         ImGui::BeginChild((std::string(id_prefix) + titles[i]).c_str(), ImVec2(w, h), false,
                           ImGuiWindowFlags_NoScrollbar);
-        draw_plot(titles[i].c_str(), titles[i], groups[titles[i]], h);
+        draw_plot(titles[i].c_str(), titles[i], groups[titles[i]], base[titles[i]], h);
         ImGui::EndChild();
         ImGui::PopItemWidth();
         ImGui::EndGroup();
@@ -207,14 +218,14 @@ static void draw_notes(const std::vector<std::string>& notes) {
 }
 
 // What a clock measured, kept apart from what is computed.
-static void draw_timing(const Report::Timing& timing) {
+static void draw_timing(const Report::Timing& timing, const Report::Timing* baseline) {
     if (timing.scalars.empty() && timing.texts.empty() && timing.series.empty()) return;
     section_heading("Measured in this build (wall clock; varies between runs and machines)");
     std::vector<const Scalar*> ts;
     for (const auto& s : timing.scalars) ts.push_back(&s);
     draw_scalar_table(ts, "timing", nullptr);
     for (const auto& x : timing.texts) ImGui::Text("%s: %s", x.label.c_str(), x.text.c_str());
-    draw_plots(timing.series, "tplot_");
+    draw_plots(timing.series, baseline ? &baseline->series : nullptr, "tplot_");
     for (size_t i = 0; i < timing.tables.size(); ++i) draw_table(timing.tables[i], 1000 + int(i));
 }
 
@@ -256,7 +267,7 @@ Rects draw_report(const Report& r, bool stale, const Experiment& e, const Report
     mark_main_view();
     if (!r.series.empty()) {
         section_heading("Plots");
-        draw_plots(r.series, "plot_");
+        draw_plots(r.series, baseline ? &baseline->series : nullptr, "plot_");
     }
     mark_main_view();
     if (!r.tables.empty()) {
@@ -272,7 +283,7 @@ Rects draw_report(const Report& r, bool stale, const Experiment& e, const Report
         draw_scalar_table(rest, "rest", baseline);
     }
     draw_notes(r.notes);
-    draw_timing(r.timing);
+    draw_timing(r.timing, baseline ? &baseline->timing : nullptr);
     if (stale) ImGui::PopStyleVar();
     return rects;
 }
