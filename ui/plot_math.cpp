@@ -92,13 +92,6 @@ bool clip_segment(ScreenPoint& a, ScreenPoint& b, ScreenPoint lo, ScreenPoint hi
 
 // ---- ticks and labels ---------------------------------------------------------------------------
 
-static std::string trim_zeros(std::string s) {
-    if (s.find('.') == std::string::npos) return s;
-    while (!s.empty() && s.back() == '0') s.pop_back();
-    if (!s.empty() && s.back() == '.') s.pop_back();
-    return s;
-}
-
 // Significant digits that tell v from v + step: 3 at least (the labels of an unzoomed axis).
 static int tick_digits(double v, double step) {
     if (!(step > 0) || v == 0) return 3;
