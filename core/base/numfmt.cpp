@@ -1,6 +1,7 @@
 #include "core/base/numfmt.h"
 
 #include <cfloat>
+#include <clocale>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -165,6 +166,30 @@ std::string shown_text(std::string_view s, size_t max) {
     return out;
 }
 
+int hex_digit(char c) {
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
+std::optional<double> strtod_c(std::string_view s) {
+    const char* point = std::localeconv()->decimal_point;
+    const bool swap = point && std::strcmp(point, ".") != 0;
+    std::string buf;
+    buf.reserve(s.size() + 4);
+    for (char c : s) {
+        if (c == '.' && swap)
+            buf += point;
+        else
+            buf.push_back(c);
+    }
+    char* end = nullptr;
+    const double v = std::strtod(buf.c_str(), &end);
+    if (buf.empty() || end != buf.c_str() + buf.size()) return std::nullopt;
+    return v;
+}
+
 static std::string_view trim(std::string_view s) {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
     while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
@@ -203,10 +228,9 @@ std::optional<double> parse_real(std::string_view s, std::string* why) {
     for (char c : s)
         if (!((c >= '0' && c <= '9') || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E'))
             return refuse(not_decimal(s));
-    const std::string tmp(s);
-    char* end = nullptr;
-    const double v = std::strtod(tmp.c_str(), &end);
-    if (end != tmp.c_str() + tmp.size()) return refuse(not_decimal(s));
+    const auto parsed = strtod_c(s);
+    if (!parsed) return refuse(not_decimal(s));
+    const double v = *parsed;
     if (!std::isfinite(v)) return refuse("overflows: the largest number is about 1.8e308");
     // Decided on the value, not on errno, which C libraries set differently for denormal results.
     if ((v == 0 && !zero_mantissa(s)) || (v != 0 && std::fabs(v) < DBL_MIN))

@@ -30,6 +30,14 @@ std::string format_with_unit(double v, std::string_view unit);
 // characters of the original ("...", when cut), so a binary file or link stays a readable message.
 std::string shown_text(std::string_view s, size_t max = 60);
 
+// 0 to 15 for a hexadecimal digit ('0'-'9', 'a'-'f', 'A'-'F'), -1 for any other character.
+int hex_digit(char c);
+
+// strtod's correctly rounded value of the whole of `s`, with '.' as the decimal point whatever the C
+// locale (strtod follows LC_NUMERIC, which a host program may set): nullopt unless strtod takes every
+// character. It takes what strtod takes ("inf", hex): callers check the characters first.
+std::optional<double> strtod_c(std::string_view s);
+
 // Strict parsers: the whole text must be a decimal number (surrounding spaces allowed) that a double
 // holds as typed, up to rounding: no NaN, infinity, hex or trailing junk, and nothing that overflows
 // ("1e400") or underflows to 0 or to a denormal ("1e-400", "1e-310"), which would be another number
