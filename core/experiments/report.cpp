@@ -109,13 +109,19 @@ static void write_scalars(JsonWriter& w, const std::vector<Scalar>& v) {
     }
 }
 
-static const char* style_name(SeriesStyle s) {
+const char* series_style_name(SeriesStyle s) {
     switch (s) {
         case SeriesStyle::bars: return "bars";
         case SeriesStyle::points: return "points";
         case SeriesStyle::step: return "step";
         default: return "line";
     }
+}
+
+std::optional<SeriesStyle> parse_series_style(std::string_view name) {
+    for (SeriesStyle s : {SeriesStyle::line, SeriesStyle::bars, SeriesStyle::points, SeriesStyle::step})
+        if (name == series_style_name(s)) return s;
+    return std::nullopt;
 }
 
 static void write_series(JsonWriter& w, const std::vector<Series>& v) {
@@ -132,7 +138,7 @@ static void write_series(JsonWriter& w, const std::vector<Series>& v) {
         }
         if (!s.x_unit.empty()) w.field("x_unit", s.x_unit);
         if (!s.y_unit.empty()) w.field("y_unit", s.y_unit);
-        w.field("log_x", s.log_x).field("log_y", s.log_y).field("style", style_name(s.style));
+        w.field("log_x", s.log_x).field("log_y", s.log_y).field("style", series_style_name(s.style));
         w.end_object();
     }
     w.end_array();
@@ -277,8 +283,7 @@ static void write_timing(JsonWriter& w, const Report::Timing& t) {
     w.end_object();
 }
 
-std::string report_json(const Report& r, bool pretty) {
-    JsonWriter w(pretty);
+static void write_report(JsonWriter& w, const Report& r) {
     w.begin_object();
     w.field("module", r.module);
     write_params(w, r.params);
@@ -297,6 +302,21 @@ std::string report_json(const Report& r, bool pretty) {
     write_optional_array(w, "rings", r.rings, write_ring);
     write_optional_array(w, "timelines", r.timelines, write_timeline);
     write_timing(w, r.timing);
+    w.end_object();
+}
+
+std::string report_json(const Report& r, bool pretty) {
+    JsonWriter w(pretty);
+    write_report(w, r);
+    return w.take();
+}
+
+std::string report_pair_json(const Report& r, const Report& baseline, bool pretty) {
+    JsonWriter w(pretty);
+    w.begin_object().key("report");
+    write_report(w, r);
+    w.key("baseline");
+    write_report(w, baseline);
     w.end_object();
     return w.take();
 }
@@ -351,6 +371,26 @@ static void csv_series(std::string& out, const Series& s, const char* prefix) {
     }
 }
 
+// The run's tables and series, then its timing blocks; every heading starts with `prefix`
+// ("baseline " for the baseline of a pair).
+static void csv_parts(std::string& out, const Report& r, const std::string& prefix) {
+    for (const auto& t : r.tables) csv_table(out, t, prefix.c_str());
+    for (const auto& s : r.series) csv_series(out, s, prefix.c_str());
+    const std::string timing = prefix + "timing ";
+    if (!r.timing.scalars.empty() || !r.timing.texts.empty()) {
+        out += "\n# " + timing +
+               "(wall clock and build facts, differ between runs and builds)\nkey,value,unit,label\n";
+        for (const auto& s : r.timing.scalars)
+            out += csv_field(s.key) + "," + format_number(s.value) + "," + csv_field(s.unit) + "," +
+                   csv_field(s.label) + "\n";
+        for (const auto& t : r.timing.texts)
+            out += csv_field(t.key) + "," + csv_field(t.text) + ",," + csv_field(t.label) + "\n";
+    }
+    if (!r.timing.checks.empty()) csv_checks(out, r.timing.checks, timing.c_str());
+    for (const auto& t : r.timing.tables) csv_table(out, t, timing.c_str());
+    for (const auto& s : r.timing.series) csv_series(out, s, timing.c_str());
+}
+
 std::string report_csv(const Report& r) {
     std::string out = "# module: " + r.module + "\n# parameters\nkey,value\n";
     for (const auto& p : r.params) out += csv_field(p.key) + "," + csv_field(p.text) + "\n";
@@ -359,20 +399,47 @@ std::string report_csv(const Report& r) {
         out += csv_field(s.key) + "," + format_number(s.value) + "," + csv_field(s.unit) + "," +
                csv_field(s.label) + "\n";
     csv_checks(out, r.checks, "");
-    for (const auto& t : r.tables) csv_table(out, t, "");
-    for (const auto& s : r.series) csv_series(out, s, "");
-    if (!r.timing.scalars.empty() || !r.timing.texts.empty()) {
-        out +=
-            "\n# timing (wall clock and build facts, differ between runs and builds)\nkey,value,unit,label\n";
-        for (const auto& s : r.timing.scalars)
-            out += csv_field(s.key) + "," + format_number(s.value) + "," + csv_field(s.unit) + "," +
-                   csv_field(s.label) + "\n";
-        for (const auto& t : r.timing.texts)
-            out += csv_field(t.key) + "," + csv_field(t.text) + ",," + csv_field(t.label) + "\n";
-    }
-    if (!r.timing.checks.empty()) csv_checks(out, r.timing.checks, "timing ");
-    for (const auto& t : r.timing.tables) csv_table(out, t, "timing ");
-    for (const auto& s : r.timing.series) csv_series(out, s, "timing ");
+    csv_parts(out, r, "");
+    return out;
+}
+
+// One line per key: the run's items in order beside the baseline's item with the same key, then the
+// baseline's items the run does not have. `line(a, b)` writes one line; either may be null.
+template <class T, class Line>
+static void side_by_side(std::string& out, const std::vector<T>& run, const std::vector<T>& base, Line line) {
+    auto find = [](const std::vector<T>& v, const std::string& key) -> const T* {
+        for (const T& x : v)
+            if (x.key == key) return &x;
+        return nullptr;
+    };
+    for (const T& a : run) out += line(&a, find(base, a.key)) + "\n";
+    for (const T& b : base)
+        if (!find(run, b.key)) out += line(nullptr, &b) + "\n";
+}
+
+std::string report_pair_csv(const Report& r, const Report& baseline) {
+    std::string out = "# module: " + r.module + " (baseline: " + baseline.module + ")\n";
+    out += "# parameters\nkey,value,baseline\n";
+    side_by_side(out, r.params, baseline.params,
+                 [](const Report::ParamValue* a, const Report::ParamValue* b) {
+                     return csv_field((a ? a : b)->key) + "," + (a ? csv_field(a->text) : "") + "," +
+                            (b ? csv_field(b->text) : "");
+                 });
+    out += "\n# scalars\nkey,value,baseline,unit,label\n";
+    side_by_side(out, r.scalars, baseline.scalars, [](const Scalar* a, const Scalar* b) {
+        const Scalar& s = a ? *a : *b;
+        return csv_field(s.key) + "," + (a ? format_number(a->value) : "") + "," +
+               (b ? format_number(b->value) : "") + "," + csv_field(s.unit) + "," + csv_field(s.label);
+    });
+    out += "\n# checks\nkey,name,passed,baseline_passed,detail\n";
+    side_by_side(out, r.checks, baseline.checks, [](const Check* a, const Check* b) {
+        const Check& c = a ? *a : *b;
+        auto passed = [](const Check* x) -> std::string { return x ? (x->passed ? "true" : "false") : ""; };
+        return csv_field(c.key) + "," + csv_field(c.name) + "," + passed(a) + "," + passed(b) + "," +
+               csv_field(c.detail);
+    });
+    csv_parts(out, r, "");
+    csv_parts(out, baseline, "baseline ");
     return out;
 }
 

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -20,6 +21,8 @@ struct Scalar {
 };
 
 enum class SeriesStyle { line, bars, points, step };
+const char* series_style_name(SeriesStyle s);  // "line", "bars", "points", "step"
+std::optional<SeriesStyle> parse_series_style(std::string_view name);
 
 struct Series {
     std::string name, x_label, y_label;
@@ -174,5 +177,11 @@ struct Report {
 
 std::string report_json(const Report& r, bool pretty = false);
 std::string report_csv(const Report& r);
+// A run beside a baseline (a report exported earlier, core/experiments/report_read.h):
+// {"report": ..., "baseline": ...}, each in report_json's schema.
+std::string report_pair_json(const Report& r, const Report& baseline, bool pretty = false);
+// The same as CSV: parameters, scalars and checks side by side (value, baseline), then the run's
+// tables and series, then the baseline's, their headings marked "baseline".
+std::string report_pair_csv(const Report& r, const Report& baseline);
 
 }  // namespace k3
