@@ -1,10 +1,13 @@
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "core/base/json.h"
 #include "core/base/numfmt.h"
 #include "core/cli/commands.h"
 #include "core/experiments/registry.h"
+#include "core/fleet/trace.h"
+#include "core/modules/shared/import_file.h"
 
 namespace k3::cli {
 
@@ -65,6 +68,92 @@ static void print_estimate(const Experiment& e, const Params& p) {
     std::printf("%s\n", w.str().c_str());
 }
 
+// What a run is asked for: parameters, output format, and a file to import (--import).
+struct RunRequest {
+    enum { text, json, csv } fmt = text;
+    bool pretty = false, estimate_only = false;
+    KeyValues kv;
+    std::string import_path;
+};
+
+static bool parse_run_args(const Args& args, RunRequest& q) {
+    for (size_t i = 1; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        if (a == "--json")
+            q.fmt = RunRequest::json;
+        else if (a == "--csv")
+            q.fmt = RunRequest::csv;
+        else if (a == "--pretty")
+            q.pretty = true;
+        else if (a == "--estimate")
+            q.estimate_only = true;
+        else if (a == "--import" && i + 1 < args.size() && q.import_path.empty())
+            q.import_path = args[++i];
+        else if (a.find('=') != std::string::npos && a[0] != '-')
+            q.kv.emplace_back(a.substr(0, a.find('=')), a.substr(a.find('=') + 1));
+        else {
+            std::fprintf(
+                stderr,
+                "k3cli run: bad argument '%s' (expected key=value, --json, --csv, --pretty, --estimate "
+                "or one --import PATH)\n",
+                a.c_str());
+            return false;
+        }
+    }
+    return true;
+}
+
+// --import PATH (core/modules/shared/import_file.h): a trace becomes trace=PATH (this build reads the
+// disk), a config.json the custom model's parameters, a report the baseline. False with a message
+// when the file is refused or does not fit the module.
+static bool apply_import(const Experiment& e, const std::string& path, KeyValues& kv,
+                         std::optional<Report>& baseline) {
+    std::string bytes, error;
+    if (!read_file_bytes(path, TraceLimits{}.max_bytes, bytes, error)) {
+        std::fprintf(stderr, "k3cli run %s: --import: %s\n", e.id.c_str(), error.c_str());
+        return false;
+    }
+    ImportResult im = import_bytes(path, bytes);
+    if (im.ok() && im.kind == ImportKind::trace &&
+        std::none_of(e.params.begin(), e.params.end(), [](const ParamSpec& s) { return s.key == "trace"; }))
+        im.error = path + ": a request trace, and module " + e.id + " has no trace parameter";
+    if (im.ok() && im.kind != ImportKind::trace && im.module != e.id)
+        im.error =
+            path + ": " +
+            (im.kind == ImportKind::report ? "a report of module " : "a model config.json for module ") +
+            im.module + ", not " + e.id;
+    if (!im.ok()) {
+        std::fprintf(stderr, "k3cli run %s: --import: %s\n", e.id.c_str(), im.error.c_str());
+        return false;
+    }
+    std::fprintf(stderr, "k3cli run %s: imported %s\n", e.id.c_str(), im.summary.c_str());
+    if (im.kind == ImportKind::trace) kv.emplace_back("trace", path);
+    if (im.kind == ImportKind::model_config) kv.insert(kv.end(), im.params.begin(), im.params.end());
+    if (im.kind == ImportKind::report) baseline = std::move(im.report);
+    return true;
+}
+
+// The run's figures beside the baseline's (same key), after the readable summary.
+static void print_baseline(const Report& r, const Report& base) {
+    std::printf("\n  against the baseline\n");
+    for (const auto& s : r.scalars)
+        if (const Scalar* b = base.find_scalar(s.key))
+            std::printf("  %-44s %s (baseline %s)\n", s.label.c_str(),
+                        format_with_unit(s.value, s.unit).c_str(),
+                        format_with_unit(b->value, b->unit).c_str());
+}
+
+static void print_report(const Experiment& e, const RunRequest& q, const Report& r,
+                         const std::optional<Report>& base) {
+    if (q.fmt == RunRequest::json)
+        std::printf("%s\n", (base ? report_pair_json(r, *base, q.pretty) : report_json(r, q.pretty)).c_str());
+    else if (q.fmt == RunRequest::csv)
+        std::printf("%s", (base ? report_pair_csv(r, *base) : report_csv(r)).c_str());
+    else
+        print_text(e, r);
+    if (base && q.fmt == RunRequest::text) print_baseline(r, *base);
+}
+
 static int cmd_run(const Args& args) {
     if (args.empty()) {
         std::fprintf(stderr, "k3cli run: missing MODULE (k3cli list shows them)\n");
@@ -75,30 +164,11 @@ static int cmd_run(const Args& args) {
         std::fprintf(stderr, "k3cli run: unknown module '%s' (k3cli list shows them)\n", args[0].c_str());
         return 2;
     }
-    enum { text, json, csv } fmt = text;
-    bool pretty = false, estimate_only = false;
-    std::vector<std::pair<std::string, std::string>> kv;
-    for (size_t i = 1; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        if (a == "--json")
-            fmt = json;
-        else if (a == "--csv")
-            fmt = csv;
-        else if (a == "--pretty")
-            pretty = true;
-        else if (a == "--estimate")
-            estimate_only = true;
-        else if (a.find('=') != std::string::npos && a[0] != '-')
-            kv.emplace_back(a.substr(0, a.find('=')), a.substr(a.find('=') + 1));
-        else {
-            std::fprintf(stderr,
-                         "k3cli run: bad argument '%s' (expected key=value, --json, --csv, --pretty or "
-                         "--estimate)\n",
-                         a.c_str());
-            return 2;
-        }
-    }
-    ParsedParams pp = parse_params(e->params, kv, RangePolicy::strict);
+    RunRequest q;
+    std::optional<Report> baseline;
+    if (!parse_run_args(args, q)) return 2;
+    if (!q.import_path.empty() && !apply_import(*e, q.import_path, q.kv, baseline)) return 2;
+    ParsedParams pp = parse_params(e->params, q.kv, RangePolicy::strict);
     for (const auto& issue : e->check(pp.params)) pp.issues.push_back(issue);
     bool bad = false;
     for (const auto& issue : pp.issues) {
@@ -106,16 +176,11 @@ static int cmd_run(const Args& args) {
                      issue.level == ParamIssue::error ? "error" : "warning", issue.message.c_str());
         bad |= issue.level == ParamIssue::error;
     }
-    if (estimate_only) print_estimate(*e, pp.params);
+    if (q.estimate_only) print_estimate(*e, pp.params);
     if (bad) return 2;
-    if (estimate_only) return 0;
+    if (q.estimate_only) return 0;
     const Report r = run_to_end(*e, pp.params);
-    if (fmt == json)
-        std::printf("%s\n", report_json(r, pretty).c_str());
-    else if (fmt == csv)
-        std::printf("%s", report_csv(r).c_str());
-    else
-        print_text(*e, r);
+    print_report(*e, q, r, baseline);
     if (!r.all_checks_passed()) {
         for (const auto* v : {&r.checks, &r.timing.checks})
             for (const auto& c : *v)
@@ -127,9 +192,11 @@ static int cmd_run(const Args& args) {
     return 0;
 }
 
-K3_REGISTER_COMMAND("run", "MODULE [key=value ...] [--json|--csv] [--pretty] [--estimate]",
+K3_REGISTER_COMMAND("run", "MODULE [key=value ...] [--json|--csv] [--pretty] [--estimate] [--import PATH]",
                     "run a module with the given parameters; exit 1 if one of its checks fails (--estimate: "
-                    "its cost and the limits, without running)",
+                    "its cost and the limits, without running; --import: a Mooncake trace sets trace=PATH, a "
+                    "model's config.json the memory module's custom model, an exported report the baseline "
+                    "that --json and --csv then write beside the run)",
                     cmd_run, 20);
 
 }  // namespace k3::cli

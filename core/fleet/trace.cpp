@@ -125,11 +125,7 @@ bool LineParser::string(std::string* out) {
             case 'u': {
                 uint32_t cp = 0;
                 for (int i = 0; i < 4; ++i, ++p_) {
-                    const char h = peek();
-                    const int d = h >= '0' && h <= '9'   ? h - '0'
-                                  : h >= 'a' && h <= 'f' ? h - 'a' + 10
-                                  : h >= 'A' && h <= 'F' ? h - 'A' + 10
-                                                         : -1;
+                    const int d = hex_digit(peek());
                     if (d < 0) return fail("bad \\u escape in a string");
                     cp = cp * 16 + uint32_t(d);
                 }
@@ -547,17 +543,19 @@ std::vector<std::string> bundled_trace_candidates() {
 
 bool read_trace_text(std::string_view name, uint64_t max_bytes, std::string& text, std::string& source,
                      std::string& error) {
-    if (name == kMooncakeTraceName) {
-        if (const auto bytes = registered_data_file(kMooncakeTraceFile)) {
-            if (bytes->size() > max_bytes) {
-                error = std::string(kMooncakeTraceFile) + " is larger than " + std::to_string(max_bytes) +
-                        " bytes";
-                return false;
-            }
-            text = *bytes;
-            source = kMooncakeTraceFile;
-            return true;
+    const std::string registered = name == kMooncakeTraceName ? kMooncakeTraceFile : std::string(name);
+    if (const auto bytes = registered_data_file(registered)) {
+        if (bytes->size() > max_bytes) {
+            error = shown_text(registered) + " is larger than " + std::to_string(max_bytes) + " bytes";
+            return false;
         }
+        text = *bytes;
+        source = registered;
+        return true;
+    }
+    if (name.rfind(kImportedTracePrefix, 0) == 0) {
+        error = "trace '" + shown_text(name) + "' was imported in another session: import the file again";
+        return false;
     }
     source = resolve_trace_path(name);
     if (source.empty()) {

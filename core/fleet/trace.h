@@ -59,13 +59,18 @@ bool read_file_bytes(const std::string& path, uint64_t max_bytes, std::string& o
 // The bundled conversation trace of Mooncake (FAST'25), Apache-2.0.
 inline constexpr const char* kMooncakeTraceName = "mooncake";
 inline constexpr const char* kMooncakeTraceFile = "mooncake_conversation_trace.jsonl";
+// Traces a user imports (core/modules/shared/import_file.h) are registered as data files under this
+// prefix and their file name ("imported:my_trace.jsonl"), which is then the `trace` parameter: a name
+// no path on disk is likely to have, and one a link can carry (it then asks for the file again).
+inline constexpr const char* kImportedTracePrefix = "imported:";
 // Resolves a `trace` parameter: "mooncake" becomes the first readable copy of the bundled trace
 // (see the .cpp for the places searched; the web page preloads it at /data/traces/); anything else
 // is taken as a path. Returns "" if "mooncake" is not found anywhere.
 std::string resolve_trace_path(std::string_view name);
-// The text of a `trace` parameter's file: for "mooncake" the bytes the web page registered
-// (core/base/data_files.h) if any, else the first copy found on disk; otherwise the file at the
-// path. `source` says where it came from. False with a message naming what is missing otherwise.
+// The text of a `trace` parameter's file: the bytes registered for it (core/base/data_files.h: the
+// bundled trace under its file name, which the web page fetches, or an imported trace under its
+// name) if any; else for "mooncake" the first copy found on disk, and otherwise the file at the path.
+// `source` says where it came from. False with a message naming what is missing otherwise.
 bool read_trace_text(std::string_view name, uint64_t max_bytes, std::string& text, std::string& source,
                      std::string& error);
 // Places searched for the bundled trace, in order.

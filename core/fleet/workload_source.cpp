@@ -42,6 +42,12 @@ Workload synthetic_workload(const WorkloadSpec& s) {
     return merge_workloads({chat_workload(cc), agentic_workload(ac), shared_prompt_workload(sc)}, "mix");
 }
 
+TraceLimits workload_trace_limits() {
+    TraceLimits lim;
+    lim.max_total_ids = 4u << 20;  // 2 G tokens: beyond what a page replays
+    return lim;
+}
+
 LoadedWorkload load_workload(const WorkloadSpec& s) {
     LoadedWorkload lw;
     if (s.is_synthetic()) {
@@ -49,8 +55,7 @@ LoadedWorkload load_workload(const WorkloadSpec& s) {
         return lw;
     }
     static LoadedWorkload cached;  // one file at a time
-    TraceLimits lim;
-    lim.max_total_ids = 4u << 20;  // 2 G tokens: beyond what a page replays
+    const TraceLimits lim = workload_trace_limits();
     std::string text, err, path;
     if (!read_trace_text(s.trace, lim.max_bytes, text, path, err)) {
         lw.error = err;
@@ -76,12 +81,13 @@ std::string check_trace_param(const std::string& trace) {
     // The bundled trace may arrive later (the web page fetches it before the run). A path is loaded
     // in full, so that a malformed file is refused as bad input before the run, naming its line; the
     // parse is kept for the run (load_workload's cache), so it is paid once. Where there is no disk (the
-    // page) a path is refused before anything touches a file (core/base/data_files.h).
+    // page) a path is refused before anything touches a file (core/base/data_files.h), unless it names
+    // a trace imported there, whose bytes are registered.
     if (trace == "synthetic" || trace == kMooncakeTraceName) return {};
-    if (!disk_files())
+    if (!disk_files() && !registered_data_file(trace))
         return "trace '" + shown_text(trace) +
                "' is not available here: the page reads no files from disk, only the bundled trace "
-               "('mooncake') or a synthetic workload ('synthetic')";
+               "('mooncake'), a synthetic workload ('synthetic') or a trace imported in this session";
     WorkloadSpec s;
     s.trace = trace;
     return load_workload(s).error;

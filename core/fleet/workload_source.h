@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/fleet/trace.h"
 #include "core/fleet/workload.h"
 
 namespace k3 {
@@ -32,6 +33,9 @@ struct LoadedWorkload {
     std::string key;                             // what identifies the file (path, size, checksum)
     std::string error;                           // why loading failed
 };
+
+// The limits a trace file is read with for a run (an import checks a file with the same).
+TraceLimits workload_trace_limits();
 
 // The synthetic workload of a spec (every generator seeded from spec.seed).
 Workload synthetic_workload(const WorkloadSpec& s);

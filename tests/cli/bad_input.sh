@@ -25,6 +25,12 @@ expect 2 "expected one of" run memory preset=gpt5
 expect 2 "bad value 'nan'" run memory budget_gib=nan
 expect 2 "must be a multiple" run memory preset=custom heads=3 v_heads=4
 expect 2 "bad argument" run memory --frobnicate
+# Imported files (core/modules/shared/import_file.h): refused naming the field, or the module they fit.
+CFG="$(dirname "$0")/../data/configs"
+expect 0 "imported Kimi Linear, 27 layers" run memory --import "$CFG/Kimi-Linear-48B-A3B-Instruct.config.json"
+expect 2 "a model config.json for module memory, not fleet" run fleet --import "$CFG/Kimi-K3.config.json"
+expect 2 "parameter 'preset' given twice" run memory preset=kimi-k3 --import "$CFG/Kimi-K3.config.json"
+expect 2 "cannot open" run memory --import /nonexistent/config.json
 expect 2 "unknown command" frobnicate
 
 # Odd trace files: refused before the run (exit 2) with the line and what is wrong, or read as
