@@ -1,5 +1,7 @@
 #include "core/modules/shared/import_file.h"
 
+#include <algorithm>
+
 #include "core/base/json_read.h"
 #include "core/base/numfmt.h"
 #include "core/experiments/registry.h"
@@ -107,15 +109,19 @@ ImportResult import_report(const std::string& file, const JsonValue& root) {
     return r;
 }
 
-// A trace's first line: a JSON object with a Mooncake field (the whole file is not one JSON value).
+// A trace's first request: its first line that is not blank parses as a JSON object with a Mooncake
+// field (the whole file is not one JSON value).
 bool looks_like_trace(std::string_view bytes) {
     if (bytes.substr(0, 3) == "\xEF\xBB\xBF") bytes.remove_prefix(3);
-    size_t start = 0;
-    while (start < bytes.size() && (bytes[start] == '\n' || bytes[start] == '\r')) ++start;
-    const size_t end = bytes.find_first_of("\r\n", start);
-    const JsonParse first =
-        parse_json(bytes.substr(start, end == std::string_view::npos ? end : end - start));
-    return first.ok() && (first.value.find("input_length") || first.value.find("hash_ids"));
+    for (size_t start = 0; start < bytes.size();) {
+        const size_t end = std::min(bytes.find_first_of("\r\n", start), bytes.size());
+        const std::string_view line = bytes.substr(start, end - start);
+        start = end + 1;
+        if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
+        const JsonParse first = parse_json(line);
+        return first.ok() && (first.value.find("input_length") || first.value.find("hash_ids"));
+    }
+    return false;
 }
 
 }  // namespace

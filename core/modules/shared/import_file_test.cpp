@@ -117,6 +117,7 @@ TEST_CASE("import: a trace is validated in full and registered under its own nam
     CHECK(imported("one.jsonl",
                    "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [7]}")
               .kind == ImportKind::trace);  // one request is one JSON value
+    CHECK(imported("blank.jsonl", std::string("\xEF\xBB\xBF \r\n\n") + kTrace).kind == ImportKind::trace);
     CHECK(error_of("bad.jsonl", std::string(kTrace) + "{\"timestamp\": 9, \"input_length\": 5}\n") ==
           "bad.jsonl: line 3, column 36: missing key 'output_length'");
     // Where no file can be read (the page), the registered bytes are the trace.
