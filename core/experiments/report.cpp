@@ -4,6 +4,7 @@
 
 #include "core/base/json.h"
 #include "core/base/numfmt.h"
+#include "core/experiments/compare.h"
 
 namespace k3 {
 
@@ -371,11 +372,9 @@ static void csv_series(std::string& out, const Series& s, const char* prefix) {
     }
 }
 
-// The run's tables and series, then its timing blocks; every heading starts with `prefix`
-// ("baseline " for the baseline of a pair).
-static void csv_parts(std::string& out, const Report& r, const std::string& prefix) {
-    for (const auto& t : r.tables) csv_table(out, t, prefix.c_str());
-    for (const auto& s : r.series) csv_series(out, s, prefix.c_str());
+// The timing blocks (wall clock and build facts); every heading starts with `prefix` ("baseline "
+// for the baseline of a pair).
+static void csv_timing(std::string& out, const Report& r, const std::string& prefix) {
     const std::string timing = prefix + "timing ";
     if (!r.timing.scalars.empty() || !r.timing.texts.empty()) {
         out += "\n# " + timing +
@@ -399,7 +398,9 @@ std::string report_csv(const Report& r) {
         out += csv_field(s.key) + "," + format_number(s.value) + "," + csv_field(s.unit) + "," +
                csv_field(s.label) + "\n";
     csv_checks(out, r.checks, "");
-    csv_parts(out, r, "");
+    for (const auto& t : r.tables) csv_table(out, t, "");
+    for (const auto& s : r.series) csv_series(out, s, "");
+    csv_timing(out, r, "");
     return out;
 }
 
@@ -438,8 +439,23 @@ std::string report_pair_csv(const Report& r, const Report& baseline) {
         return csv_field(c.key) + "," + csv_field(c.name) + "," + passed(a) + "," + passed(b) + "," +
                csv_field(c.detail);
     });
-    csv_parts(out, r, "");
-    csv_parts(out, baseline, "baseline ");
+    // Tables as the page shows them in compare mode: a baseline column after each numeric one
+    // (core/experiments/compare.h); a table only the baseline has follows on its own.
+    auto named = [](const Report& in, const std::string& name) -> const Table* {
+        for (const auto& t : in.tables)
+            if (t.name == name) return &t;
+        return nullptr;
+    };
+    for (const auto& t : r.tables) {
+        const Table* b = named(baseline, t.name);
+        csv_table(out, b ? table_with_baseline(t, *b) : t, "");
+    }
+    for (const auto& b : baseline.tables)
+        if (!named(r, b.name)) csv_table(out, b, "baseline ");
+    for (const auto& s : r.series) csv_series(out, s, "");
+    for (const auto& s : baseline.series) csv_series(out, s, "baseline ");
+    csv_timing(out, r, "");
+    csv_timing(out, baseline, "baseline ");
     return out;
 }
 

@@ -180,8 +180,9 @@ std::string report_csv(const Report& r);
 // A run beside a baseline (a report exported earlier, core/experiments/report_read.h):
 // {"report": ..., "baseline": ...}, each in report_json's schema.
 std::string report_pair_json(const Report& r, const Report& baseline, bool pretty = false);
-// The same as CSV: parameters, scalars and checks side by side (value, baseline), then the run's
-// tables and series, then the baseline's, their headings marked "baseline".
+// The same as CSV: parameters, scalars and checks side by side (value, baseline); tables with a
+// baseline column after each numeric one (as compare mode shows them); the run's series, then the
+// baseline's and whatever else only the baseline has, their headings marked "baseline".
 std::string report_pair_csv(const Report& r, const Report& baseline);
 
 }  // namespace k3

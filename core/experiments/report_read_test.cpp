@@ -99,8 +99,12 @@ TEST_CASE("report_read: a pair gives both reports, in JSON and side by side in C
     CHECK(csv.find("# module: memory (baseline: memory)\n# parameters\nkey,value,baseline\n") == 0);
     CHECK(csv.find("\npreset,kimi-linear-48b,qwen3-next-80b\n") != std::string::npos);
     CHECK(csv.find("\nkey,value,baseline,unit,label\nstate_bytes,43417600,77266944,B,") != std::string::npos);
-    CHECK(csv.find("\n# table: Per-sequence memory by part\n") != std::string::npos);
-    CHECK(csv.find("\n# baseline table: Per-sequence memory by part\n") != std::string::npos);
+    // Tables with a baseline column after each numeric one, as compare mode shows them.
+    CHECK(
+        csv.find("\n# table: Per-sequence memory by part\npart,layers,layers (baseline),bytes per layer,") !=
+        std::string::npos);
+    CHECK(csv.find("\n# baseline table: ") == std::string::npos);
+    CHECK(csv.find("\n# baseline series: hybrid total (Memory per sequence)\n") != std::string::npos);
     CHECK(csv.find("\n# baseline timing (wall clock") != std::string::npos);
     // A check only one of them has sits on its own line, the other side empty.
     CHECK(csv.find(

@@ -109,7 +109,7 @@ std::optional<std::string> dtype_key(Fields& f, std::string_view key) {
 }
 
 // What the import reads, before it becomes parameters.
-struct Model {
+struct ReadModel {
     std::vector<LayerKind> layers;
     std::string pattern_field;  // the field the layer pattern came from
     std::vector<HfParam> dims;  // heads, head sizes, conv, attention cache
@@ -141,7 +141,7 @@ std::vector<int> layer_list(Fields& f, std::string_view key, int n) {
 
 // Kimi Linear's pattern: the KDA layers listed, MLA elsewhere; full_attn_layers, when given, must
 // list exactly the rest (vLLM reads kda_layers alone: is_kda_layer).
-void kimi_pattern(Fields& lac, int n, Model& m) {
+void kimi_pattern(Fields& lac, int n, ReadModel& m) {
     const std::vector<int> kda = layer_list(lac, "kda_layers", n);
     if (lac.failed()) return;
     m.layers.assign(size_t(n), LayerKind::attention);
@@ -165,7 +165,7 @@ void kimi_pattern(Fields& lac, int n, Model& m) {
                                         " in neither it nor kda_layers");
 }
 
-void read_kimi(Fields& text, Model& m) {
+void read_kimi(Fields& text, ReadModel& m) {
     const int n = text.count("num_hidden_layers", 1, kMaxLayers);
     Fields lac = text.object("linear_attn_config");
     if (text.failed()) return;
@@ -185,7 +185,7 @@ void read_kimi(Fields& text, Model& m) {
 }
 
 // Qwen's pattern: layer_types, or HF's rule from full_attention_interval when there is none.
-void qwen_pattern(Fields& text, int n, Model& m) {
+void qwen_pattern(Fields& text, int n, ReadModel& m) {
     const JsonValue* types = text.get("layer_types");
     if (!types) {
         if (!text.get("full_attention_interval"))
@@ -216,7 +216,7 @@ void qwen_pattern(Fields& text, int n, Model& m) {
     }
 }
 
-void read_qwen(Fields& text, Model& m) {
+void read_qwen(Fields& text, ReadModel& m) {
     const int n = text.count("num_hidden_layers", 1, kMaxLayers);
     if (text.failed()) return;
     qwen_pattern(text, n, m);
@@ -259,7 +259,7 @@ bool fit_pattern(const std::vector<LayerKind>& layers, int& every, bool& last) {
     return false;
 }
 
-std::string model_name(const Family& f, const Model& m) {
+std::string model_name(const Family& f, const ReadModel& m) {
     int lin = 0;
     for (LayerKind k : m.layers) lin += k == LayerKind::linear;
     const bool kimi = f.dialect == Dialect::kimi;
@@ -305,7 +305,7 @@ HfConfigImport read_hf_config(const JsonValue& root) {
                            " keeps its dimensions there)",
                out;
     Fields top(&root, "", out.error), inner(text ? text : &root, text ? "text_config." : "", out.error);
-    Model m;
+    ReadModel m;
     if (f->dialect == Dialect::kimi)
         read_kimi(inner, m);
     else
