@@ -10,6 +10,7 @@
 
 #include "core/experiments/compare.h"
 #include "core/experiments/experiment.h"
+#include "core/experiments/import.h"
 #include "core/experiments/url_state.h"
 
 namespace k3::ui {
@@ -54,6 +55,9 @@ class App {
     // Set by the toolbar; the main loop saves a PNG of the next rendered frame and clears it.
     bool want_png = false;
     void notify(std::string message);  // a toast
+    // A file the user brought (a trace, a config.json, a report): applied, or refused with a banner.
+    void import_file(const std::string& name, std::string bytes);
+    void import_path(const std::string& path);  // the desktop app: --import, a file dropped on the window
     // A banner until dismissed: what happened before this view (the web page restarted after a crash).
     void set_notice(std::string message) { notice_ = std::move(message); }
 
@@ -69,6 +73,9 @@ class App {
     bool step_baseline(double budget_ms);
     void draw_compare_bar();
     const Report* baseline_shown() const;  // the baseline to draw beside the report, or null
+    // Imports (import.cpp).
+    void import_trace(const std::string& data_name, std::string bytes);
+    void import_baseline(const ImportResult& r);
     void publish_hash();
     void draw_sidebar(float width);
     void draw_module(const Experiment& e);
@@ -127,6 +134,8 @@ class App {
     bool overview_built_ = false;
     bool overview_shown_ = false;  // drawn once without its figures
     size_t overview_next_ = 0, overview_total_ = 0;
+    std::unique_ptr<Run> overview_run_;  // the figure being computed
+    std::string overview_link_;          // its module's link
 
     std::map<std::string, std::array<float, 4>> widget_rects_;
     bool animating_ = false;  // a view asked for frames during the last draw (ui/anim.h)

@@ -1,6 +1,7 @@
 // The desktop app: GLFW + OpenGL 3, the same UI as the web page.
-//   k3explorer [--module ID] [--set key=value]... [--link '#m=...'] [--screenshot out.png]
-//              [--size 1280x800] [--scale S] [--light]
+//   k3explorer [--module ID] [--set key=value]... [--link '#m=...'] [--import PATH]...
+//              [--screenshot out.png] [--size 1280x800] [--scale S] [--light]
+// Files dropped onto the window are imported as --import imports them (core/experiments/import.h).
 // It sleeps in glfwWaitEvents when nothing changes (no busy loop when idle).
 #include <GLFW/glfw3.h>
 #include <imgui.h>
@@ -24,13 +25,15 @@
 
 namespace {
 
-bool g_event = false;  // set by any input callback; ImGui's backend chains to these
+bool g_event = false;                // set by any input callback; ImGui's backend chains to these
+std::vector<std::string> g_dropped;  // paths dropped onto the window, imported by the next frame
 
 void mark_event() { g_event = true; }
 
 struct Options {
     std::string module, link, screenshot;
     std::vector<std::pair<std::string, std::string>> set;
+    std::vector<std::string> imports;
     int width = 1280, height = 800;
     float scale = 0;  // 0: the monitor's content scale
     bool light = false;
@@ -38,8 +41,8 @@ struct Options {
 
 void usage() {
     std::fputs(
-        "usage: k3explorer [--module ID] [--set key=value]... [--link '#m=...'] [--screenshot out.png]\n"
-        "                  [--size WxH] [--scale S] [--light]\n",
+        "usage: k3explorer [--module ID] [--set key=value]... [--link '#m=...'] [--import PATH]...\n"
+        "                  [--screenshot out.png] [--size WxH] [--scale S] [--light]\n",
         stderr);
 }
 
@@ -58,6 +61,9 @@ bool parse(int argc, char** argv, Options& o) {
             if (!next(o.link)) return false;
         } else if (a == "--screenshot") {
             if (!next(o.screenshot)) return false;
+        } else if (a == "--import") {
+            if (!next(v)) return false;
+            o.imports.push_back(v);
         } else if (a == "--set") {
             if (!next(v) || v.find('=') == std::string::npos) return false;
             o.set.emplace_back(v.substr(0, v.find('=')), v.substr(v.find('=') + 1));
@@ -123,6 +129,10 @@ void wake_on_events(GLFWwindow* window) {
     glfwSetWindowSizeCallback(window, [](GLFWwindow*, int, int) { mark_event(); });
     glfwSetWindowRefreshCallback(window, [](GLFWwindow*) { mark_event(); });
     glfwSetWindowContentScaleCallback(window, [](GLFWwindow*, float, float) { mark_event(); });
+    glfwSetDropCallback(window, [](GLFWwindow*, int n, const char** paths) {
+        for (int i = 0; i < n; ++i) g_dropped.emplace_back(paths[i]);
+        mark_event();
+    });
 }
 
 void start_imgui(GLFWwindow* window) {
@@ -172,6 +182,8 @@ int run_loop(GLFWwindow* window, k3::ui::App& app, const Options& opt) {
         if (g_event) frames_left = 3;
         g_event = false;
 
+        for (const std::string& path : g_dropped) app.import_path(path);
+        g_dropped.clear();
         k3::ui::prepare_style(app, opt.scale > 0 ? opt.scale : k3::ui::platform::content_scale());
         ImGui_ImplOpenGL3_NewFrame();
         ImGui_ImplGlfw_NewFrame();
@@ -215,6 +227,7 @@ int main(int argc, char** argv) {
         app.open_module(opt.module, opt.set);
     else
         app.open_link("");
+    for (const std::string& path : opt.imports) app.import_path(path);
     const int rc = run_loop(window, app, opt);
     stop(window);
     return rc;

@@ -146,6 +146,11 @@ EMSCRIPTEN_KEEPALIVE const char* k3_view_state() {
     j = g_app ? g_app->view_state_json() : "";
     return j.c_str();
 }
+// web/k3.js: a file picked with the Import button or dropped on the page (ui/import.cpp).
+EMSCRIPTEN_KEEPALIVE void k3_import(const char* name, const char* bytes, int size) {
+    if (g_app) g_app->import_file(name, std::string(bytes, size_t(size > 0 ? size : 0)));
+    k3_wake();
+}
 // web/k3.js: what happened before a restart (the run that stopped the previous page).
 EMSCRIPTEN_KEEPALIVE void k3_notice(const char* text) {
     if (g_app) g_app->set_notice(text);

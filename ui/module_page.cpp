@@ -29,19 +29,35 @@ void App::draw_toolbar(const Experiment& e) {
         tooltip_wrapped("A link that restores this module with these parameters:\n" +
                         platform::share_link(hash));
     ImGui::SameLine();
+    // With a baseline on screen the exports hold both reports, as k3cli run --import REPORT writes them.
+    const Report* base = baseline_shown();
+    const std::string both = base ? " and the baseline's (k3cli run ... --import)" : "";
     ImGui::BeginDisabled(!has_report_);
-    if (ImGui::Button("JSON"))
-        notify(platform::save_file("k3-" + e.id + ".json", "application/json", report_json() + "\n"));
+    if (ImGui::Button("JSON")) {
+        const std::string json = base ? report_pair_json(report_, *base) : report_json();
+        notify(platform::save_file("k3-" + e.id + ".json", "application/json", json + "\n"));
+    }
     remember_rect("export_json");
     if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
-        tooltip_wrapped("Export the report as JSON (same schema as k3cli run --json)");
+        tooltip_wrapped("Export the report" + both + " as JSON (the schema of k3cli run --json)");
     ImGui::SameLine();
     if (ImGui::Button("CSV"))
-        notify(platform::save_file("k3-" + e.id + ".csv", "text/csv", report_csv(report_)));
+        notify(platform::save_file("k3-" + e.id + ".csv", "text/csv",
+                                   base ? report_pair_csv(report_, *base) : report_csv(report_)));
     remember_rect("export_csv");
     if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
-        tooltip_wrapped("Export the report as CSV (k3cli run --csv)");
+        tooltip_wrapped("Export the report" + both + " as CSV (k3cli run --csv)");
     ImGui::EndDisabled();
+    ImGui::SameLine();
+    const bool import = ImGui::Button("Import");
+    remember_rect("import");
+    if (import)
+        if (const std::string how = platform::pick_import_file(); !how.empty()) notify(how);
+    if (ImGui::IsItemHovered())
+        tooltip_wrapped(
+            "Bring your own data: a request trace in the Mooncake format (.jsonl), a hybrid model's "
+            "Hugging Face config.json (a custom model in module 2), or a report exported earlier "
+            "(the baseline to compare with). Or drop the file onto the page.");
     ImGui::SameLine();
     if (ImGui::Button("PNG")) want_png = true;
     if (ImGui::IsItemHovered()) tooltip_wrapped("Save a picture of this view");
@@ -113,7 +129,7 @@ void App::draw_module(const Experiment& e) {
     ImGui::PushFont(fonts().title);
     ImGui::TextUnformatted(e.title.c_str());
     ImGui::PopFont();
-    const float tool_w = t.px(290);
+    const float tool_w = t.px(360);
     ImGui::SameLine(std::max(ImGui::GetCursorPosX() + t.px(20), ImGui::GetWindowWidth() - tool_w - t.px(20)));
     draw_toolbar(e);
     ImGui::PushFont(fonts().body);

@@ -103,8 +103,8 @@ bool App::overview_card(const OverviewFigure& fig, float width) {
     return clicked;
 }
 
-// The Overview's headline figures, computed live with the modules' own code (cheap runs), as many
-// as fit in the frame's budget and at least one: the page is drawn at once and the cards fill in.
+// The Overview's headline figures, computed live with the modules' own code (cheap runs), run in
+// slices like any run: the page is drawn at once, stays responsive, and the cards fill in.
 void App::overview_step(double budget_ms) {
     if (overview_built_ || !overview_shown_) return;
     std::vector<std::pair<const Experiment*, const Headline*>> all;  // the lead figures first
@@ -114,15 +114,23 @@ void App::overview_step(double budget_ms) {
                 if (h.lead == lead) all.push_back({&e, &h});
     overview_total_ = all.size();
     const Stopwatch sw;
-    do {
-        if (overview_next_ >= all.size()) break;
-        const auto [e, h] = all[overview_next_++];
-        ParsedParams pp = parse_params(e->params, h->params, RangePolicy::strict);
-        if (!pp.ok()) continue;
-        const Report r = run_to_end(*e, pp.params);
-        if (const Scalar* s = r.find_scalar(h->scalar_key))
-            overview_.push_back({e, h->caption, *s, format_url_hash(e->id, &pp.params)});
-    } while (sw.ms() < budget_ms);
+    while (overview_next_ < all.size() && sw.ms() < budget_ms) {
+        const auto [e, h] = all[overview_next_];
+        if (!overview_run_) {
+            ParsedParams pp = parse_params(e->params, h->params, RangePolicy::strict);
+            if (!pp.ok()) {
+                ++overview_next_;
+                continue;
+            }
+            overview_link_ = format_url_hash(e->id, &pp.params);
+            overview_run_ = e->start(pp.params);
+        }
+        if (overview_run_->step(budget_ms - sw.ms()) < 1.0) break;
+        if (const Scalar* s = overview_run_->report().find_scalar(h->scalar_key))
+            overview_.push_back({e, h->caption, *s, overview_link_});
+        overview_run_.reset();
+        ++overview_next_;
+    }
     overview_built_ = overview_next_ >= all.size();
 }
 

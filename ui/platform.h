@@ -19,6 +19,9 @@ std::string share_link(const std::string& hash);  // full link to the view
 // Returns a message for the user ("Saved /path/k3-memory.json", "Downloading k3-memory.json").
 std::string save_file(const std::string& name, const std::string& mime, const std::string& content);
 bool copy_to_clipboard(const std::string& text);
+// The Import button: on the web, opens the browser's file picker (the file comes back through
+// App::import_file) and returns ""; on the desktop, which has no picker, returns how to import there.
+std::string pick_import_file();
 
 // Data files a run needs (Experiment::data_files). On the web: starts fetching "data/NAME" from the
 // page's own server unless it is already registered or on its way, and returns true while the run

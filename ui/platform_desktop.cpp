@@ -41,6 +41,11 @@ bool copy_to_clipboard(const std::string& text) {
     return true;
 }
 
+std::string pick_import_file() {
+    return "Drop a trace (.jsonl), a model's config.json or an exported report onto the window, or start "
+           "the app with --import PATH";
+}
+
 bool fetch_data_file(const std::string&) { return false; }
 std::string data_file_error(const std::string&) { return {}; }
 void run_state(const std::string&, const std::string&) {}

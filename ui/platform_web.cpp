@@ -46,6 +46,7 @@ EM_JS(int, k3js_copy, (const char* text), {
     navigator.clipboard.writeText(s).catch(() => {});
     return 1;
 });
+EM_JS(void, k3js_pick_import, (), { document.getElementById("k3-import").click(); });
 EM_JS(double, k3js_dpr, (), { return window.devicePixelRatio || 1; });
 EM_JS(void, k3js_fetch, (const char* name_ptr), {
     const name = UTF8ToString(name_ptr);
@@ -97,6 +98,11 @@ std::string save_file(const std::string& name, const std::string& mime, const st
 }
 
 bool copy_to_clipboard(const std::string& text) { return k3js_copy(text.c_str()) != 0; }
+
+std::string pick_import_file() {
+    k3js_pick_import();
+    return {};
+}
 
 void run_state(const std::string& running, const std::string& result_link) {
     k3js_run_state(running.c_str(), result_link.c_str());

@@ -62,12 +62,36 @@
   window.k3Loaded = function () {
     loading.classList.add("done");
     window.k3.ready = true;
+    window.k3.firstFrameMs = performance.now();  // since the navigation started
     const note = sessionStorage.getItem("k3-restart-note");
     if (note) {
       sessionStorage.removeItem("k3-restart-note");
       Module.ccall("k3_notice", null, ["string"], [note]);
     }
   };
+
+  // Imports (ui/import.cpp): a file picked with the Import button or dropped on the page goes to the
+  // app as its name and bytes; the app says what it did or why it refused the file.
+  function importFile(file) {
+    file.arrayBuffer().then((buf) => {
+      if (!window.k3.ready) return;
+      const bytes = new Uint8Array(buf);
+      const data = Module._malloc(Math.max(1, bytes.length));
+      Module.HEAPU8.set(bytes, data);
+      Module.ccall("k3_import", null, ["string", "number", "number"], [file.name, data, bytes.length]);
+      Module._free(data);
+    });
+  }
+  const picker = document.getElementById("k3-import");
+  picker.addEventListener("change", () => {
+    if (picker.files.length) importFile(picker.files[0]);
+    picker.value = "";
+  });
+  window.addEventListener("dragover", (e) => e.preventDefault());
+  window.addEventListener("drop", (e) => {
+    e.preventDefault();
+    if (e.dataTransfer && e.dataTransfer.files.length) importFile(e.dataTransfer.files[0]);
+  });
 
   function wake() {
     if (window.k3.ready && Module._k3_wake) Module._k3_wake();

@@ -5,9 +5,9 @@
 #include "core/base/json.h"
 #include "core/base/numfmt.h"
 #include "core/cli/commands.h"
+#include "core/experiments/import.h"
 #include "core/experiments/registry.h"
 #include "core/fleet/trace.h"
-#include "core/modules/shared/import_file.h"
 
 namespace k3::cli {
 
@@ -103,7 +103,7 @@ static bool parse_run_args(const Args& args, RunRequest& q) {
     return true;
 }
 
-// --import PATH (core/modules/shared/import_file.h): a trace becomes trace=PATH (this build reads the
+// --import PATH (core/experiments/import.h): a trace becomes trace=PATH (this build reads the
 // disk), a config.json the custom model's parameters, a report the baseline. False with a message
 // when the file is refused or does not fit the module.
 static bool apply_import(const Experiment& e, const std::string& path, KeyValues& kv,

@@ -59,7 +59,7 @@ bool read_file_bytes(const std::string& path, uint64_t max_bytes, std::string& o
 // The bundled conversation trace of Mooncake (FAST'25), Apache-2.0.
 inline constexpr const char* kMooncakeTraceName = "mooncake";
 inline constexpr const char* kMooncakeTraceFile = "mooncake_conversation_trace.jsonl";
-// Traces a user imports (core/modules/shared/import_file.h) are registered as data files under this
+// Traces a user imports (core/experiments/import.h) are registered as data files under this
 // prefix and their file name ("imported:my_trace.jsonl"), which is then the `trace` parameter: a name
 // no path on disk is likely to have, and one a link can carry (it then asks for the file again).
 inline constexpr const char* kImportedTracePrefix = "imported:";

@@ -16,10 +16,19 @@ for m in $mods; do
   $REF run "$m" --json >"$tmp/ref.json" 2>"$tmp/ref.err"; rc_ref=$?
   if [ $rc_ref -gt 1 ]; then echo "FAILED $m: the reference build exited $rc_ref: $(head -c 300 "$tmp/ref.err")"; fail=1; continue; fi
   ok=1
+  # The other builds run side by side (the machine has more than one core); each is then compared.
+  i=0
   for other in "$@"; do
-    $other run "$m" --json >"$tmp/b.json" 2>"$tmp/b.err"; rc=$?
+    i=$((i + 1))
+    ( $other run "$m" --json >"$tmp/b$i.json" 2>"$tmp/b$i.err"; echo $? >"$tmp/b$i.rc" ) &
+  done
+  wait
+  i=0
+  for other in "$@"; do
+    i=$((i + 1))
+    rc=$(cat "$tmp/b$i.rc")
     if [ $rc -ne $rc_ref ]; then
-      echo "DIFFERENT $m: exit $rc_ref in '$REF', $rc in '$other': $(head -c 300 "$tmp/b.err")"; fail=1 ok=0; continue
+      echo "DIFFERENT $m: exit $rc_ref in '$REF', $rc in '$other': $(head -c 300 "$tmp/b$i.err")"; fail=1 ok=0; continue
     fi
     if node -e '
         const fs = require("fs");
@@ -33,7 +42,7 @@ for m in $mods; do
             break;
           }
           process.exit(1);
-        }' "$tmp/ref.json" "$tmp/b.json"; then
+        }' "$tmp/ref.json" "$tmp/b$i.json"; then
       compared=$((compared + 1))
     else
       echo "DIFFERENT $m in '$other'"; fail=1 ok=0

@@ -1,4 +1,4 @@
-// Fuzz target: the files users import (core/modules/shared/import_file.h) and the JSON reader under
+// Fuzz target: the files users import (core/experiments/import.h) and the JSON reader under
 // them. Any input must give a result or an error naming the file (and, from the reader, the line and
 // column), never a crash, and nothing to apply comes with an error. What is accepted must hold up: a
 // config.json's parameters are accepted by the memory module as they are, a report written again
@@ -10,9 +10,9 @@
 #include <string_view>
 
 #include "core/base/json_read.h"
+#include "core/experiments/import.h"
 #include "core/experiments/registry.h"
 #include "core/experiments/report_read.h"
-#include "core/modules/shared/import_file.h"
 
 static void json_reader(std::string_view in) {
     k3::JsonLimits lim;  // small, so that every limit is reached

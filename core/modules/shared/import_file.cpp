@@ -1,4 +1,4 @@
-#include "core/modules/shared/import_file.h"
+#include "core/experiments/import.h"
 
 #include <algorithm>
 
@@ -8,6 +8,7 @@
 #include "core/experiments/report_read.h"
 #include "core/fleet/trace.h"
 #include "core/fleet/workload_source.h"
+#include "core/model/hf_config.h"
 
 namespace k3 {
 
@@ -84,7 +85,7 @@ ImportResult import_config(const std::string& file, const JsonValue& root) {
         if (i.level == ParamIssue::error) return refused(file, source_of(hf, i.key) + ": " + i.message);
     r.kind = ImportKind::model_config;
     r.module = e->id;
-    r.sources = hf.params;
+    for (const HfParam& p : hf.params) r.sources.push_back({p.key, p.value, p.source});
     r.summary = hf.name;
     return r;
 }
@@ -141,6 +142,11 @@ ImportResult import_bytes(std::string_view name, std::string_view bytes) {
     }
     if (looks_like_trace(bytes)) return import_trace(file, bytes);
     return refused(file, whole.error);
+}
+
+bool read_import_file(const std::string& path, std::string& bytes, std::string& error) {
+    // A trace is the largest file an import takes; a config or a report is far smaller.
+    return read_file_bytes(path, workload_trace_limits().max_bytes, bytes, error);
 }
 
 }  // namespace k3

@@ -1,4 +1,4 @@
-// Importing the files users bring (core/modules/shared/import_file.h): a published config.json gives
+// Importing the files users bring (core/experiments/import.h): a published config.json gives
 // the memory module the same figures as the preset of the same model; traces and reports are told
 // apart by their content; every refusal names the file and the line or field, and applies nothing.
 #include <doctest/doctest.h>
@@ -7,9 +7,9 @@
 #include <string>
 
 #include "core/base/data_files.h"
+#include "core/experiments/import.h"
 #include "core/fleet/trace.h"
 #include "core/fleet/workload_source.h"
-#include "core/modules/shared/import_file.h"
 #include "tests/unit/test_files.h"
 #include "tests/unit/test_module_util.h"
 

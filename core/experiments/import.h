@@ -3,6 +3,8 @@
 // earlier (report_json, or report_pair_json's report with its baseline). The kind is told from the
 // content, not the name; the file is validated in full here, and the result says what to apply. An
 // error names the file and the line or the field, and comes with nothing to apply.
+// Declared here, in the Experiment API that the page and the desktop app use; implemented in
+// core/modules/shared/import_file.cpp, which may use the trace reader, hf_config and the modules.
 #pragma once
 
 #include <optional>
@@ -12,11 +14,15 @@
 
 #include "core/experiments/param.h"
 #include "core/experiments/report.h"
-#include "core/model/hf_config.h"
 
 namespace k3 {
 
 enum class ImportKind { trace, model_config, report };
+
+// A parameter a config.json set: its key and value, and the field it came from.
+struct ImportedValue {
+    std::string key, value, source;
+};
 
 struct ImportResult {
     ImportKind kind = ImportKind::trace;
@@ -31,7 +37,7 @@ struct ImportResult {
     // custom-model dimension, in the module's keys and canonical text), with where each came from.
     std::string module;
     KeyValues params;
-    std::vector<HfParam> sources;
+    std::vector<ImportedValue> sources;
 
     // A report (module = its module): the report, and a pair's baseline.
     std::optional<Report> report, baseline;
@@ -41,5 +47,8 @@ struct ImportResult {
 
 // `name` is the file's name or path (only its last component is used), `bytes` its contents.
 ImportResult import_bytes(std::string_view name, std::string_view bytes);
+// The desktop app's --import and dropped files: reads a regular file of at most the largest size an
+// import takes, or says why not.
+bool read_import_file(const std::string& path, std::string& bytes, std::string& error);
 
 }  // namespace k3
