@@ -1,7 +1,8 @@
 // A small static file server for the web explorer: 127.0.0.1 only, correct MIME types (WebAssembly
 // needs application/wasm), no directory listings, no path traversal, no caching of our own files.
 // Text and WebAssembly go out gzip-compressed to browsers that accept it (the page's .js + .wasm
-// shrink to about a third); each file is compressed once per change and kept in memory.
+// shrink to about a third); each file is compressed at start and again when it changes, and kept in
+// memory.
 // Usage: node scripts/serve.mjs DIR [PORT]   (PORT 0 picks a free port; the URL is printed)
 import http from "node:http";
 import fs from "node:fs";
@@ -65,6 +66,15 @@ const server = http.createServer((req, res) => {
     else fs.createReadStream(file).pipe(res);
   });
 });
+// Compressed before the first request, so that the first page load does not wait for it.
+function precompress(dir) {
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const file = path.join(dir, entry.name);
+    if (entry.isDirectory()) precompress(file);
+    else if (entry.isFile() && compressible.has(path.extname(file))) gzipOf(file, fs.statSync(file));
+  }
+}
+precompress(root);
 server.listen(port, "127.0.0.1", () => {
   console.log(`K3 Serve Explorer: http://127.0.0.1:${server.address().port}/`);
 });

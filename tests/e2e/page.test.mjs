@@ -261,6 +261,14 @@ try {
       ok(now.params.context === 1048576 && base && JSON.stringify(strip(base)) === JSON.stringify(strip(pinned)),
          "after a change the page holds the new run and the pinned one as its baseline");
       await page.screenshot({ path: path.join(outDir, "compare.png") });
+      for (const [key, check] of [["export_json", (t) => { const j = JSON.parse(t); return j.report && j.baseline && j.baseline.params.context === 65536; }],
+                                  ["export_csv", (t) => /baseline/.test(t) && t.includes("state_bytes")]]) {
+        const r = await page.evaluate((k) => window.k3.widget(k), key);
+        if (!r) { ok(false, `${key} button on the page`); continue; }
+        const [dl] = await Promise.all([page.waitForEvent("download", { timeout: 10000 }),
+                                        page.mouse.click(r.x + r.w / 2, r.y + r.h / 2)]);
+        ok(check(fs.readFileSync(await dl.path(), "utf8")), `${key} in compare mode holds both reports`);
+      }
       const link = await page.evaluate(() => window.location.hash);
       ok(/pin=memory/.test(link) && /pin\.context=65536/.test(link), `the link holds both parameter sets (${link})`);
       const again = await open(link);
