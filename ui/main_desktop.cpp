@@ -1,6 +1,6 @@
 // The desktop app: GLFW + OpenGL 3, the same UI as the web page.
 //   k3explorer [--module ID] [--set key=value]... [--link '#m=...'] [--import PATH]...
-//              [--screenshot out.png] [--size 1280x800] [--scale S] [--light]
+//              [--screenshot out.png [--print-link]] [--size 1280x800] [--scale S] [--light]
 // Files dropped onto the window are imported as --import imports them (core/experiments/import.h).
 // It sleeps in glfwWaitEvents when nothing changes (no busy loop when idle).
 #include <GLFW/glfw3.h>
@@ -37,12 +37,13 @@ struct Options {
     int width = 1280, height = 800;
     float scale = 0;  // 0: the monitor's content scale
     bool light = false;
+    bool print_link = false;  // with --screenshot: print the view's link (what was applied) too
 };
 
 void usage() {
     std::fputs(
         "usage: k3explorer [--module ID] [--set key=value]... [--link '#m=...'] [--import PATH]...\n"
-        "                  [--screenshot out.png] [--size WxH] [--scale S] [--light]\n",
+        "                  [--screenshot out.png [--print-link]] [--size WxH] [--scale S] [--light]\n",
         stderr);
 }
 
@@ -75,6 +76,8 @@ bool parse(int argc, char** argv, Options& o) {
             if (!next(v)) return false;
             o.scale = std::strtof(v.c_str(), nullptr);
             if (!(o.scale >= 0.5f && o.scale <= 4.0f)) return false;
+        } else if (a == "--print-link") {
+            o.print_link = true;
         } else if (a == "--light") {
             o.light = true;
         } else {
@@ -158,6 +161,7 @@ std::optional<int> screenshot_when_settled(GLFWwindow* window, const k3::ui::App
                                            int& settled, double t_start) {
     settled = app.busy() ? 0 : settled + 1;
     if (settled >= 6) {
+        if (opt.print_link) std::printf("%s\n", k3::ui::platform::url_hash().c_str());
         if (save_framebuffer(window, opt.screenshot)) return 0;
         std::fprintf(stderr, "k3explorer: could not write %s\n", opt.screenshot.c_str());
         return 1;

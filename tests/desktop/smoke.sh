@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Desktop test: the native app under a virtual display renders every module to a non-blank PNG.
+# Desktop test: the native app under a virtual display renders every module to a non-blank PNG, and
+# imports a file given with --import.
 # Usage: smoke.sh K3EXPLORER K3CLI
 set -uo pipefail
 APP=$1 K3CLI=$2
@@ -33,4 +34,14 @@ for m in $mods; do
     echo "FAIL $m: blank or wrong-size screenshot ($(cat "$out/$m.txt"))"; fail=1
   fi
 done
+# --import (as the Import button, or a file dropped on the window): a model's config.json becomes module
+# 2's custom model, shown with the link that holds it; a file that does not read changes nothing.
+link=$(DISPLAY=$disp timeout 600 "$APP" --import "$ROOT/tests/data/configs/Kimi-K3.config.json" --size 1280x800 \
+       --screenshot "$out/import.png" --print-link)
+if [[ "$link" == "#m=memory&preset=custom&layers=93"* ]]; then echo "ok   --import of a config.json ($link)"
+else echo "FAIL --import of a config.json opened '$link'"; fail=1; fi
+link=$(DISPLAY=$disp timeout 600 "$APP" --module memory --import "$ROOT/tests/desktop/smoke.sh" --size 1280x800 \
+       --screenshot "$out/import-refused.png" --print-link)
+if [ "$link" = "#m=memory" ]; then echo "ok   --import of a file that does not read changes nothing"
+else echo "FAIL --import of a file that does not read opened '$link'"; fail=1; fi
 exit $fail
