@@ -310,6 +310,18 @@ try {
     ok(custom && custom.params.preset === "custom" && figures(custom) === figures(preset),
        "an imported config.json is module 2's custom model with the figures of the matching preset");
 
+    // The same file dropped on the page (a drop event carrying it, as a drag from the desktop does).
+    await open("#m=kda");
+    const configText = fs.readFileSync("tests/data/configs/Kimi-Linear-48B-A3B-Instruct.config.json", "utf8");
+    await page.evaluate((text) => {
+      const dt = new DataTransfer();
+      dt.items.add(new File([text], "config.json", { type: "application/json" }));
+      window.dispatchEvent(new DragEvent("drop", { dataTransfer: dt, bubbles: true, cancelable: true }));
+    }, configText);
+    await page.waitForFunction(() => window.k3.module() === "memory", null, { timeout: 10000 });
+    const dropped = JSON.parse(await page.evaluate(() => window.k3.run()) || "null");
+    ok(dropped && figures(dropped) === figures(preset), "a config.json dropped on the page opens the same custom model");
+
     const exported = path.join(outDir, "exported_report.json");
     fs.writeFileSync(exported, JSON.stringify(preset));
     await importFile(exported);
