@@ -70,12 +70,13 @@ class App {
     void pin_current();
     void unpin();
     void refresh_baseline();  // the baseline for the module on screen, run if it must be
-    bool step_baseline(double budget_ms);
+    void step_baseline(double budget_ms);
+    void set_baseline(Pin pin, Report report);  // pinned, and shown or run in the module on screen
     void draw_compare_bar();
     const Report* baseline_shown() const;  // the baseline to draw beside the report, or null
     // Imports (import.cpp).
     void import_trace(const std::string& data_name, std::string bytes);
-    void import_baseline(const ImportResult& r);
+    std::string import_baseline(const ImportResult& r);  // "" or why the report cannot be a baseline
     void publish_hash();
     void draw_sidebar(float width);
     void draw_module(const Experiment& e);

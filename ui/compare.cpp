@@ -10,15 +10,19 @@
 
 namespace k3::ui {
 
-void App::pin_current() {
-    if (!exp_ || !has_report_ || report_stale_) return;
-    pin_ = {exp_, params_};
-    baseline_params_ = params_;
-    baseline_ = report_;
+void App::set_baseline(Pin pin, Report report) {
+    baseline_params_ = pin.params;
+    pin_ = std::move(pin);
+    baseline_ = std::move(report);
     has_baseline_ = true;
     baseline_run_.reset();
-    baseline_why_.clear();
+    refresh_baseline();  // the report stands when it is the module's on screen, else it is run there
     publish_hash();
+}
+
+void App::pin_current() {
+    if (!exp_ || !has_report_ || report_stale_) return;
+    set_baseline({exp_, params_}, report_);
     notify("Pinned as the baseline: change parameters to compare");
 }
 
@@ -49,15 +53,14 @@ void App::refresh_baseline() {
     baseline_run_ = exp_->start(baseline_params_);
 }
 
-bool App::step_baseline(double budget_ms) {
-    if (!baseline_run_) return false;
+void App::step_baseline(double budget_ms) {
+    if (!baseline_run_) return;
     progress_ = baseline_run_->step(budget_ms);
     stage_ = "baseline: " + baseline_run_->stage();
-    if (progress_ < 1.0) return true;
+    if (progress_ < 1.0) return;
     baseline_ = baseline_run_->report();
     has_baseline_ = true;
     baseline_run_.reset();
-    return true;
 }
 
 const Report* App::baseline_shown() const {

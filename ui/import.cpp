@@ -23,12 +23,16 @@ void App::import_file(const std::string& name, std::string bytes) {
         set_notice("Import refused, nothing was changed. " + r.error);
         return;
     }
+    std::string refused;
     switch (r.kind) {
         case ImportKind::trace: import_trace(r.data_name, std::move(bytes)); break;
         case ImportKind::model_config: open_module(r.module, r.params); break;
-        case ImportKind::report: import_baseline(r); break;
+        case ImportKind::report: refused = import_baseline(r); break;
     }
-    notify("Imported " + name + ": " + r.summary);
+    if (!refused.empty())
+        set_notice("Import refused, nothing was changed. " + name + ": " + refused);
+    else
+        notify("Imported " + name + ": " + r.summary);
 }
 
 // Registered under its own name (the page has no file system; the desktop app reads it the same
@@ -40,29 +44,29 @@ void App::import_trace(const std::string& data_name, std::string bytes) {
     params_changed(true);
 }
 
+static KeyValues params_of(const Report& r) {
+    KeyValues kv;
+    for (const auto& p : r.params) kv.emplace_back(p.key, p.text);
+    return kv;
+}
+
 // A report becomes the pinned baseline in its module; a pair's report is opened as the current run
-// (its parameters, run again) with the pair's baseline beside it.
-void App::import_baseline(const ImportResult& r) {
+// (its parameters, run again) with the pair's baseline beside it. Its parameters must still read as
+// the module declares them, or the pin in the link would stand for another run than the one shown.
+std::string App::import_baseline(const ImportResult& r) {
     const Report& base = r.baseline ? *r.baseline : *r.report;
     const Experiment* e = find_experiment(base.module);
-    if (!e) return;
-    KeyValues kv;
-    for (const auto& p : base.params) kv.emplace_back(p.key, p.text);
-    ParsedParams pp = parse_params(e->params, kv, RangePolicy::clamp);
-    if (r.baseline) {
-        KeyValues now;
-        for (const auto& p : r.report->params) now.emplace_back(p.key, p.text);
-        open_module(r.report->module, now);
-    } else if (exp_ != e) {
+    if (!e) return "this build has no module '" + base.module + "'";
+    ParsedParams pp = parse_params(e->params, params_of(base), RangePolicy::strict);
+    for (const ParamIssue& i : pp.issues)
+        if (i.level == ParamIssue::error)
+            return "its parameters do not read in module " + e->id + ": " + i.message;
+    if (r.baseline)
+        open_module(r.report->module, params_of(*r.report));
+    else if (exp_ != e)
         select(e);
-    }
-    pin_ = {e, pp.params};
-    baseline_params_ = pp.params;
-    baseline_ = base;
-    has_baseline_ = true;
-    baseline_run_.reset();
-    refresh_baseline();
-    publish_hash();
+    set_baseline({e, std::move(pp.params)}, base);
+    return {};
 }
 
 }  // namespace k3::ui
