@@ -141,6 +141,8 @@ std::string format_si(double v, int digits) {
 std::string format_with_unit(double v, std::string_view unit) {
     if (unit == "B") return format_bytes(v);
     if (unit == "fraction") return format_sig(v * 100.0, 4) + " %";
+    if ((unit == "B/s" || unit == "flop/s") && std::fabs(v) >= 1e3)
+        return format_si(v, 4) + std::string(unit);  // "311 GB/s"
     const bool plain = unit == "count" || unit == "ratio" || unit.empty();
     const std::string sfx = plain ? "" : " " + std::string(unit);
     // Whole numbers (counts, tokens, events) read best in full up to ten million.

@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/kda/device.h"
+
 namespace k3::cli {
 
 struct BenchResult {
@@ -38,6 +40,19 @@ void measure_interleaved(std::vector<Variant>& vars, int rounds, Measure measure
     for (int round = 0; round < rounds; ++round)
         for (auto& v : vars) measure(v, false);
 }
+
+// Milliseconds of CPU time of the process (clock() natively, process.cpuUsage() under node): on a
+// shared machine a busy neighbour then does not distort comparisons of runs minutes apart.
+double bench_cpu_ms();
+
+// The device's limits measured in this run (bench_device.cpp): multiply+add and FMA throughput, read
+// and read-modify-write bandwidth of L1, L2 and memory, and read-modify-write over a buffer of
+// `state_bytes` (the layer state of the kernels that follow). Appends each figure as a result
+// ("device/...") and returns them, for the kernels' fractions of their limits.
+kda::DeviceLimits measure_device(BenchContext& ctx, double state_bytes);
+// The roofline limit of a kernel measured at `rate` units/s, appended to its result as params
+// "limit" and "fraction_of_limit" and the text param "binding".
+void add_limit(BenchResult& r, const kda::DeviceLimits& d, const kda::KernelWork& w, double rate);
 
 struct BenchRegistrar {
     BenchRegistrar(const char* name, const char* help, BenchFn fn);

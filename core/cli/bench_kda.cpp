@@ -15,35 +15,17 @@
 #include <map>
 #include <string>
 
-#include <ctime>
-
 #include "core/base/clock.h"
 #include "core/base/stats.h"
 #include "core/cli/bench.h"
 #include "core/kda/chunked.h"
 #include "core/kda/inputs.h"
+#include "core/kda/kernel_work.h"
 #include "core/kda/recurrent.h"
-
-#ifdef __EMSCRIPTEN__
-#include <emscripten.h>
-// Milliseconds of CPU time of the node process (user + system).
-EM_JS(double, k3_bench_cpu_ms, (), {
-    const u = process.cpuUsage();
-    return (u.user + u.system) / 1000;
-});
-#endif
 
 namespace k3::cli {
 
 namespace {
-
-double cpu_ms() {
-#ifdef __EMSCRIPTEN__
-    return k3_bench_cpu_ms();
-#else
-    return double(std::clock()) * 1000.0 / CLOCKS_PER_SEC;
-#endif
-}
 
 using namespace k3::kda;
 
@@ -64,7 +46,7 @@ struct KdaVariant {
     std::vector<double> rates;    // head-tokens/s, one per round
 };
 
-const char* impl_name(Impl i) { return i == Impl::simd ? "simd" : "scalar"; }
+const char* impl_name(Impl i) { return i == Impl::fma ? "fma" : i == Impl::simd ? "simd" : "scalar"; }
 
 // The layers of both head counts, H = 4 and 16: Tpre random tokens, a start state S0, the state S
 // the runs work on, and the many copies of S0 for decode with the state in memory.
@@ -100,8 +82,9 @@ void add_decode(std::vector<KdaVariant>& vars, Layer* L, int H, Impl impl, float
                         } while (!dl.passed());
                         return double(n) * L->s.HV;
                     }});
-    if (impl == Impl::simd)  // the same steps, each on the next of n_many states
-        vars.push_back({"decode/recurrent/simd/state-in-memory", H, 1, 0, [L, scale, decode_ms] {
+    if (impl != Impl::scalar)  // the same steps, each on the next of n_many states
+        vars.push_back({std::string("decode/recurrent/") + impl_name(impl) + "/state-in-memory", H, 1, 0,
+                        [L, impl, scale, decode_ms] {
                             const Deadline dl(decode_ms);
                             long n = 0;
                             do {
@@ -109,7 +92,7 @@ void add_decode(std::vector<KdaVariant>& vars, Layer* L, int H, Impl impl, float
                                     const Tokens t = L->x.view().slice(L->s, int(n % 64), 1);
                                     float* S = L->many.data() + size_t(n % L->n_many) * L->s.state_floats();
                                     recurrent_step(L->s, S, t.q, t.k, t.v, t.g, t.beta, scale, L->o.data(),
-                                                   Impl::simd);
+                                                   impl);
                                 }
                             } while (!dl.passed());
                             return double(n) * L->s.HV;
@@ -119,7 +102,7 @@ void add_decode(std::vector<KdaVariant>& vars, Layer* L, int H, Impl impl, float
 // Prefill of Tpre tokens from the same start state: chunked (every C with SIMD, C = 64 with the slow
 // scalar kernel), and token by token.
 void add_prefill(std::vector<KdaVariant>& vars, Layer* L, int H, Impl impl, float scale, int Tpre) {
-    for (int C : impl == Impl::simd ? std::vector<int>{16, 32, 64} : std::vector<int>{64})
+    for (int C : impl != Impl::scalar ? std::vector<int>{16, 32, 64} : std::vector<int>{64})
         vars.push_back({std::string("prefill/chunked/") + impl_name(impl), H, Tpre, C, [L, impl, scale, C] {
                             std::memcpy(L->S.data(), L->S0.data(), L->S0.size() * 4);
                             chunked(L->s, L->S.data(), L->x.view(), scale, C, L->o.data(), impl);
@@ -136,13 +119,29 @@ void add_prefill(std::vector<KdaVariant>& vars, Layer* L, int H, Impl impl, floa
 // every variant takes its turn, timed in CPU time.
 // One call; the warm-up pages in buffers and settles the clock.
 void measure_kda_call(KdaVariant& v, bool warm_up) {
-    const double t0 = cpu_ms();
+    const double t0 = bench_cpu_ms();
     const double ht = v.run();
-    if (!warm_up) v.rates.push_back(ht / ((cpu_ms() - t0) * 1e-3));
+    if (!warm_up) v.rates.push_back(ht / ((bench_cpu_ms() - t0) * 1e-3));
 }
 
-// One result per variant: its median head-tokens/s and the parameters that tell it apart.
-void add_rates(BenchContext& ctx, const std::vector<KdaVariant>& vars, int rounds) {
+bool has(const std::string& name, const char* part) { return name.find(part) != std::string::npos; }
+
+// What the variant does per head-token, and where its state comes from: a layer state of H heads
+// (the device's level nearest its size) or, cycling through 64 MiB of them, memory.
+KernelWork work_of(const KdaVariant& v, const DeviceLimits& d) {
+    const Shape s{v.H, v.H, 128, 128};
+    const MemLevel state =
+        has(v.name, "state-in-memory") ? MemLevel::memory : level_for(d, double(s.state_floats()) * 4.0);
+    KernelWork w = v.name.rfind("decode", 0) == 0 ? decode_step_work(s, state)
+                   : v.C > 1                      ? chunked_work(s, v.C, state)
+                                                  : recurrent_work(s, state);
+    w.fma = has(v.name, "/fma");
+    return w;
+}
+
+// One result per variant: its median head-tokens/s, the parameters that tell it apart, and the
+// device's limit for it with the fraction reached.
+void add_rates(BenchContext& ctx, const std::vector<KdaVariant>& vars, int rounds, const DeviceLimits& d) {
     for (const auto& v : vars) {
         BenchResult r{v.name,
                       {{"H", v.H}, {"K", 128}, {"V", 128}},
@@ -154,6 +153,7 @@ void add_rates(BenchContext& ctx, const std::vector<KdaVariant>& vars, int round
             r.params.push_back({"states_mib", kManyBytes / 1048576});
         if (v.name.rfind("prefill/chunked", 0) == 0) r.params.push_back({"C", v.C});
         r.params.push_back({"rounds", rounds});
+        add_limit(r, d, work_of(v, d), r.value);
         ctx.add(r);
     }
 }
@@ -188,6 +188,16 @@ void add_ratios(BenchContext& ctx, const std::vector<KdaVariant>& vars) {
         if (simd_enabled())
             ratio("ratio/prefill_chunked_best_over_decode_state_in_memory", best_chunked,
                   find("decode/recurrent/simd/state-in-memory", H, 0));
+        if (fma_enabled()) {  // what bit-exactness costs: the FMA variants over the exact kernels
+            double best_fma = 0;
+            for (int C : {16, 32, 64}) best_fma = std::max(best_fma, find("prefill/chunked/fma", H, C));
+            ratio("ratio/decode_fma_over_simd", find("decode/recurrent/fma", H, 0),
+                  find("decode/recurrent/simd", H, 0));
+            ratio("ratio/decode_state_in_memory_fma_over_simd",
+                  find("decode/recurrent/fma/state-in-memory", H, 0),
+                  find("decode/recurrent/simd/state-in-memory", H, 0));
+            ratio("ratio/prefill_chunked_best_fma_over_simd", best_fma, best_chunked);
+        }
     }
 }
 
@@ -199,6 +209,7 @@ void bench_kda(BenchContext& ctx) {
     const double decode_ms = quick ? 15 : 300;  // per decode measurement
     std::vector<Impl> impls = {Impl::scalar};
     if (simd_enabled()) impls.push_back(Impl::simd);
+    if (fma_enabled()) impls.push_back(Impl::fma);  // not bit-exact: what bit-exactness costs
     const float scale = default_scale(128);
 
     std::map<int, Layer> layers = make_layers(Tpre);
@@ -208,8 +219,11 @@ void bench_kda(BenchContext& ctx) {
             add_decode(vars, &layers[H], H, impl, scale, decode_ms);
             add_prefill(vars, &layers[H], H, impl, scale, Tpre);
         }
+    // The device first, with a state-sized buffer of the larger layer (the smaller one, 256 KiB, is the
+    // L2 probe's buffer).
+    const DeviceLimits device = measure_device(ctx, double(layers[16].s.state_floats()) * 4.0);
     measure_interleaved(vars, rounds, measure_kda_call);
-    add_rates(ctx, vars, rounds);
+    add_rates(ctx, vars, rounds, device);
     add_ratios(ctx, vars);
 }
 

@@ -14,7 +14,7 @@ AffineMap affine_identity(const Shape& s) {
 void segment_map(const Shape& s, const Tokens& x, float scale, int C, float* M, float* B, float* o0,
                  float* eo, Impl impl) {
 #if K3_SIMD
-    if (impl == Impl::simd) return segment_map_simd(s, x, scale, C, M, B, o0, eo);
+    if (impl != Impl::scalar) return segment_map_simd(s, x, scale, C, M, B, o0, eo);
 #endif
     segment_map_scalar(s, x, scale, C, M, B, o0, eo);
 }
@@ -24,7 +24,7 @@ size_t segment_map_units(const Shape& s, int T, int C) { return chunked_units(s,
 void segment_map_part(const Shape& s, const Tokens& x, float scale, int C, float* M, float* B, float* o0,
                       float* eo, size_t first, size_t count, Impl impl) {
 #if K3_SIMD
-    if (impl == Impl::simd) return segment_map_part_simd(s, x, scale, C, M, B, o0, eo, first, count);
+    if (impl != Impl::scalar) return segment_map_part_simd(s, x, scale, C, M, B, o0, eo, first, count);
 #endif
     segment_map_part_scalar(s, x, scale, C, M, B, o0, eo, first, count);
 }
@@ -38,7 +38,7 @@ AffineMap segment_map(const Shape& s, const Tokens& x, float scale, int C, Impl 
 void affine_compose(const Shape& s, const float* M2, const float* B2, const float* M1, const float* B1,
                     float* M, float* B, Impl impl) {
 #if K3_SIMD
-    if (impl == Impl::simd) return affine_compose_simd(s, M2, B2, M1, B1, M, B);
+    if (impl != Impl::scalar) return affine_compose_simd(s, M2, B2, M1, B1, M, B);
 #endif
     affine_compose_scalar(s, M2, B2, M1, B1, M, B);
 }
@@ -53,7 +53,7 @@ AffineMap compose(const AffineMap& second, const AffineMap& first, Impl impl) {
 void affine_apply(const Shape& s, const float* M, const float* B, const float* S_in, float* S_out,
                   Impl impl) {
 #if K3_SIMD
-    if (impl == Impl::simd) return affine_apply_simd(s, M, B, S_in, S_out);
+    if (impl != Impl::scalar) return affine_apply_simd(s, M, B, S_in, S_out);
 #endif
     affine_apply_scalar(s, M, B, S_in, S_out);
 }
@@ -61,7 +61,7 @@ void affine_apply(const Shape& s, const float* M, const float* B, const float* S
 void affine_outputs(const Shape& s, int T, const float* o0, const float* eo, const float* S_in, float* o,
                     Impl impl) {
 #if K3_SIMD
-    if (impl == Impl::simd) return affine_outputs_simd(s, T, o0, eo, S_in, o);
+    if (impl != Impl::scalar) return affine_outputs_simd(s, T, o0, eo, S_in, o);
 #endif
     affine_outputs_scalar(s, T, o0, eo, S_in, o);
 }

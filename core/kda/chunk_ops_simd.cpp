@@ -24,7 +24,7 @@ using namespace simd;
 constexpr int kNB = 4;  // vectors per column block
 
 // Add = false: C = A B; Add = true: C = C + A B, or Diag(d) C + A B when d is given.
-template <bool Add, int NB>
+template <bool Add, int NB, bool F>
 void mm_block(float* C, int ldc, const float* A, int lda, const float* B, int ldb, int rows, int inner,
               int j0, const float* d) {
     int r = 0;
@@ -44,8 +44,8 @@ void mm_block(float* C, int ldc, const float* A, int lda, const float* B, int ld
             const vf A0(a0[m]), A1(a1[m]);
             for (int n = 0; n < NB; ++n) {
                 const vf bn = load(b + n * W);
-                x0[n] = x0[n] + A0 * bn;
-                x1[n] = x1[n] + A1 * bn;
+                x0[n] = madd<F>(x0[n], A0, bn);
+                x1[n] = madd<F>(x1[n], A1, bn);
             }
         }
         for (int n = 0; n < NB; ++n) store(c0 + n * W, x0[n]), store(c1 + n * W, x1[n]);
@@ -61,13 +61,13 @@ void mm_block(float* C, int ldc, const float* A, int lda, const float* B, int ld
         for (int m = 0; m < inner; ++m) {
             const float* b = B + size_t(m) * ldb + j0;
             const vf A0(a0[m]);
-            for (int n = 0; n < NB; ++n) x0[n] = x0[n] + A0 * load(b + n * W);
+            for (int n = 0; n < NB; ++n) x0[n] = madd<F>(x0[n], A0, load(b + n * W));
         }
         for (int n = 0; n < NB; ++n) store(c0 + n * W, x0[n]);
     }
 }
 
-template <int NB>
+template <int NB, bool F>
 void lower_block(float* C, int ldc, const float* A, int lda, const float* B, int ldb, int nrows, int j0) {
     int r = 0;
     for (; r + 2 <= nrows; r += 2) {
@@ -82,13 +82,13 @@ void lower_block(float* C, int ldc, const float* A, int lda, const float* B, int
             const vf A0(a0[s]), A1(a1[s]);
             for (int n = 0; n < NB; ++n) {
                 const vf bn = load(b + n * W);
-                x0[n] = x0[n] + A0 * bn;
-                x1[n] = x1[n] + A1 * bn;
+                x0[n] = madd<F>(x0[n], A0, bn);
+                x1[n] = madd<F>(x1[n], A1, bn);
             }
         }
         const float* b = B + size_t(r + 1) * ldb + j0;
         const vf A1(a1[r + 1]);
-        for (int n = 0; n < NB; ++n) x1[n] = x1[n] + A1 * load(b + n * W);
+        for (int n = 0; n < NB; ++n) x1[n] = madd<F>(x1[n], A1, load(b + n * W));
         for (int n = 0; n < NB; ++n) store(c0 + n * W, x0[n]), store(c1 + n * W, x1[n]);
     }
     if (r < nrows) {
@@ -99,13 +99,13 @@ void lower_block(float* C, int ldc, const float* A, int lda, const float* B, int
         for (int s = 0; s <= r; ++s) {
             const float* b = B + size_t(s) * ldb + j0;
             const vf A0(a0[s]);
-            for (int n = 0; n < NB; ++n) x0[n] = x0[n] + A0 * load(b + n * W);
+            for (int n = 0; n < NB; ++n) x0[n] = madd<F>(x0[n], A0, load(b + n * W));
         }
         for (int n = 0; n < NB; ++n) store(c0 + n * W, x0[n]);
     }
 }
 
-template <int NB>
+template <int NB, bool F>
 void subst_block(float* X, int ldx, const float* L, int ldl, const float* b, const float* Y, int ldy,
                  int nrows, int j0) {
     int r = 0;
@@ -125,14 +125,14 @@ void subst_block(float* X, int ldx, const float* L, int ldl, const float* b, con
             const vf L0(l0[m]), L1(l1[m]);
             for (int n = 0; n < NB; ++n) {
                 const vf v = load(xm + n * W);
-                x0[n] = x0[n] - L0 * v;
-                x1[n] = x1[n] - L1 * v;
+                x0[n] = msub<F>(x0[n], L0, v);
+                x1[n] = msub<F>(x1[n], L1, v);
             }
         }
         const vf L1(l1[r]);
         for (int n = 0; n < NB; ++n) {
             store(x0p + n * W, x0[n]);
-            x1[n] = x1[n] - L1 * x0[n];
+            x1[n] = msub<F>(x1[n], L1, x0[n]);
             store(x1p + n * W, x1[n]);
         }
     }
@@ -145,13 +145,15 @@ void subst_block(float* X, int ldx, const float* L, int ldl, const float* b, con
         for (int m = 0; m < r; ++m) {
             const float* xm = X + size_t(m) * ldx + j0;
             const vf L0(l0[m]);
-            for (int n = 0; n < NB; ++n) x0[n] = x0[n] - L0 * load(xm + n * W);
+            for (int n = 0; n < NB; ++n) x0[n] = msub<F>(x0[n], L0, load(xm + n * W));
         }
         for (int n = 0; n < NB; ++n) store(x0p + n * W, x0[n]);
     }
 }
 
-struct SimdOps {
+// F (fused): the FMA variant, not bit-exact (chunked.h).
+template <bool F>
+struct SimdOpsT {
     static void exp_rows(const float* g, float* a, int n) {
         int x = 0;
         for (; x + W <= n; x += W) store(a + x, exp_v(load(g + x)));
@@ -173,12 +175,12 @@ struct SimdOps {
                 for (int m = 0; m < inner; ++m)
                     for (int c = 0; c < bw; c += W)
                         store(pack.data() + size_t(m) * bw + c, load(B + size_t(m) * ldb + j + c));
-                mm_block<Add, kNB>(C + j, ldc, A, lda, pack.data(), bw, rows, inner, 0, d);
+                mm_block<Add, kNB, F>(C + j, ldc, A, lda, pack.data(), bw, rows, inner, 0, d);
             } else {
-                mm_block<Add, kNB>(C, ldc, A, lda, B, ldb, rows, inner, j, d);
+                mm_block<Add, kNB, F>(C, ldc, A, lda, B, ldb, rows, inner, j, d);
             }
         }
-        for (; j + W <= cols; j += W) mm_block<Add, 1>(C, ldc, A, lda, B, ldb, rows, inner, j, d);
+        for (; j + W <= cols; j += W) mm_block<Add, 1, F>(C, ldc, A, lda, B, ldb, rows, inner, j, d);
         if (j < cols) ScalarOps::mm_cols<Add>(C, ldc, A, lda, B, ldb, rows, inner, j, cols, d);
     }
     static void mm(float* C, int ldc, const float* A, int lda, const float* B, int ldb, int rows, int inner,
@@ -197,16 +199,16 @@ struct SimdOps {
     static void mm_lower_add(float* C, int ldc, const float* A, int lda, const float* B, int ldb, int n,
                              int cols) {
         int j = 0;
-        for (; j + kNB * W <= cols; j += kNB * W) lower_block<kNB>(C, ldc, A, lda, B, ldb, n, j);
-        for (; j + W <= cols; j += W) lower_block<1>(C, ldc, A, lda, B, ldb, n, j);
+        for (; j + kNB * W <= cols; j += kNB * W) lower_block<kNB, F>(C, ldc, A, lda, B, ldb, n, j);
+        for (; j + W <= cols; j += W) lower_block<1, F>(C, ldc, A, lda, B, ldb, n, j);
         if (j < cols) ScalarOps::mm_lower_add_cols(C, ldc, A, lda, B, ldb, n, j, cols);
     }
 
     static void forward_subst(float* X, int ldx, const float* L, int ldl, const float* b, const float* Y,
                               int ldy, int n, int cols) {
         int j = 0;
-        for (; j + kNB * W <= cols; j += kNB * W) subst_block<kNB>(X, ldx, L, ldl, b, Y, ldy, n, j);
-        for (; j + W <= cols; j += W) subst_block<1>(X, ldx, L, ldl, b, Y, ldy, n, j);
+        for (; j + kNB * W <= cols; j += kNB * W) subst_block<kNB, F>(X, ldx, L, ldl, b, Y, ldy, n, j);
+        for (; j + W <= cols; j += W) subst_block<1, F>(X, ldx, L, ldl, b, Y, ldy, n, j);
         if (j < cols) ScalarOps::forward_subst_cols(X, ldx, L, ldl, b, Y, ldy, n, j, cols);
     }
 
@@ -230,14 +232,14 @@ struct SimdOps {
                 const auto diag = iota == vf(float(r - s0));
                 for (int u = 0; u < U; ++u) {
                     e[u] = xsimd::select(diag, ks[u], e[u] * vf(al[u]));
-                    lacc = lacc + vf(kr[u]) * e[u];
-                    aacc = aacc + vf(qr[u]) * e[u];
+                    lacc = madd<F>(lacc, vf(kr[u]), e[u]);
+                    aacc = madd<F>(aacc, vf(qr[u]), e[u]);
                 }
             } else {
                 for (int u = 0; u < U; ++u) {
                     e[u] = e[u] * vf(al[u]);
-                    lacc = lacc + vf(kr[u]) * e[u];
-                    aacc = aacc + vf(qr[u]) * e[u];
+                    lacc = madd<F>(lacc, vf(kr[u]), e[u]);
+                    aacc = madd<F>(aacc, vf(qr[u]), e[u]);
                 }
             }
             store(lr, lacc);
@@ -272,6 +274,8 @@ struct SimdOps {
     }
 };
 
+using SimdOps = SimdOpsT<false>;
+
 }  // namespace
 
 void chunked_simd(const Shape& s, float* S, const Tokens& x, float scale, int C, float* o) {
@@ -284,6 +288,19 @@ void chunked_part_simd(const Shape& s, float* S, const Tokens& x, float scale, i
     if (x.T <= 0 || count == 0) return;
     ChunkDriver<SimdOps>(s, C).prefill_part(S, x, scale, o, first, first + count);
 }
+
+#if K3_FMA
+void chunked_fma(const Shape& s, float* S, const Tokens& x, float scale, int C, float* o) {
+    if (x.T <= 0) return;
+    ChunkDriver<SimdOpsT<true>>(s, C).prefill(S, x, scale, o);
+}
+
+void chunked_part_fma(const Shape& s, float* S, const Tokens& x, float scale, int C, float* o, size_t first,
+                      size_t count) {
+    if (x.T <= 0 || count == 0) return;
+    ChunkDriver<SimdOpsT<true>>(s, C).prefill_part(S, x, scale, o, first, first + count);
+}
+#endif
 
 void segment_map_part_simd(const Shape& s, const Tokens& x, float scale, int C, float* M, float* B, float* o0,
                            float* eo, size_t first, size_t count) {

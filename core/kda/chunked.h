@@ -21,6 +21,13 @@ void chunked_scalar(const Shape& s, float* S, const Tokens& x, float scale, int 
 #if K3_SIMD
 void chunked_simd(const Shape& s, float* S, const Tokens& x, float scale, int C, float* o);
 #endif
+// The FMA variant (Impl::fma): the same primitives with every multiply-add fused. NOT bit-exact
+// (recurrent.h says why it exists).
+#if K3_FMA
+void chunked_fma(const Shape& s, float* S, const Tokens& x, float scale, int C, float* o);
+void chunked_part_fma(const Shape& s, float* S, const Tokens& x, float scale, int C, float* o, size_t first,
+                      size_t count);
+#endif
 
 // The same prefill in parts, for callers that must stop in between (the page's time-boxed runs). Its
 // work units are (chunk, value head) pairs, chunk-major: unit u is head u % HV of chunk u / HV; a call

@@ -39,8 +39,11 @@ void affine_outputs_scalar(const Shape& s, int T, const float* o0, const float* 
 }
 
 void chunked(const Shape& s, float* S, const Tokens& x, float scale, int C, float* o, Impl impl) {
+#if K3_FMA
+    if (impl == Impl::fma) return chunked_fma(s, S, x, scale, C, o);
+#endif
 #if K3_SIMD
-    if (impl == Impl::simd) return chunked_simd(s, S, x, scale, C, o);
+    if (impl != Impl::scalar) return chunked_simd(s, S, x, scale, C, o);
 #endif
     chunked_scalar(s, S, x, scale, C, o);
 }
@@ -65,8 +68,11 @@ size_t chunked_units(const Shape& s, int T, int C) {
 
 void chunked_part(const Shape& s, float* S, const Tokens& x, float scale, int C, float* o, size_t first,
                   size_t count, Impl impl) {
+#if K3_FMA
+    if (impl == Impl::fma) return chunked_part_fma(s, S, x, scale, C, o, first, count);
+#endif
 #if K3_SIMD
-    if (impl == Impl::simd) return chunked_part_simd(s, S, x, scale, C, o, first, count);
+    if (impl != Impl::scalar) return chunked_part_simd(s, S, x, scale, C, o, first, count);
 #endif
     chunked_part_scalar(s, S, x, scale, C, o, first, count);
 }

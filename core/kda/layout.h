@@ -10,6 +10,13 @@
 // Grouped value heads: value head h reads q/k head h / (HV / H); HV is a multiple of H.
 #pragma once
 
+// Native builds for a target with fused multiply-add (x86-64-v3, AVX-512) compile the FMA variants.
+#if K3_SIMD && (defined(__FMA__) || defined(__AVX512F__))
+#define K3_FMA 1
+#else
+#define K3_FMA 0
+#endif
+
 #include <cstddef>
 #include <cstdint>
 #include <new>
@@ -60,8 +67,10 @@ struct Tokens {
 float default_scale(int K);
 
 // Which implementation of a kernel to run. `simd` is the xsimd kernel when the build has it
-// (K3_SIMD=1) and the scalar kernel otherwise; both give the same bits.
-enum class Impl { scalar, simd };
+// (K3_SIMD=1) and the scalar kernel otherwise; both give the same bits. `fma` is the FMA variant of the
+// recurrent and chunked kernels, NOT bit-exact (recurrent.h), in native builds whose target has FMA
+// (K3_FMA, fma_enabled() in device.h); elsewhere it runs the `simd` kernel.
+enum class Impl { scalar, simd, fma };
 
 bool simd_enabled();      // the build has xsimd kernels (K3_SIMD=1)
 const char* simd_arch();  // xsimd's default_arch name ("avx512bw", "avx2", "wasm"); "scalar" without SIMD

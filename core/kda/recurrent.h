@@ -19,6 +19,7 @@ void recurrent_step(const Shape& s, float* S, const float* q, const float* k, co
 // recurrent_step; faster, because the SIMD version runs blocks of tokens through one column block of a
 // head's state at a time, so the block stays in L1 (recurrent_simd.cpp).
 void recurrent(const Shape& s, float* S, const Tokens& x, float scale, float* o, Impl impl = Impl::simd);
+inline constexpr int kRecurrentTokenBlock = 32;  // tokens per pass over a column block (SIMD)
 
 // The two implementations, callable directly (tests, benchmarks).
 void recurrent_step_scalar(const Shape& s, float* S, const float* q, const float* k, const float* v,
@@ -28,6 +29,16 @@ void recurrent_scalar(const Shape& s, float* S, const Tokens& x, float scale, fl
 void recurrent_step_simd(const Shape& s, float* S, const float* q, const float* k, const float* v,
                          const float* g, const float* beta, float scale, float* o);
 void recurrent_simd(const Shape& s, float* S, const Tokens& x, float scale, float* o);
+#endif
+
+// The FMA variants (fma_enabled(), device.h): the same steps with every multiply-add fused, so one
+// rounding instead of two. NOT bit-exact: the bits differ from the kernels above and between AVX2 and
+// AVX-512 builds. They exist to show what bit-exactness costs on this device; module 1 holds them to
+// the same 1e-5 relative RMS of fp64 as the exact kernels. Nothing that claims bitwise results uses them.
+#if K3_FMA
+void recurrent_step_fma(const Shape& s, float* S, const float* q, const float* k, const float* v,
+                        const float* g, const float* beta, float scale, float* o);
+void recurrent_fma(const Shape& s, float* S, const Tokens& x, float scale, float* o);
 #endif
 
 }  // namespace k3::kda

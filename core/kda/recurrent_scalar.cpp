@@ -65,15 +65,21 @@ void recurrent_scalar(const Shape& s, float* S, const Tokens& x, float scale, fl
 
 void recurrent_step(const Shape& s, float* S, const float* q, const float* k, const float* v, const float* g,
                     const float* beta, float scale, float* o, Impl impl) {
+#if K3_FMA
+    if (impl == Impl::fma) return recurrent_step_fma(s, S, q, k, v, g, beta, scale, o);
+#endif
 #if K3_SIMD
-    if (impl == Impl::simd) return recurrent_step_simd(s, S, q, k, v, g, beta, scale, o);
+    if (impl != Impl::scalar) return recurrent_step_simd(s, S, q, k, v, g, beta, scale, o);
 #endif
     recurrent_step_scalar(s, S, q, k, v, g, beta, scale, o);
 }
 
 void recurrent(const Shape& s, float* S, const Tokens& x, float scale, float* o, Impl impl) {
+#if K3_FMA
+    if (impl == Impl::fma) return recurrent_fma(s, S, x, scale, o);
+#endif
 #if K3_SIMD
-    if (impl == Impl::simd) return recurrent_simd(s, S, x, scale, o);
+    if (impl != Impl::scalar) return recurrent_simd(s, S, x, scale, o);
 #endif
     recurrent_scalar(s, S, x, scale, o);
 }

@@ -35,7 +35,8 @@ struct HeadIn {
 
 // Columns [j0, j0 + NB*W) of one head; Sb points at column j0 of row 0, rows lds floats apart.
 // in.v and o are indexed by absolute column (j0 + ...); o may be null.
-template <int NB>
+
+template <int NB, bool Fused>
 inline void block(float* Sb, int lds, int K, int j0, const HeadIn& in, float* o) {
     vf p[NB];
     for (int n = 0; n < NB; ++n) p[n] = vf(0.0f);
@@ -45,7 +46,7 @@ inline void block(float* Sb, int lds, int K, int j0, const HeadIn& in, float* o)
         for (int n = 0; n < NB; ++n) {
             const vf d = ai * load(row + n * W);
             store(row + n * W, d);
-            p[n] = p[n] + ki * d;
+            p[n] = madd<Fused>(p[n], ki, d);
         }
     }
     vf u[NB], acc[NB];
@@ -58,9 +59,9 @@ inline void block(float* Sb, int lds, int K, int j0, const HeadIn& in, float* o)
         float* row = Sb + size_t(i) * lds;
         const vf ki(in.k[i]), qi(in.qs[i]);
         for (int n = 0; n < NB; ++n) {
-            const vf s = load(row + n * W) + ki * u[n];
+            const vf s = madd<Fused>(load(row + n * W), ki, u[n]);
             store(row + n * W, s);
-            acc[n] = acc[n] + qi * s;
+            acc[n] = madd<Fused>(acc[n], qi, s);
         }
     }
     if (o)
@@ -83,8 +84,7 @@ inline void tail(float* Sh, int K, int V, int j0, const HeadIn& in, float* o) {
     }
 }
 
-constexpr int kBlock = 4;        // vectors per column block
-constexpr int kTokenBlock = 32;  // tokens per pass over a column block in recurrent_simd
+constexpr int kBlock = 4;  // vectors per column block
 
 // a = exp(g), qs = scale * q for one (token, head).
 inline void prep(const float* gh, const float* qh, float scale, int K, float* a, float* qs) {
@@ -101,49 +101,51 @@ inline void prep(const float* gh, const float* qh, float scale, int K, float* a,
 // for V = 128) apart, which maps a column block onto a quarter of the L1 sets (64 sets of 12 ways: a
 // 32 KiB block at a 512 B stride would need 16 ways), while the packed copy fits L1 and stays there
 // for all n tokens.
+template <bool Fused>
 inline void run_head(float* Sh, int K, int V, const HeadIn* in, float* const* out, int n, float* pack) {
     int j = 0;
     for (; j + kBlock * W <= V; j += kBlock * W) {
         constexpr int bw = kBlock * W;
         if (n == 1) {
-            block<kBlock>(Sh + j, V, K, j, in[0], out[0]);
+            block<kBlock, Fused>(Sh + j, V, K, j, in[0], out[0]);
             continue;
         }
         for (int i = 0; i < K; ++i)
             for (int c = 0; c < bw; c += W)
                 store(pack + size_t(i) * bw + c, load(Sh + size_t(i) * V + j + c));
-        for (int t = 0; t < n; ++t) block<kBlock>(pack, bw, K, j, in[t], out[t]);
+        for (int t = 0; t < n; ++t) block<kBlock, Fused>(pack, bw, K, j, in[t], out[t]);
         for (int i = 0; i < K; ++i)
             for (int c = 0; c < bw; c += W)
                 store(Sh + size_t(i) * V + j + c, load(pack + size_t(i) * bw + c));
     }
     for (; j + W <= V; j += W)
-        for (int t = 0; t < n; ++t) block<1>(Sh + j, V, K, j, in[t], out[t]);
+        for (int t = 0; t < n; ++t) block<1, Fused>(Sh + j, V, K, j, in[t], out[t]);
     if (j < V)
         for (int t = 0; t < n; ++t) tail(Sh, K, V, j, in[t], out[t]);
 }
 
-}  // namespace
-
-void recurrent_step_simd(const Shape& s, float* S, const float* q, const float* k, const float* v,
-                         const float* g, const float* beta, float scale, float* o) {
+template <bool Fused>
+void step_heads(const Shape& s, float* S, const float* q, const float* k, const float* v, const float* g,
+                const float* beta, float scale, float* o) {
     const int K = s.K, V = s.V, grp = s.group();
     alignas(64) float a[kMaxHeadDim], qs[kMaxHeadDim];
     for (int h = 0; h < s.HV; ++h) {
         prep(g + size_t(h) * K, q + size_t(h / grp) * K, scale, K, a, qs);
         const HeadIn in{a, k + size_t(h / grp) * K, qs, v + size_t(h) * V, beta[h]};
         float* out = o ? o + size_t(h) * V : nullptr;
-        run_head(S + size_t(h) * s.head_state(), K, V, &in, &out, 1, nullptr);
+        run_head<Fused>(S + size_t(h) * s.head_state(), K, V, &in, &out, 1, nullptr);
     }
 }
 
-void recurrent_simd(const Shape& s, float* S, const Tokens& x, float scale, float* o) {
+template <bool Fused>
+void sequence(const Shape& s, float* S, const Tokens& x, float scale, float* o) {
     const int K = s.K, V = s.V, grp = s.group();
-    FloatBuf a(size_t(kTokenBlock) * K), qs(size_t(kTokenBlock) * K), pack(size_t(K) * kBlock * W);
-    HeadIn in[kTokenBlock];
-    float* out[kTokenBlock];
-    for (int t0 = 0; t0 < x.T; t0 += kTokenBlock) {
-        const int n = std::min(kTokenBlock, x.T - t0);
+    FloatBuf a(size_t(kRecurrentTokenBlock) * K), qs(size_t(kRecurrentTokenBlock) * K),
+        pack(size_t(K) * kBlock * W);
+    HeadIn in[kRecurrentTokenBlock];
+    float* out[kRecurrentTokenBlock];
+    for (int t0 = 0; t0 < x.T; t0 += kRecurrentTokenBlock) {
+        const int n = std::min(kRecurrentTokenBlock, x.T - t0);
         for (int h = 0; h < s.HV; ++h) {
             for (int t = 0; t < n; ++t) {
                 const size_t tt = size_t(t0 + t);
@@ -155,10 +157,32 @@ void recurrent_simd(const Shape& s, float* S, const Tokens& x, float scale, floa
                          x.v + tt * s.v_row() + size_t(h) * V, x.beta[tt * size_t(s.HV) + size_t(h)]};
                 out[t] = o ? o + tt * s.v_row() + size_t(h) * V : nullptr;
             }
-            run_head(S + size_t(h) * s.head_state(), K, V, in, out, n, pack.data());
+            run_head<Fused>(S + size_t(h) * s.head_state(), K, V, in, out, n, pack.data());
         }
     }
 }
+
+}  // namespace
+
+void recurrent_step_simd(const Shape& s, float* S, const float* q, const float* k, const float* v,
+                         const float* g, const float* beta, float scale, float* o) {
+    step_heads<false>(s, S, q, k, v, g, beta, scale, o);
+}
+
+void recurrent_simd(const Shape& s, float* S, const Tokens& x, float scale, float* o) {
+    sequence<false>(s, S, x, scale, o);
+}
+
+#if K3_FMA
+void recurrent_step_fma(const Shape& s, float* S, const float* q, const float* k, const float* v,
+                        const float* g, const float* beta, float scale, float* o) {
+    step_heads<true>(s, S, q, k, v, g, beta, scale, o);
+}
+
+void recurrent_fma(const Shape& s, float* S, const Tokens& x, float scale, float* o) {
+    sequence<true>(s, S, x, scale, o);
+}
+#endif
 
 }  // namespace k3::kda
 #endif

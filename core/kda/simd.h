@@ -2,8 +2,10 @@
 //
 // Every SIMD kernel vectorises along an output dimension ("axpy form"): lane j of a vector only ever
 // combines values of column j, in the same order as the scalar loop. No horizontal reductions, no
-// FMA (the build has -ffp-contract=off and we never call xsimd::fma), so a kernel gives the same bits
-// at any vector width: AVX-512 (16 lanes), AVX2 (8), WebAssembly SIMD (4) and the scalar kernels.
+// FMA (the build has -ffp-contract=off), so a kernel gives the same bits at any vector width: AVX-512
+// (16 lanes), AVX2 (8), WebAssembly SIMD (4) and the scalar kernels. The one exception is the FMA
+// variant of a kernel (`*_fma`, Impl::fma, builds with K3_FMA only): it calls xsimd::fma on purpose
+// and says that it is not bit-exact.
 #pragma once
 
 #if K3_SIMD
@@ -25,6 +27,22 @@ inline constexpr int W = int(vf::size);
 
 inline vf load(const float* p) { return vf::load_unaligned(p); }
 inline void store(float* p, vf x) { x.store_unaligned(p); }
+
+// a + b * c and a - b * c, rounded twice (the bit-exact kernels) or once (F: the FMA variant).
+template <bool F>
+inline vf madd(vf a, vf b, vf c) {
+    if constexpr (F)
+        return xsimd::fma(b, c, a);
+    else
+        return a + b * c;
+}
+template <bool F>
+inline vf msub(vf a, vf b, vf c) {
+    if constexpr (F)
+        return xsimd::fnma(b, c, a);
+    else
+        return a - b * c;
+}
 
 }  // namespace k3::kda::simd
 #endif

@@ -37,6 +37,11 @@ std::vector<Falsifier<KdaParams>> kda_falsifiers() {
                        "the lowest bit of one output of the SIMD chunked kernel is flipped",
                        {"scalar_simd_same_bits"},
                        set(KdaFalsify::simd_output_bit)});
+    if (kda::fma_enabled())  // only builds with FMA have the FMA variants and their check
+        out.push_back({"fma_output",
+                       "the largest output of the FMA chunked kernel is doubled or halved",
+                       {"fma_close_to_fp64"},
+                       set(KdaFalsify::fma_output)});
     return out;
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/experiments/module.h"
+#include "core/kda/device.h"
 #include "core/kda/golden.h"
 #include "core/kda/inputs.h"
 
@@ -25,6 +26,7 @@ enum class KdaFalsify : uint8_t {
     decode_state_bit,  // one bit of the state is flipped between two decode steps
     split_carry,       // the second call of the split prefill starts from S0, not the carried state
     affine_b_sign,     // the sign of the segment map's largest B entry is flipped
+    fma_output,        // the largest output of the FMA chunked kernel is doubled or halved
 };
 
 struct KdaParams {
@@ -53,8 +55,10 @@ enum class TimedKernel {
     decode_scalar,
     recurrent_scalar,
     chunked_scalar,
+    decode_fma,  // the FMA variants (not bit-exact), in builds that have them (kda::fma_enabled())
+    chunked_fma,
 };
-inline constexpr size_t kTimedKernels = 7;
+inline constexpr size_t kTimedKernels = 9;
 
 // What a clock measured: it goes to the report's `timing` only.
 struct KdaThroughput {
@@ -85,6 +89,12 @@ struct KdaResult {
     std::string simd_arch;           // their architecture ("avx512bw", "wasm", ...)
     int timed_tokens_scalar = 0, timed_tokens_simd = 0;  // prefix of the tokens the timings run on
     KdaThroughput throughput;
+    kda::DeviceLimits device;  // this device's limits, measured in the run
+    // The FMA variants (builds with kda::fma_enabled() only): against fp64 like the exact kernels, and
+    // the largest difference from the exact SIMD kernels' results.
+    bool fma = false;
+    kda::ErrorStats fma_recurrent, fma_chunked;
+    double fma_max_diff = 0;
 };
 
 ParamList<KdaParams> kda_params();
@@ -101,5 +111,11 @@ KdaPlan kda_plan(const KdaParams& p);
 RunEstimate kda_estimate(const KdaParams& p);
 std::unique_ptr<Run> start_kda(const KdaParams& p, const Params& raw);
 void report_kda(const KdaResult& m, Report& r);
+// The device's limits, each kernel on their roofline, and the FMA variants (kda_roofline.cpp).
+void report_kda_roofline(const KdaResult& m, Report& r);
+const char* timed_kernel_name(TimedKernel k);  // "decode step (SIMD)", ...
+const char* timed_kernel_key(TimedKernel k);   // "decode", ... (the report's keys)
+bool is_fma_kernel(TimedKernel k);
+bool kernel_was_timed(const KdaResult& m, TimedKernel k);  // the FMA ones only in builds with FMA
 
 }  // namespace k3

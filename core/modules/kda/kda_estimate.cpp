@@ -5,6 +5,7 @@
 
 #include "core/base/numfmt.h"
 #include "core/kda/chunked.h"
+#include "core/kda/device.h"
 #include "core/modules/kda/kda.h"
 
 namespace k3 {
@@ -44,22 +45,27 @@ KdaWork kda_work(const KdaParams& p) {
     const double HT = double(T) * s.HV, rec = recurrent_ops(s), chunk = chunked_ops(s, C, T);
     KdaWork w;
     w.head_tokens = HT;
-    // Over all tokens: the recurrent and chunked kernels, the decode and split checks, the sweep.
-    w.simd_ops = HT * (2 * rec + 2 * chunk);
+    // Over all tokens: the recurrent and chunked kernels (twice with FMA), the decode and split
+    // checks, the sweep.
+    const double variants = kda::fma_enabled() ? 2 : 1;
+    w.simd_ops = HT * (2 * rec + 2 * chunk + (variants - 1) * (rec + chunk));
     for (int c : plan.sweep_chunks) w.simd_ops += HT * chunked_ops(s, c, T);
     // The timed calls: an untimed one and at least three timed ones on the timed prefix.
-    double timed = 2 * rec + chunk;
+    double timed = variants * (2 * rec + chunk);
     for (int c : plan.timed_chunks) timed += chunked_ops(s, c, T);
     w.simd_ops += 4.0 * plan.timed_tokens_simd * s.HV * timed;
     // The fp64 reference (as a scalar pass), the scalar kernels, their timed calls.
     w.scalar_ops = HT * (2 * rec + chunk) + 4.0 * plan.timed_tokens_scalar * s.HV * (2 * rec + chunk);
-    w.timed_kernels = double(kTimedKernels + plan.timed_chunks.size());
+    // The timed kernels and the device probes (each timed like one): arithmetic, FMA, read and
+    // read-modify-write of three levels, read-modify-write of the state's size.
+    w.timed_kernels = double(kTimedKernels + plan.timed_chunks.size() + 9);
     return w;
 }
 
 // Bytes the run holds at its peak: inputs, fp64 reference outputs and state, ten fp32 output arrays
 // and states (eight did not cover T = 16,384), two of the chunked kernel's scratch (one did not cover
-// C = 1,024), the states the in-memory decode cycles through, and the process (16 MiB; 7 measured).
+// C = 1,024), the states the in-memory decode cycles through, the device probes' buffers (L1, L2 and a
+// state), and the process (16 MiB; 7 measured).
 double kda_bytes(const KdaParams& p) {
     const kda::Shape s = kda_shape(p);
     const double T = p.tokens;
@@ -67,8 +73,9 @@ double kda_bytes(const KdaParams& p) {
     const double out = T * double(s.v_row()), st = double(s.state_floats());
     const double scratch = double(kda::chunked_scratch_floats(s, p.chunk));
     const double many = std::max(kKdaManyStateBytes, 4.0 * st);
+    const double probes = kda::kL1ProbeBytes + kda::kL2ProbeBytes + 4.0 * st + 4096;
     return 16.0 * 1024 * 1024 + 4.0 * in + 8.0 * (out + st) +
-           4.0 * (10.0 * out + 10.0 * st + double(s.HV) * s.K * s.K) + 8.0 * scratch + many;
+           4.0 * (10.0 * out + 10.0 * st + double(s.HV) * s.K * s.K) + 8.0 * scratch + many + probes;
 }
 
 }  // namespace

@@ -8,6 +8,25 @@
 
 namespace k3 {
 
+// The names of the timed kernels, in TimedKernel order (the bars' categories).
+static const char* const kTimedKernelNames[kTimedKernels] = {
+    "decode step (SIMD)",   "decode, states in memory (SIMD)",
+    "recurrent (SIMD)",     "chunked (SIMD)",
+    "decode step (scalar)", "recurrent (scalar)",
+    "chunked (scalar)",     "decode step (FMA)",
+    "chunked (FMA)",
+};
+// Their keys in the report's timing figures.
+static const char* const kTimedKernelKeys[kTimedKernels] = {
+    "decode",           "decode_state_in_memory", "recurrent",  "chunked",     "decode_scalar",
+    "recurrent_scalar", "chunked_scalar",         "decode_fma", "chunked_fma",
+};
+
+bool is_fma_kernel(TimedKernel k) { return k == TimedKernel::decode_fma || k == TimedKernel::chunked_fma; }
+bool kernel_was_timed(const KdaResult& m, TimedKernel k) { return !is_fma_kernel(k) || m.fma; }
+const char* timed_kernel_name(TimedKernel k) { return kTimedKernelNames[size_t(k)]; }
+const char* timed_kernel_key(TimedKernel k) { return kTimedKernelKeys[size_t(k)]; }
+
 namespace {
 
 using kda::ErrorStats;
@@ -139,14 +158,6 @@ void exactness_checks(const KdaResult& m, Report& r) {
             "relative RMS vs fp64 " + format_sig(e.rel_rms(), 3) + " (reference/kda.md §4.1)");
 }
 
-// The names of the timed kernels, in TimedKernel order (the bars' categories).
-const char* const kTimedKernelNames[kTimedKernels] = {
-    "decode step (SIMD)",   "decode, states in memory (SIMD)",
-    "recurrent (SIMD)",     "chunked (SIMD)",
-    "decode step (scalar)", "recurrent (scalar)",
-    "chunked (scalar)",
-};
-
 void timing_scalars(const KdaResult& m, Report& r) {
     using K = TimedKernel;
     const KdaThroughput& t = m.throughput;
@@ -187,7 +198,8 @@ void timing_series(const KdaResult& m, Report& r) {
         make_series("throughput", "Throughput per kernel", "kernel", "head-tokens/s", "", "head-tokens/s");
     bars.style = SeriesStyle::bars;
     for (size_t k = 0; k < kTimedKernels; ++k) {
-        bars.add(double(k), t.rate[k]);
+        if (!kernel_was_timed(m, TimedKernel(k))) continue;
+        bars.add(double(bars.x.size()), t.rate[k]);
         bars.x_names.push_back(kTimedKernelNames[k]);
     }
     Series chunked = make_series("chunked (SIMD)", "Throughput against chunk size", "chunk size C (tokens)",
@@ -234,6 +246,7 @@ void report_kda(const KdaResult& m, Report& r) {
     accuracy_checks(m, r);
     exactness_checks(m, r);
     timing(m, r);
+    report_kda_roofline(m, r);
     notes(m, r);
 }
 

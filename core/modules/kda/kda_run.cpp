@@ -9,6 +9,7 @@
 #include "core/base/crc32c.h"
 #include "core/kda/affine.h"
 #include "core/kda/chunked.h"
+#include "core/kda/kernel_work.h"
 #include "core/kda/recurrent.h"
 #include "core/kda/reference.h"
 #include "core/modules/kda/kda.h"
@@ -27,13 +28,6 @@ constexpr double kPartWork = 4.0e6;
 // Multiply-adds of one timed call, which the throughput stage cannot split, bound by shortening the timed
 // prefix of the tokens: about 10 ms natively (the scalar kernels are several times slower).
 constexpr double kTimedCallWork = 6.7e7, kTimedScalarCallWork = 1.0e7;
-
-// Multiply-adds of one (chunk, value head) unit of the chunked kernel (chunked.h), chunks of n tokens;
-// the segment map's unit adds the state pass on M (`map`).
-double chunk_unit_work(const Shape& s, int n, bool map = false) {
-    const double K = s.K, V = s.V, c = n;
-    return c * c * (K + (K + V) / 2) + 3 * c * K * (V + (map ? K : 0)) + c * c * V / 2;
-}
 
 // The index of the element of largest magnitude (where a falsifier's corruption cannot drown).
 size_t largest(const FloatBuf& x) {
@@ -103,23 +97,24 @@ class CallSequence {
     PartedCall current_;
 };
 
-// Calls `fn` (which processes `head_tokens` head-tokens) once untimed (caches; in WebAssembly the
-// engine tiers the code up), then timed at least three times and until `ms` of timed calls have passed;
-// the rate is the best of the timed calls in head-tokens/s (the best, because a shared machine only ever
-// slows a call down). One call per advance() at most after the deadline: a run can stop between calls.
+// Calls `fn` (which returns the work it did: head-tokens, flop or bytes) once untimed (caches; in
+// WebAssembly the engine tiers the code up), then timed at least three times and until `ms` of timed
+// calls have passed; the rate is the best of the timed calls per second (the best, because a shared
+// machine only ever slows a call down). One call per advance() at most after the deadline: a run can
+// stop between calls.
 struct TimedRate {
-    std::function<void()> fn;
-    double head_tokens = 0, best = 0, timed_ms = 0;
+    std::function<double()> fn;
+    double best = 0, timed_ms = 0;
     int calls = 0;
 
     bool advance(const Deadline& dl, double ms) {
         while (true) {
             const Stopwatch sw;
-            fn();
+            const double work = fn();
             const double t = sw.ms();
             if (calls++ > 0) {
                 timed_ms += t;
-                if (t > 0) best = std::max(best, head_tokens / (t * 1e-3));
+                if (t > 0) best = std::max(best, work / (t * 1e-3));
                 if (timed_ms >= ms && calls > 3) return true;
             }
             if (dl.passed()) return false;
@@ -140,6 +135,7 @@ class KdaRun : public StagedRun {
         add_stage("fp64 reference", 6, [this](const Deadline& dl) { return reference(dl); });
         add_stage("fp32 kernels", 2, [this](const Deadline& dl) { return kernels_.advance(dl); });
         add_stage("chunk-size sweep", 2, [this](const Deadline& dl) { return sweep(dl); });
+        add_stage("device limits", 2, [this](const Deadline& dl) { return device(dl); });
         add_stage("throughput", 4, [this](const Deadline& dl) { return throughput(dl); });
         add_stage("exactness", 1, [this](const Deadline& dl) { return exactness_.advance(dl); });
         add_step("report", 0.1, [this] { report_kda(result_, report_); });
@@ -149,14 +145,20 @@ class KdaRun : public StagedRun {
     // The buffers the timed calls work in, held only while the throughput stage runs.
     struct Scratch {
         FloatBuf S, o, many;
+        FloatBuf l1, l2, state;  // the device probes' buffers (device.h)
     };
     struct TimedCall {
         int tokens = 0;
         std::function<void()> fn;
     };
+    struct Probe {
+        std::function<double()> call;  // returns the flop or bytes it did
+        double* rate;                  // where its best rate goes (result_.device)
+    };
 
     void plan_timing();
     void plan_kernels();
+    void plan_fma_kernels();
     void plan_exactness();
     void make_inputs();
     double reference(const Deadline& dl);
@@ -164,6 +166,9 @@ class KdaRun : public StagedRun {
     void kernels_done();
     double sweep(const Deadline& dl);
     void sweep_result(int C);
+    Scratch& scratch();
+    double device(const Deadline& dl);
+    void plan_probes();
     double throughput(const Deadline& dl);
     bool fill_states(const Deadline& dl);
     TimedCall timed_call(TimedKernel k, Scratch& w);
@@ -198,6 +203,8 @@ class KdaRun : public StagedRun {
     std::vector<int> timed_chunks_;  // chunk sizes of the throughput-against-C curve
     size_t timing_i_ = 0;
     std::unique_ptr<Scratch> scratch_;
+    std::vector<Probe> probes_;
+    size_t probe_i_ = 0;
     TimedRate timed_;
     int n_states_ = 0, states_tokens_ = 0;  // states cycled through by the states-in-memory decode, tokens
     long states_pos_ = 0;                   // its position in the ring of states, across calls
@@ -246,7 +253,7 @@ PartedCall KdaRun::recurrent_call(Impl impl, float* S, float* o, const Tokens& x
 }
 
 PartedCall KdaRun::chunked_call(Impl impl, int C, float* S, float* o, const Tokens& x) const {
-    const double work = chunk_unit_work(s_, std::min({C, x.T, kMaxChunk}));
+    const double work = chunk_unit_madds(s_, std::min({C, x.T, kMaxChunk}));
     return PartedCall::of(chunked_units(s_, x.T, C), work, [this, impl, C, S, o, x](size_t u, size_t n) {
         chunked_part(s_, S, x, scale_, C, o, u, n, impl);
     });
@@ -269,7 +276,31 @@ void KdaRun::plan_kernels() {
         });
         kernels_.step([this, v] { kernel_results(v); });
     }
+    if (fma_enabled()) plan_fma_kernels();
     kernels_.step([this] { kernels_done(); });
+}
+
+// The FMA variants over all tokens, against fp64 and against the exact SIMD kernels.
+void KdaRun::plan_fma_kernels() {
+    kernels_.step([this] { work_S_ = S0_, work_o_.assign(out_floats(), 0.0f); });
+    kernels_.call([this] { return recurrent_call(Impl::fma, work_S_.data(), work_o_.data(), x_.view()); });
+    kernels_.step([this] {
+        result_.fma_recurrent = vs_ref(work_o_, work_S_);
+        result_.fma_max_diff = std::max(compare(work_o_.data(), rec_o_[1].data(), work_o_.size()).max_abs,
+                                        compare(work_S_.data(), rec_S_[1].data(), work_S_.size()).max_abs);
+        work_S_ = S0_, work_o_.assign(out_floats(), 0.0f);
+    });
+    kernels_.call(
+        [this] { return chunked_call(Impl::fma, p_.chunk, work_S_.data(), work_o_.data(), x_.view()); });
+    kernels_.step([this] {
+        if (p_.falsify == KdaFalsify::fma_output) flip_bit(work_o_[largest(work_o_)], 23);
+        result_.fma_chunked = vs_ref(work_o_, work_S_);
+        result_.fma_max_diff =
+            std::max({result_.fma_max_diff, compare(work_o_.data(), ch_o_[1].data(), work_o_.size()).max_abs,
+                      compare(work_S_.data(), ch_S_[1].data(), work_S_.size()).max_abs});
+        result_.fma = true;
+        work_S_ = {}, work_o_ = {};
+    });
 }
 
 void KdaRun::kernel_results(int v) {
@@ -312,22 +343,72 @@ void KdaRun::sweep_result(int C) {
     result_.sweep_max_diff.push_back(d.max_abs);
 }
 
+KdaRun::Scratch& KdaRun::scratch() {
+    if (!scratch_) scratch_.reset(new Scratch{FloatBuf(s_.state_floats()), FloatBuf(out_floats())});
+    return *scratch_;
+}
+
+// Buffers of whole 4 KiB pages, at least `bytes`, for the streaming probes.
+kda::FloatBuf probe_buffer(double bytes) { return FloatBuf(size_t(std::ceil(bytes / 4096)) * 1024, 1.0f); }
+
+// The probes of device.h, each with a call of a fixed amount of work: about 0.3 ms natively for the
+// arithmetic, 4 MiB of traffic per call for the cache levels, one pass over the 64 MiB of states (which
+// the probe multiplies by 1: the values the in-memory decode starts from stay as they are).
+void KdaRun::plan_probes() {
+    Scratch& w = scratch();
+    DeviceLimits& d = result_.device;
+    d.lanes = simd_width();
+    probes_.push_back({[] { return probe_mul_add(1 << 18); }, &d.mul_add_flops});
+    if (fma_enabled()) probes_.push_back({[] { return probe_fma(1 << 18); }, &d.fma_flops});
+    w.l1 = probe_buffer(kL1ProbeBytes), w.l2 = probe_buffer(kL2ProbeBytes);
+    w.state = probe_buffer(4.0 * double(s_.state_floats()));
+    FloatBuf* bufs[kMemLevels] = {&w.l1, &w.l2, &w.many, &w.state};
+    for (size_t l = 0; l < kMemLevels; ++l) {
+        FloatBuf* b = bufs[l];
+        d.level_bytes[l] = 4.0 * double(b->size());
+        const int passes = std::max(1, int(4.0 * 1024 * 1024 / d.level_bytes[l]));
+        if (MemLevel(l) != MemLevel::state)
+            probes_.push_back(
+                {[b, passes] { return probe_read(b->data(), b->size(), passes); }, &d.read_bytes[l]});
+        probes_.push_back(
+            {[b, passes] { return probe_rmw(b->data(), b->size(), passes, 1.0f); }, &d.rmw_bytes[l]});
+    }
+}
+
+// The device's limits: the states the in-memory decode cycles through are written first (the memory
+// probes stream them), then every probe is timed like a kernel.
+double KdaRun::device(const Deadline& dl) {
+    if (!fill_states(dl)) return 0;
+    if (probes_.empty()) plan_probes();
+    while (probe_i_ < probes_.size()) {
+        if (!timed_.fn) timed_ = {probes_[probe_i_].call};
+        if (!timed_.advance(dl, kTimedMs)) break;
+        *probes_[probe_i_].rate = timed_.best;
+        timed_ = {};
+        ++probe_i_;
+        if (dl.passed()) break;
+    }
+    if (probe_i_ < probes_.size()) return double(probe_i_) / double(probes_.size());
+    scratch().l1 = {}, scratch().l2 = {}, scratch().state = {};
+    return 1.0;
+}
+
 double KdaRun::throughput(const Deadline& dl) {
-    if (!scratch_) scratch_.reset(new Scratch{FloatBuf(s_.state_floats()), FloatBuf(out_floats()), {}});
-    Scratch& w = *scratch_;
+    Scratch& w = scratch();
     const int Tv = result_.timed_tokens_simd;
     const size_t n_calls = kTimedKernels + timed_chunks_.size();
     KdaThroughput& t = result_.throughput;
     while (timing_i_ < n_calls) {
         if (!timed_.fn) {
-            if (timing_i_ == size_t(TimedKernel::decode_states_in_memory) && !fill_states(dl)) break;
-            if (timing_i_ < kTimedKernels) {
-                TimedCall c = timed_call(TimedKernel(timing_i_), w);
-                timed_ = {std::move(c.fn), double(c.tokens) * s_.HV};
-            } else {
-                timed_ = {prefill(w, Impl::simd, timed_chunks_[timing_i_ - kTimedKernels], Tv),
-                          double(Tv) * s_.HV};
+            TimedCall c =
+                timing_i_ < kTimedKernels
+                    ? timed_call(TimedKernel(timing_i_), w)
+                    : TimedCall{Tv, prefill(w, Impl::simd, timed_chunks_[timing_i_ - kTimedKernels], Tv)};
+            if (!c.fn) {  // a kernel this build does not have
+                ++timing_i_;
+                continue;
             }
+            timed_ = {[fn = std::move(c.fn), ht = double(c.tokens) * s_.HV] { return fn(), ht; }};
         }
         if (!timed_.advance(dl, kTimedMs)) break;
         if (timing_i_ < kTimedKernels) {
@@ -347,7 +428,7 @@ double KdaRun::throughput(const Deadline& dl) {
 
 // The states the states-in-memory decode cycles through, copies of S0 written in parts (64 MiB).
 bool KdaRun::fill_states(const Deadline& dl) {
-    FloatBuf& many = scratch_->many;
+    FloatBuf& many = scratch().many;
     const size_t n = s_.state_floats(), total = size_t(n_states_) * n;
     if (many.capacity() < total) many.reserve(total);
     while (many.size() < total) {
@@ -368,6 +449,10 @@ KdaRun::TimedCall KdaRun::timed_call(TimedKernel k, Scratch& w) {
         case TimedKernel::decode_scalar: return {Ts, decode(w, Impl::scalar, Ts)};
         case TimedKernel::recurrent_scalar: return {Ts, prefill(w, Impl::scalar, 0, Ts)};
         case TimedKernel::chunked_scalar: return {Ts, prefill(w, Impl::scalar, C, Ts)};
+        case TimedKernel::decode_fma:
+            return fma_enabled() ? TimedCall{Tv, decode(w, Impl::fma, Tv)} : TimedCall{};
+        case TimedKernel::chunked_fma:
+            return fma_enabled() ? TimedCall{Tv, prefill(w, Impl::fma, C, Tv)} : TimedCall{};
     }
     return {};
 }
@@ -466,7 +551,7 @@ PartedCall KdaRun::decode_call(float* S, float* o) {
 // The affine map of all tokens (segment_map, in parts).
 PartedCall KdaRun::affine_call() {
     const int C = p_.chunk;
-    const double work = chunk_unit_work(s_, std::min({C, p_.tokens, kMaxChunk}), true);
+    const double work = chunk_unit_madds(s_, std::min({C, p_.tokens, kMaxChunk}), true);
     return PartedCall::of(segment_map_units(s_, p_.tokens, C), work, [this, C](size_t u, size_t n) {
         segment_map_part(s_, x_.view(), scale_, C, map_.M.data(), map_.B.data(), nullptr, nullptr, u, n);
     });
@@ -494,7 +579,7 @@ void KdaRun::gate_range() {
 int timed_prefix(const Shape& s, int tokens, int chunk, double work) {
     auto call_work = [&](int n) {
         const int c = std::max(1, std::min(chunk, n));
-        const double chunked = chunk_unit_work(s, c) * std::ceil(double(n) / c) * s.HV;
+        const double chunked = chunk_unit_madds(s, c) * std::ceil(double(n) / c) * s.HV;
         return std::max(chunked, 4.0 * n * s.HV * s.K * s.V);
     };
     while (tokens > 1 && call_work(tokens) > work) tokens /= 2;

@@ -43,8 +43,10 @@ TEST_CASE("kda: a small run passes its checks and reports its error, bits and th
           "split_prefill_off_grid_close_to_fp64", "affine_map_gives_final_state"})
         CHECK_MESSAGE(test::check_keyed(r, key).passed, key);
     // Scalar against SIMD only where there are SIMD kernels, and under timing: the builds' reports agree.
-    CHECK(r.timing.checks.size() == (kda::simd_enabled() ? 1u : 0u));
+    // So are the FMA variants' check, where the build has them.
+    CHECK(r.timing.checks.size() == (kda::simd_enabled() ? 1u : 0u) + (kda::fma_enabled() ? 1u : 0u));
     if (kda::simd_enabled()) CHECK(test::check_keyed(r, "scalar_simd_same_bits").passed);
+    if (kda::fma_enabled()) CHECK(test::check_keyed(r, "fma_close_to_fp64").passed);
     for (const char* key :
          {"rel_err_recurrent", "rel_err_chunked", "max_abs_chunked_vs_recurrent", "bits_digest"})
         CHECK_MESSAGE(r.find_scalar(key), key);
@@ -60,6 +62,16 @@ TEST_CASE("kda: a small run passes its checks and reports its error, bits and th
     CHECK(rec);
     CHECK(ch);
     CHECK(arch);
+    // The device's limits and every timed kernel's fraction of its own.
+    for (const char* key : {"device_mul_add_flops", "device_rmw_L1", "device_rmw_memory", "device_rmw_state",
+                            "fraction_of_limit_decode", "fraction_of_limit_chunked"}) {
+        const Scalar* s = nullptr;
+        for (const auto& x : r.timing.scalars)
+            if (x.key == key) s = &x;
+        CHECK_MESSAGE((s && s->value > 0), key);
+    }
+    REQUIRE(r.timing.tables.size() == 1);
+    CHECK(r.timing.tables[0].rows.size() == (kda::fma_enabled() ? 9u : 7u));
     REQUIRE(!r.series.empty());
     CHECK(r.series[0].x.size() >= 5);  // error against chunk size: 1, 2, 4, ..., 64, 70
     CHECK(r.timing.series.size() >= 2);

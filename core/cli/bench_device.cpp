@@ -1,0 +1,106 @@
+// The device probes of core/kda/device.h as a benchmark stage: each probe runs in calls of a fixed size
+// until its time is up, in interleaved rounds with the others, and the median of the rounds counts.
+#include <ctime>
+#include <functional>
+#include <string>
+
+#include "core/base/stats.h"
+#include "core/cli/bench.h"
+#include "core/kda/layout.h"
+
+#ifdef __EMSCRIPTEN__
+#include <emscripten.h>
+// Milliseconds of CPU time of the node process (user + system).
+EM_JS(double, k3_bench_cpu_ms, (), {
+    const u = process.cpuUsage();
+    return (u.user + u.system) / 1000;
+});
+#endif
+
+namespace k3::cli {
+
+double bench_cpu_ms() {
+#ifdef __EMSCRIPTEN__
+    return k3_bench_cpu_ms();
+#else
+    return double(std::clock()) * 1000.0 / CLOCKS_PER_SEC;
+#endif
+}
+
+namespace {
+
+using namespace k3::kda;
+
+struct Probe {
+    std::string name, unit;
+    double bytes = 0;              // the buffer it streams (0: arithmetic)
+    std::function<double()> call;  // one call; returns the flop or bytes it did
+    std::vector<double> rates;
+};
+
+// Calls `call` until `ms` have passed: the amount per second.
+double rate_over(const std::function<double()>& call, double ms) {
+    const double t0 = bench_cpu_ms();
+    double amount = 0;
+    do amount += call();
+    while (bench_cpu_ms() - t0 < ms);
+    return amount / ((bench_cpu_ms() - t0) * 1e-3);
+}
+
+// A buffer of `bytes` (whole 4 KiB pages) and the probes that stream it.
+void add_stream_probes(std::vector<Probe>& probes, std::vector<FloatBuf>& bufs, const std::string& level,
+                       double bytes, bool read) {
+    bufs.emplace_back(size_t(bytes / 4096 + 0.5) * 1024, 1.0f);
+    FloatBuf* b = &bufs.back();
+    // Enough passes that a call of a small buffer is not all loop overhead.
+    const int passes = std::max(1, int(4.0 * 1024 * 1024 / bytes));
+    if (read)
+        probes.push_back({"device/read/" + level, "bytes/s", bytes,
+                          [b, passes] { return probe_read(b->data(), b->size(), passes); }});
+    probes.push_back({"device/rmw/" + level, "bytes/s", bytes,
+                      [b, passes] { return probe_rmw(b->data(), b->size(), passes, 1.0f); }});
+}
+
+}  // namespace
+
+DeviceLimits measure_device(BenchContext& ctx, double state_bytes) {
+    std::vector<Probe> probes;
+    probes.push_back({"device/mul_add", "flop/s", 0, [] { return probe_mul_add(1 << 16); }});
+    if (fma_enabled()) probes.push_back({"device/fma", "flop/s", 0, [] { return probe_fma(1 << 16); }});
+    std::vector<FloatBuf> bufs;
+    bufs.reserve(kMemLevels);  // the probes hold pointers to the buffers
+    DeviceLimits d;
+    d.lanes = simd_width();
+    d.level_bytes[size_t(MemLevel::state)] = state_bytes;
+    for (size_t l = 0; l < kMemLevels; ++l)
+        add_stream_probes(probes, bufs, level_name(MemLevel(l)), d.level_bytes[l],
+                          MemLevel(l) != MemLevel::state);
+    const double ms = ctx.quick ? 5 : 60;
+    measure_interleaved(probes, ctx.quick ? 1 : 3, [ms](Probe& p, bool warm_up) {
+        const double r = rate_over(p.call, ms);
+        if (!warm_up) p.rates.push_back(r);
+    });
+    for (const Probe& p : probes) {
+        const double v = median(p.rates);
+        BenchResult r{p.name, {{"lanes", d.lanes}}, {{"clock", "cpu"}}, v, p.unit};
+        if (p.bytes > 0) r.params.push_back({"buffer_bytes", p.bytes});
+        ctx.add(r);
+        if (p.name == "device/mul_add") d.mul_add_flops = v;
+        if (p.name == "device/fma") d.fma_flops = v;
+        for (size_t l = 0; l < kMemLevels; ++l) {
+            if (p.name == std::string("device/read/") + level_name(MemLevel(l))) d.read_bytes[l] = v;
+            if (p.name == std::string("device/rmw/") + level_name(MemLevel(l))) d.rmw_bytes[l] = v;
+        }
+    }
+    return d;
+}
+
+void add_limit(BenchResult& r, const DeviceLimits& d, const KernelWork& w, double rate) {
+    const KernelLimit k = roofline_limit(d, w);
+    r.params.push_back({"limit", k.units_per_s});
+    r.params.push_back({"fraction_of_limit", k.units_per_s > 0 ? rate / k.units_per_s : 0});
+    r.params.push_back({"flop_per_byte", w.intensity()});
+    r.text_params.push_back({"binding", k.binding});
+}
+
+}  // namespace k3::cli

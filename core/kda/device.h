@@ -1,0 +1,79 @@
+// The limits of the device the kernels run on, measured live on one core: arithmetic throughput at the
+// build's SIMD width (separate multiplies and adds, which is all the bit-exact kernels may use, and
+// fused multiply-adds where the build has them) and streaming bandwidth, read and read-modify-write,
+// from a buffer that fits L1, one that fits L2, and 64 MiB, which no cache holds. The probes are plain
+// loops a caller times (device_probe.cpp); `roofline_limit` turns the rates into the limit of a kernel
+// with a given amount of arithmetic and traffic per unit of work (device_limits.cpp).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <string>
+
+namespace k3::kda {
+
+// ---------------------------------------------------------------------------------------------------------
+// Probes: each returns the amount of work it did (flop or bytes), for the caller to divide by its time.
+
+bool fma_enabled();  // the build has fused multiply-add kernels (native x86 with FMA3 or AVX-512)
+
+// `iters` rounds of independent multiply chains and add chains, as many as the build's registers keep
+// busy: 2 flop per multiply-add pair and lane. Deterministic: the same bits in every build.
+double probe_mul_add(long iters);
+// `iters` rounds of independent fused multiply-add chains: 2 flop per lane and instruction. 0 (and no
+// work) without FMA.
+double probe_fma(long iters);
+// `passes` passes summing n floats of x (n a multiple of 64): bytes read.
+double probe_read(const float* x, size_t n, int passes);
+// `passes` passes of x[i] = c * x[i] over n floats (n a multiple of 64): bytes read plus bytes written.
+double probe_rmw(float* x, size_t n, int passes, float c);
+// The sum the read probe computed last (so that the compiler cannot drop its loads).
+float probe_sink();
+
+// ---------------------------------------------------------------------------------------------------------
+// The measured limits and the roofline of a kernel.
+
+// Where a kernel's traffic comes from. The first three are fixed sizes for every kernel; `state` is
+// read-modify-write over a buffer the size of the kernel's own working set (a layer's states), which
+// may fall between two caches or into a cache shared with other cores.
+enum class MemLevel { l1, l2, memory, state };
+inline constexpr size_t kMemLevels = 4;
+// Bytes of the buffer the probes of L1, L2 and memory stream: 16 KiB fits every L1 of 32 KiB or more;
+// 256 KiB fits every L2 of 512 KiB or more and no L1 we know of; 64 MiB is more than the caches of the
+// machines we run on hold per core (module 1's states-in-memory decode cycles through as much).
+inline constexpr double kL1ProbeBytes = 16.0 * 1024, kL2ProbeBytes = 256.0 * 1024;
+inline constexpr double kMemoryProbeBytes = 64.0 * 1024 * 1024;
+const char* level_name(MemLevel l);  // "L1", "L2", "memory", "state-sized"
+
+struct DeviceLimits {
+    int lanes = 1;             // float lanes of the measured arithmetic
+    double mul_add_flops = 0;  // flop/s, separate multiplies and adds
+    double fma_flops = 0;      // flop/s with FMA; 0: the build has none
+    std::array<double, kMemLevels> level_bytes = {kL1ProbeBytes, kL2ProbeBytes, kMemoryProbeBytes, 0};
+    std::array<double, kMemLevels> read_bytes{};  // bytes/s streaming reads (not measured for `state`)
+    std::array<double, kMemLevels> rmw_bytes{};   // bytes/s read-modify-write (bytes read + written)
+    bool measured() const { return mul_add_flops > 0; }
+};
+
+// What a kernel does per unit of work (a head-token, a token): arithmetic and memory traffic, the level
+// the traffic comes from, and whether it may use FMA.
+struct KernelWork {
+    double flop = 0, bytes = 0;
+    MemLevel level = MemLevel::memory;
+    bool rmw = true;   // the traffic is read-modify-write (a state) rather than reads (weights, inputs)
+    bool fma = false;  // the kernel fuses multiply-adds: its compute limit is the FMA throughput
+    double intensity() const { return bytes > 0 ? flop / bytes : 0; }
+};
+
+struct KernelLimit {
+    double units_per_s = 0;  // the roofline: min(compute, bandwidth) in units of work per second
+    double compute = 0, bandwidth = 0;
+    bool compute_binds = false;
+    std::string binding;  // "multiply+add", "FMA", "L2 read-modify-write", ...
+};
+KernelLimit roofline_limit(const DeviceLimits& d, const KernelWork& w);
+
+// The measured level whose buffer is nearest in size (by ratio) to a working set of `bytes`.
+MemLevel level_for(const DeviceLimits& d, double bytes);
+
+}  // namespace k3::kda
