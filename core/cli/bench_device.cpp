@@ -49,21 +49,20 @@ double rate_over(const std::function<double()>& call, double ms) {
 
 // A buffer of `bytes` (whole 4 KiB pages) and the probes that stream it.
 void add_stream_probes(std::vector<Probe>& probes, std::vector<FloatBuf>& bufs, const std::string& level,
-                       double bytes, bool read) {
+                       double bytes) {
     bufs.emplace_back(size_t(bytes / 4096 + 0.5) * 1024, 1.0f);
     FloatBuf* b = &bufs.back();
     // Enough passes that a call of a small buffer is not all loop overhead.
     const int passes = std::max(1, int(4.0 * 1024 * 1024 / bytes));
-    if (read)
-        probes.push_back({"device/read/" + level, "bytes/s", bytes,
-                          [b, passes] { return probe_read(b->data(), b->size(), passes); }});
+    probes.push_back({"device/read/" + level, "bytes/s", bytes,
+                      [b, passes] { return probe_read(b->data(), b->size(), passes); }});
     probes.push_back({"device/rmw/" + level, "bytes/s", bytes,
                       [b, passes] { return probe_rmw(b->data(), b->size(), passes, 1.0f); }});
 }
 
 }  // namespace
 
-DeviceLimits measure_device(BenchContext& ctx, double state_bytes) {
+DeviceLimits measure_device(BenchContext& ctx, double working_set_bytes, double weights_bytes) {
     std::vector<Probe> probes;
     probes.push_back({"device/mul_add", "flop/s", 0, [] { return probe_mul_add(1 << 16); }});
     if (fma_enabled()) probes.push_back({"device/fma", "flop/s", 0, [] { return probe_fma(1 << 16); }});
@@ -71,10 +70,10 @@ DeviceLimits measure_device(BenchContext& ctx, double state_bytes) {
     bufs.reserve(kMemLevels);  // the probes hold pointers to the buffers
     DeviceLimits d;
     d.lanes = simd_width();
-    d.level_bytes[size_t(MemLevel::state)] = state_bytes;
+    d.level_bytes[size_t(MemLevel::working_set)] = working_set_bytes;
+    d.level_bytes[size_t(MemLevel::weights)] = weights_bytes;
     for (size_t l = 0; l < kMemLevels; ++l)
-        add_stream_probes(probes, bufs, level_name(MemLevel(l)), d.level_bytes[l],
-                          MemLevel(l) != MemLevel::state);
+        if (d.level_bytes[l] > 0) add_stream_probes(probes, bufs, level_key(MemLevel(l)), d.level_bytes[l]);
     const double ms = ctx.quick ? 5 : 60;
     measure_interleaved(probes, ctx.quick ? 1 : 3, [ms](Probe& p, bool warm_up) {
         const double r = rate_over(p.call, ms);
@@ -88,8 +87,8 @@ DeviceLimits measure_device(BenchContext& ctx, double state_bytes) {
         if (p.name == "device/mul_add") d.mul_add_flops = v;
         if (p.name == "device/fma") d.fma_flops = v;
         for (size_t l = 0; l < kMemLevels; ++l) {
-            if (p.name == std::string("device/read/") + level_name(MemLevel(l))) d.read_bytes[l] = v;
-            if (p.name == std::string("device/rmw/") + level_name(MemLevel(l))) d.rmw_bytes[l] = v;
+            if (p.name == std::string("device/read/") + level_key(MemLevel(l))) d.read_bytes[l] = v;
+            if (p.name == std::string("device/rmw/") + level_key(MemLevel(l))) d.rmw_bytes[l] = v;
         }
     }
     return d;

@@ -221,7 +221,7 @@ void bench_kda(BenchContext& ctx) {
         }
     // The device first, with a state-sized buffer of the larger layer (the smaller one, 256 KiB, is the
     // L2 probe's buffer).
-    const DeviceLimits device = measure_device(ctx, double(layers[16].s.state_floats()) * 4.0);
+    const DeviceLimits device = measure_device(ctx, double(layers[16].s.state_floats()) * 4.0, 0);
     measure_interleaved(vars, rounds, measure_kda_call);
     add_rates(ctx, vars, rounds, device);
     add_ratios(ctx, vars);

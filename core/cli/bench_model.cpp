@@ -16,6 +16,7 @@
 #include "core/kda/layout.h"
 #include "core/model/model.h"
 #include "core/model/sampler.h"
+#include "core/model/token_work.h"
 
 namespace k3::cli {
 
@@ -123,8 +124,21 @@ void measure_model_call(ModelVariant& v, bool warm_up) {
     if (!warm_up) v.rates.push_back(rate);
 }
 
-// One result per variant: its median tokens/s and the parameters that tell it apart.
-void add_rates(BenchContext& ctx, const std::vector<ModelVariant>& vars, int rounds) {
+// What one token of the variant costs on the device's roofline: a decode step at its context, or a
+// prefill token of T (at half the prompt's context on average).
+kda::KernelWork work_of(const ModelVariant& v, const kda::DeviceLimits& d) {
+    const Model& m = *v.s->model;
+    const bool prefill = v.name == "prefill";
+    const ModelTokenWork t =
+        model_token_work(m.config(), m.weights(), prefill ? v.tokens / 2.0 : double(v.context));
+    const kda::MemLevel level = kda::level_for(d, t.weight_bytes);  // the weights' own, for the default
+    return prefill ? prefill_token_work(t, v.tokens, level) : decode_token_work(t, level);
+}
+
+// One result per variant: its median tokens/s, the parameters that tell it apart, and the device's
+// limit for it with the fraction reached.
+void add_rates(BenchContext& ctx, const std::vector<ModelVariant>& vars, int rounds,
+               const kda::DeviceLimits& d) {
     for (const auto& v : vars) {
         BenchResult r{v.name + "/" + v.s->preset + "/" + v.s->impl, {}, {}, median(v.rates), "tokens/s"};
         if (v.name == "prefill")
@@ -133,6 +147,7 @@ void add_rates(BenchContext& ctx, const std::vector<ModelVariant>& vars, int rou
             r.params.push_back({"context", v.context}), r.params.push_back({"steps", v.tokens});
         r.params.push_back({"parameters", double(v.s->model->weights().parameters())});
         r.params.push_back({"rounds", rounds});
+        add_limit(r, d, work_of(v, d), r.value);
         ctx.add(r);
     }
 }
@@ -202,9 +217,16 @@ void bench_model(BenchContext& ctx) {
     add_setup("tiny", Impl::simd);
     add_setup("small", Impl::simd);
 
+    // The device first, with a working set of the default model's weights.
+    double weight_bytes = 0;
+    if (!setups.empty()) {
+        const Model& m = *setups.front()->model;
+        weight_bytes = model_token_work(m.config(), m.weights(), 0).weight_bytes;
+    }
+    const kda::DeviceLimits device = measure_device(ctx, 0, weight_bytes);
     std::vector<ModelVariant> vars = make_variants(setups, prefill_T, contexts, decode_n);
     measure_interleaved(vars, rounds, measure_model_call);
-    add_rates(ctx, vars, rounds);
+    add_rates(ctx, vars, rounds, device);
     add_create_times(ctx, setups);
     add_ratios(ctx, vars, prefill_T, contexts);
 }

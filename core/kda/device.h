@@ -33,23 +33,25 @@ float probe_sink();
 // ---------------------------------------------------------------------------------------------------------
 // The measured limits and the roofline of a kernel.
 
-// Where a kernel's traffic comes from. The first three are fixed sizes for every kernel; `state` is
-// read-modify-write over a buffer the size of the kernel's own working set (a layer's states), which
-// may fall between two caches or into a cache shared with other cores.
-enum class MemLevel { l1, l2, memory, state };
-inline constexpr size_t kMemLevels = 4;
+// Where a kernel's traffic comes from. The first three are fixed sizes for every kernel;
+// `working_set` is a buffer the size of the kernels' own working set (a layer's states) and `weights`
+// one the size of a runnable model's weights: either may fall between two caches or into a cache
+// shared with other cores. A level of size 0 is not measured.
+enum class MemLevel { l1, l2, memory, working_set, weights };
+inline constexpr size_t kMemLevels = 5;
 // Bytes of the buffer the probes of L1, L2 and memory stream: 16 KiB fits every L1 of 32 KiB or more;
 // 256 KiB fits every L2 of 512 KiB or more and no L1 we know of; 64 MiB is more than the caches of the
 // machines we run on hold per core (module 1's states-in-memory decode cycles through as much).
 inline constexpr double kL1ProbeBytes = 16.0 * 1024, kL2ProbeBytes = 256.0 * 1024;
 inline constexpr double kMemoryProbeBytes = 64.0 * 1024 * 1024;
-const char* level_name(MemLevel l);  // "L1", "L2", "memory", "state-sized"
+const char* level_name(MemLevel l);  // "L1", "L2", "memory", "working set", "weights"
+const char* level_key(MemLevel l);   // "L1", "L2", "memory", "working_set", "weights" (report keys)
 
 struct DeviceLimits {
     int lanes = 1;             // float lanes of the measured arithmetic
     double mul_add_flops = 0;  // flop/s, separate multiplies and adds
     double fma_flops = 0;      // flop/s with FMA; 0: the build has none
-    std::array<double, kMemLevels> level_bytes = {kL1ProbeBytes, kL2ProbeBytes, kMemoryProbeBytes, 0};
+    std::array<double, kMemLevels> level_bytes = {kL1ProbeBytes, kL2ProbeBytes, kMemoryProbeBytes, 0, 0};
     std::array<double, kMemLevels> read_bytes{};  // bytes/s streaming reads (not measured for `state`)
     std::array<double, kMemLevels> rmw_bytes{};   // bytes/s read-modify-write (bytes read + written)
     bool measured() const { return mul_add_flops > 0; }

@@ -12,10 +12,13 @@ const char* level_name(MemLevel l) {
         case MemLevel::l1: return "L1";
         case MemLevel::l2: return "L2";
         case MemLevel::memory: return "memory";
-        case MemLevel::state: return "state-sized";
+        case MemLevel::working_set: return "working set";
+        case MemLevel::weights: return "weights";
     }
     return "?";
 }
+
+const char* level_key(MemLevel l) { return l == MemLevel::working_set ? "working_set" : level_name(l); }
 
 KernelLimit roofline_limit(const DeviceLimits& d, const KernelWork& w) {
     KernelLimit k;

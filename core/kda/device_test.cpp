@@ -30,8 +30,8 @@ TEST_CASE("device probes report the work they did and leave a buffer multiplied 
 TEST_CASE("roofline: the lower of compute and bandwidth binds, FMA only for fused kernels") {
     DeviceLimits d;
     d.mul_add_flops = 100e9, d.fma_flops = 150e9;
-    d.rmw_bytes = {400e9, 200e9, 40e9, 300e9};
-    d.read_bytes = {300e9, 150e9, 30e9, 0};
+    d.rmw_bytes = {400e9, 200e9, 40e9, 300e9, 0};
+    d.read_bytes = {300e9, 150e9, 30e9, 250e9, 0};
     const KernelWork decode{.flop = 1e5, .bytes = 1e5, .level = MemLevel::memory, .rmw = true};
     KernelLimit k = roofline_limit(d, decode);
     CHECK(!k.compute_binds);
@@ -49,18 +49,18 @@ TEST_CASE("roofline: the lower of compute and bandwidth binds, FMA only for fuse
     d.fma_flops = 0;  // a build without FMA: a fused kernel is held to multiply+add
     CHECK(roofline_limit(d, fused(in_l1)).units_per_s == doctest::Approx(1e6));
     // the level nearest a working set by ratio
-    d.level_bytes[size_t(MemLevel::state)] = 1 << 20;
-    CHECK(level_for(d, 1 << 20) == MemLevel::state);
+    d.level_bytes[size_t(MemLevel::working_set)] = 1 << 20;
+    CHECK(level_for(d, 1 << 20) == MemLevel::working_set);
     CHECK(level_for(d, 200 << 10) == MemLevel::l2);
     CHECK(level_for(d, 1e9) == MemLevel::memory);
 }
 
 TEST_CASE("kernel work: the decode step moves its state once, the chunked kernel once per chunk") {
     const Shape s{2, 2, 128, 128};
-    const KernelWork dec = decode_step_work(s, MemLevel::state);
+    const KernelWork dec = decode_step_work(s, MemLevel::working_set);
     CHECK(dec.flop == 7.0 * 128 * 128 + 2 * 128 + 128);
     CHECK(dec.bytes == 8.0 * 128 * 128);
-    const KernelWork ch = chunked_work(s, 64, MemLevel::state);
+    const KernelWork ch = chunked_work(s, 64, MemLevel::working_set);
     CHECK(ch.bytes == doctest::Approx(dec.bytes / 64));
     CHECK(ch.flop == doctest::Approx(2 * chunk_unit_madds(s, 64) / 64));
     CHECK(ch.intensity() > 10 * dec.intensity());

@@ -34,7 +34,8 @@ ModelTokenWork model_token_work(const ModelConfig& c, const ModelWeights& w, dou
     t.weight_bytes = 2 * weights;
     const double state = double(c.lin_v_heads) * c.head_k * c.head_v;  // elements per KDA layer
     const double latent = double(c.mla_latent) + c.mla_rope;
-    t.core_flop = c.n_linear() * 7 * state + c.n_attention() * 2.0 * c.attn_heads * context * (latent + c.mla_latent);
+    t.core_flop =
+        c.n_linear() * 7 * state + c.n_attention() * 2.0 * c.attn_heads * context * (latent + c.mla_latent);
     t.state_bytes = c.n_linear() * 8 * state;
     t.kv_bytes = c.n_attention() * 4.0 * latent * context;
     return t;

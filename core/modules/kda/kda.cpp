@@ -47,6 +47,26 @@ std::vector<Falsifier<KdaParams>> kda_falsifiers() {
 
 }  // namespace
 
+const char* kda_model_preset(KdaModel m) {
+    switch (m) {
+        case KdaModel::none: return "";
+        case KdaModel::k3_tiny: return "k3-tiny";
+        case KdaModel::tiny: return "tiny";
+        case KdaModel::small: return "small";
+    }
+    return "";
+}
+
+double kda_model_parameters(KdaModel m) {
+    switch (m) {
+        case KdaModel::none: return 0;
+        case KdaModel::k3_tiny: return 8782360;
+        case KdaModel::tiny: return 7518616;
+        case KdaModel::small: return 43282824;
+    }
+    return 0;
+}
+
 kda::Shape kda_shape(const KdaParams& p) { return kda::Shape{p.heads, p.heads * p.group, p.k, p.v}; }
 
 ParamList<KdaParams> kda_params() {
@@ -78,6 +98,12 @@ ParamList<KdaParams> kda_params() {
         .log()
         .in_group("Inputs");
     l.seed(&KdaParams::seed, "").in_group("Inputs");  // its help is in kda.md
+    l.choice(&KdaParams::model, "model", "Runnable model on the roofline",
+             Choices<KdaModel>{{KdaModel::k3_tiny, "k3-tiny", "k3-tiny (the default runnable model)"},
+                               {KdaModel::tiny, "tiny", "tiny (Kimi Linear's design)"},
+                               {KdaModel::small, "small", "small (4.9 times tiny's parameters)"},
+                               {KdaModel::none, "none", "none: the kernels only"}})
+        .in_group("Device");  // its help is in kda.md
     return l;
 }
 

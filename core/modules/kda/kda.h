@@ -14,6 +14,7 @@
 #include "core/kda/device.h"
 #include "core/kda/golden.h"
 #include "core/kda/inputs.h"
+#include "core/modules/kda/kda_model.h"
 
 namespace k3 {
 
@@ -29,6 +30,13 @@ enum class KdaFalsify : uint8_t {
     fma_output,        // the largest output of the FMA chunked kernel is doubled or halved
 };
 
+// The runnable model module 1 puts on the device's roofline (core/model/config.h), or none.
+enum class KdaModel : uint8_t { none, k3_tiny, tiny, small };
+const char* kda_model_preset(KdaModel m);  // "k3-tiny", ...; "" for none
+// Its parameters (Model::weights().parameters(), for the run estimate without building the model; a
+// test holds them to the real models).
+double kda_model_parameters(KdaModel m);
+
 struct KdaParams {
     int heads = 2;         // H: query/key heads
     int group = 1;         // value heads per q/k head: HV = heads x group
@@ -38,6 +46,7 @@ struct KdaParams {
     kda::GateRecipe gate = kda::GateRecipe::logsigmoid;
     double gate_strength = 1;
     uint64_t seed = 1;
+    KdaModel model = KdaModel::k3_tiny;
     KdaFalsify falsify = KdaFalsify::none;  // not a declared parameter
 };
 
@@ -95,6 +104,7 @@ struct KdaResult {
     bool fma = false;
     kda::ErrorStats fma_recurrent, fma_chunked;
     double fma_max_diff = 0;
+    KdaModelRates model;  // the runnable model's prefill and decode (model.preset empty: none)
 };
 
 ParamList<KdaParams> kda_params();

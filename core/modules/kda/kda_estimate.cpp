@@ -23,6 +23,9 @@ constexpr double kRowSeconds = 6e-9;           // per head-token and element of 
 constexpr double kKeySquareSeconds = 1.6e-9;   // per head-token and element of the affine map's K x K
 constexpr double kTimedKernelSeconds = 12e-3;  // a timed kernel's floor: an untimed call, then 6 ms
 constexpr double kMargin = 2.5;
+// The runnable model (measured as above, k3-tiny and small): making its weights and timing its prefill
+// and decode, per parameter, and what it holds (bf16 weights, their fp32 norms and the run's buffers).
+constexpr double kModelParamSeconds = 50e-9, kModelParamBytes = 4.5;
 
 // Multiply-adds per head-token of the recurrence (4 K V, core/kda/recurrent.h) and of the chunked
 // kernel at chunk size c (core/kda/chunked.h: 3 K V, and c (1.5 K + V) for the pair matrices, plus 16
@@ -83,12 +86,13 @@ double kda_bytes(const KdaParams& p) {
 RunEstimate kda_estimate(const KdaParams& p) {
     const kda::Shape s = kda_shape(p);
     const KdaWork w = kda_work(p);
-    const double seconds = kSimdOpSeconds * w.simd_ops + kScalarOpSeconds * w.scalar_ops +
-                           w.head_tokens * (kHeadTokenSeconds + kRowSeconds * (s.K + s.V) +
-                                            kKeySquareSeconds * double(s.K) * s.K) +
-                           kTimedKernelSeconds * w.timed_kernels;
+    const double seconds =
+        kSimdOpSeconds * w.simd_ops + kScalarOpSeconds * w.scalar_ops +
+        w.head_tokens *
+            (kHeadTokenSeconds + kRowSeconds * (s.K + s.V) + kKeySquareSeconds * double(s.K) * s.K) +
+        kTimedKernelSeconds * w.timed_kernels + kModelParamSeconds * kda_model_parameters(p.model);
     return {.seconds = kMargin * seconds,
-            .bytes = kda_bytes(p),
+            .bytes = kda_bytes(p) + kModelParamBytes * kda_model_parameters(p.model),
             .counted = format_si(w.head_tokens) + " head-tokens: " + format_si(w.simd_ops) +
                        " multiply-adds in the SIMD kernels, " + format_si(w.scalar_ops) +
                        " in the scalar ones and the fp64 reference",

@@ -4,9 +4,11 @@
 // it is measured, so all of it goes under `timing` (and the FMA check is a build check: only builds
 // with FMA have it).
 #include <algorithm>
+#include <tuple>
 
 #include "core/base/numfmt.h"
 #include "core/kda/kernel_work.h"
+#include "core/model/token_work.h"
 #include "core/modules/kda/kda.h"
 
 namespace k3 {
@@ -23,16 +25,23 @@ KernelWork work_of(const KdaResult& m, TimedKernel k) {
     const int C = std::max(1, std::min(m.chunk, m.timed_tokens_simd));
     switch (k) {
         case K::decode_simd:
-        case K::decode_scalar: return decode_step_work(s, MemLevel::state);
+        case K::decode_scalar: return decode_step_work(s, MemLevel::working_set);
         case K::decode_states_in_memory: return decode_step_work(s, MemLevel::memory);
         case K::recurrent_simd:
-        case K::recurrent_scalar: return recurrent_work(s, MemLevel::state);
+        case K::recurrent_scalar: return recurrent_work(s, MemLevel::working_set);
         case K::chunked_simd:
-        case K::chunked_scalar: return chunked_work(s, C, MemLevel::state);
-        case K::decode_fma: return fused(decode_step_work(s, MemLevel::state));
-        case K::chunked_fma: return fused(chunked_work(s, C, MemLevel::state));
+        case K::chunked_scalar: return chunked_work(s, C, MemLevel::working_set);
+        case K::decode_fma: return fused(decode_step_work(s, MemLevel::working_set));
+        case K::chunked_fma: return fused(chunked_work(s, C, MemLevel::working_set));
     }
     return {};
+}
+
+// The levels as the report names them: the two sized by this run say what they are the size of.
+std::string level_label(MemLevel l) {
+    if (l == MemLevel::working_set) return "the layer state's size";
+    if (l == MemLevel::weights) return "the model's weights' size";
+    return level_name(l);
 }
 
 void device_scalars(const DeviceLimits& d, Report& r) {
@@ -48,11 +57,12 @@ void device_scalars(const DeviceLimits& d, Report& r) {
             .help = "Independent FMA chains (2 flop each): the peak of the FMA variants.";
     for (size_t l = 0; l < kMemLevels; ++l) {
         const MemLevel level = MemLevel(l);
-        const std::string name = level_name(level), key = level == MemLevel::state ? "state" : name;
+        if (d.level_bytes[l] <= 0) continue;
+        const std::string key = level_key(level);
+        const std::string name = level_label(level);
         const std::string size = format_bytes(d.level_bytes[l]);
-        if (level != MemLevel::state)
-            r.timing_scalar("device_read_" + key, "This core: " + name + " read, " + size, "B/s",
-                            d.read_bytes[l]);
+        r.timing_scalar("device_read_" + key, "This core: " + name + " read, " + size, "B/s",
+                        d.read_bytes[l]);
         r.timing_scalar("device_rmw_" + key, "This core: " + name + " read-modify-write, " + size, "B/s",
                         d.rmw_bytes[l])
             .help = "Bytes read plus bytes written per second, streaming a buffer of " + size + " in place.";
@@ -81,6 +91,53 @@ void limits_table(const KdaResult& m, Report& r) {
     }
 }
 
+// A token of the runnable model's prefill or decode, its weights streamed from a buffer of their size.
+KernelWork model_work(const KdaResult& m, bool prefill) {
+    const KdaModelRates& mr = m.model;
+    const MemLevel level = m.device.level_bytes[size_t(MemLevel::weights)] > 0
+                               ? MemLevel::weights
+                               : level_for(m.device, mr.decode_work.weight_bytes);
+    return prefill ? model::prefill_token_work(mr.prefill_work, kKdaModelPrefill, level)
+                   : model::decode_token_work(mr.decode_work, level);
+}
+
+// The runnable model's prefill and decode against the same limits: the whole model, projections,
+// KDA and MLA together, per token.
+void model_figures(const KdaResult& m, Report& r) {
+    const KdaModelRates& mr = m.model;
+    if (mr.preset.empty()) return;
+    if (!mr.error.empty()) {
+        r.timing_text("model_error", "Runnable model", mr.preset + " could not run: " + mr.error);
+        return;
+    }
+    Table& t = r.timing.tables.emplace_back(make_table(
+        "The runnable model " + mr.preset + " against this device's limits", {{"step", ""},
+                                                                              {"tokens/s", "tokens/s"},
+                                                                              {"flop per byte", ""},
+                                                                              {"limit", "tokens/s"},
+                                                                              {"bound by", ""},
+                                                                              {"of the limit", "fraction"}}));
+    const struct {
+        const char* key;
+        std::string name;
+        double rate;
+        KernelWork work;
+    } steps[] = {
+        {"prefill", "prefill, " + std::to_string(kKdaModelPrefill) + " tokens", mr.prefill,
+         model_work(m, true)},
+        {"decode", "decode, context " + std::to_string(kKdaModelContext), mr.decode, model_work(m, false)},
+    };
+    for (const auto& st : steps) {
+        const KernelLimit lim = roofline_limit(m.device, st.work);
+        const double frac = lim.units_per_s > 0 ? st.rate / lim.units_per_s : 0;
+        t.add({st.name, st.rate, st.work.intensity(), lim.units_per_s, lim.binding, frac});
+        r.timing_scalar(std::string("model_") + st.key + "_tokens_per_s",
+                        mr.preset + " " + st.name + " (whole model)", "tokens/s", st.rate);
+        r.timing_scalar(std::string("fraction_of_limit_model_") + st.key,
+                        mr.preset + " " + st.key + ": of its limit (" + lim.binding + ")", "fraction", frac);
+    }
+}
+
 // The roofline: flop/s against flop per byte, log-log. Each memory level is a line that rises with the
 // intensity until it meets the multiply+add ceiling; each SIMD kernel is a point.
 void roofline_series(const KdaResult& m, Report& r) {
@@ -102,11 +159,13 @@ void roofline_series(const KdaResult& m, Report& r) {
         r.timing.series.push_back(fma);
     }
     for (size_t l = 0; l < kMemLevels; ++l) {
-        const double bw = d.rmw_bytes[l];
-        if (bw <= 0) continue;
-        Series s = series(
-            std::string(level_name(MemLevel(l))) + " read-modify-write, " + format_bytes(d.level_bytes[l]),
-            SeriesStyle::line);
+        // The states are read and written in place; the weights are only read.
+        const bool read = MemLevel(l) == MemLevel::weights;
+        const double bw = read ? d.read_bytes[l] : d.rmw_bytes[l];
+        if (bw <= 0 || d.level_bytes[l] <= 0) continue;
+        Series s = series(level_label(MemLevel(l)) + (read ? " read, " : " read-modify-write, ") +
+                              format_bytes(d.level_bytes[l]),
+                          SeriesStyle::line);
         const double ridge = std::clamp(d.mul_add_flops / bw, lo, hi);
         s.add(lo, bw * lo).add(ridge, bw * ridge).add(hi, bw * ridge);
         r.timing.series.push_back(s);
@@ -121,6 +180,14 @@ void roofline_series(const KdaResult& m, Report& r) {
         p.add(w.intensity(), m.throughput.of(k) * w.flop);
         r.timing.series.push_back(p);
     }
+    const KdaModelRates& mr = m.model;
+    if (!mr.preset.empty() && mr.error.empty())
+        for (const auto& [name, rate, w] : {std::tuple{"prefill", mr.prefill, model_work(m, true)},
+                                            std::tuple{"decode", mr.decode, model_work(m, false)}}) {
+            Series p = series(mr.preset + " " + name + " (whole model)", SeriesStyle::points);
+            p.add(w.intensity(), rate * w.flop);
+            r.timing.series.push_back(p);
+        }
 }
 
 // The FMA variants: within the same tolerance of fp64 as the exact kernels, their distance from the
@@ -151,6 +218,7 @@ void report_kda_roofline(const KdaResult& m, Report& r) {
     if (!m.device.measured()) return;
     device_scalars(m.device, r);
     limits_table(m, r);
+    model_figures(m, r);
     roofline_series(m, r);
     fma_figures(m, r);
 }

@@ -13,6 +13,7 @@
 #include "core/kda/recurrent.h"
 #include "core/kda/reference.h"
 #include "core/modules/kda/kda.h"
+#include "core/modules/kda/timed_rate.h"
 
 namespace k3 {
 
@@ -97,31 +98,6 @@ class CallSequence {
     PartedCall current_;
 };
 
-// Calls `fn` (which returns the work it did: head-tokens, flop or bytes) once untimed (caches; in
-// WebAssembly the engine tiers the code up), then timed at least three times and until `ms` of timed
-// calls have passed; the rate is the best of the timed calls per second (the best, because a shared
-// machine only ever slows a call down). One call per advance() at most after the deadline: a run can
-// stop between calls.
-struct TimedRate {
-    std::function<double()> fn;
-    double best = 0, timed_ms = 0;
-    int calls = 0;
-
-    bool advance(const Deadline& dl, double ms) {
-        while (true) {
-            const Stopwatch sw;
-            const double work = fn();
-            const double t = sw.ms();
-            if (calls++ > 0) {
-                timed_ms += t;
-                if (t > 0) best = std::max(best, work / (t * 1e-3));
-                if (timed_ms >= ms && calls > 3) return true;
-            }
-            if (dl.passed()) return false;
-        }
-    }
-};
-
 class KdaRun : public StagedRun {
   public:
     KdaRun(const KdaParams& p, const Params& raw) : StagedRun("kda", raw), p_(p), s_(kda_shape(p)) {
@@ -135,17 +111,22 @@ class KdaRun : public StagedRun {
         add_stage("fp64 reference", 6, [this](const Deadline& dl) { return reference(dl); });
         add_stage("fp32 kernels", 2, [this](const Deadline& dl) { return kernels_.advance(dl); });
         add_stage("chunk-size sweep", 2, [this](const Deadline& dl) { return sweep(dl); });
+        if (p.model != KdaModel::none)
+            add_stage("runnable model", 3, [this](const Deadline& dl) { return model_.advance(dl); });
         add_stage("device limits", 2, [this](const Deadline& dl) { return device(dl); });
         add_stage("throughput", 4, [this](const Deadline& dl) { return throughput(dl); });
         add_stage("exactness", 1, [this](const Deadline& dl) { return exactness_.advance(dl); });
-        add_step("report", 0.1, [this] { report_kda(result_, report_); });
+        add_step("report", 0.1, [this] {
+            result_.model = model_.rates();
+            report_kda(result_, report_);
+        });
     }
 
   private:
     // The buffers the timed calls work in, held only while the throughput stage runs.
     struct Scratch {
         FloatBuf S, o, many;
-        FloatBuf l1, l2, state;  // the device probes' buffers (device.h)
+        FloatBuf l1, l2, state, weights;  // the device probes' buffers (device.h)
     };
     struct TimedCall {
         int tokens = 0;
@@ -206,6 +187,7 @@ class KdaRun : public StagedRun {
     std::vector<Probe> probes_;
     size_t probe_i_ = 0;
     TimedRate timed_;
+    KdaModelTiming model_{kda_model_preset(p_.model)};
     int n_states_ = 0, states_tokens_ = 0;  // states cycled through by the states-in-memory decode, tokens
     long states_pos_ = 0;                   // its position in the ring of states, across calls
     KdaResult result_;
@@ -362,14 +344,17 @@ void KdaRun::plan_probes() {
     if (fma_enabled()) probes_.push_back({[] { return probe_fma(1 << 18); }, &d.fma_flops});
     w.l1 = probe_buffer(kL1ProbeBytes), w.l2 = probe_buffer(kL2ProbeBytes);
     w.state = probe_buffer(4.0 * double(s_.state_floats()));
-    FloatBuf* bufs[kMemLevels] = {&w.l1, &w.l2, &w.many, &w.state};
+    // The runnable model's weights are streamed from a buffer of their size, if the run has a model.
+    const double weights = model_.rates().decode_work.weight_bytes;
+    if (weights > 0) w.weights = probe_buffer(weights);
+    FloatBuf* bufs[kMemLevels] = {&w.l1, &w.l2, &w.many, &w.state, &w.weights};
     for (size_t l = 0; l < kMemLevels; ++l) {
         FloatBuf* b = bufs[l];
+        if (b->empty()) continue;
         d.level_bytes[l] = 4.0 * double(b->size());
         const int passes = std::max(1, int(4.0 * 1024 * 1024 / d.level_bytes[l]));
-        if (MemLevel(l) != MemLevel::state)
-            probes_.push_back(
-                {[b, passes] { return probe_read(b->data(), b->size(), passes); }, &d.read_bytes[l]});
+        probes_.push_back(
+            {[b, passes] { return probe_read(b->data(), b->size(), passes); }, &d.read_bytes[l]});
         probes_.push_back(
             {[b, passes] { return probe_rmw(b->data(), b->size(), passes, 1.0f); }, &d.rmw_bytes[l]});
     }
@@ -389,7 +374,7 @@ double KdaRun::device(const Deadline& dl) {
         if (dl.passed()) break;
     }
     if (probe_i_ < probes_.size()) return double(probe_i_) / double(probes_.size());
-    scratch().l1 = {}, scratch().l2 = {}, scratch().state = {};
+    scratch().l1 = {}, scratch().l2 = {}, scratch().state = {}, scratch().weights = {};
     return 1.0;
 }
 

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "core/model/model_cache.h"
 #include "core/modules/kda/kda.h"
 #include "tests/unit/test_module_util.h"
 #include "tests/unit/test_native_only.h"
@@ -12,8 +13,12 @@ using namespace k3;
 
 namespace {
 
-// The module run as the CLI runs it; the parameters must raise no issue, not even a warning.
-Report run_kda(const std::vector<std::pair<std::string, std::string>>& kv) {
+// The module run as the CLI runs it; the parameters must raise no issue, not even a warning. Without
+// the runnable model unless `kv` names one (one test runs it).
+Report run_kda(std::vector<std::pair<std::string, std::string>> kv) {
+    bool model = false;
+    for (const auto& [k, v] : kv) model |= k == "model";
+    if (!model) kv.push_back({"model", "none"});
     return test::run_module("kda", kv, /*warnings_ok=*/false);
 }
 
@@ -63,8 +68,9 @@ TEST_CASE("kda: a small run passes its checks and reports its error, bits and th
     CHECK(ch);
     CHECK(arch);
     // The device's limits and every timed kernel's fraction of its own.
-    for (const char* key : {"device_mul_add_flops", "device_rmw_L1", "device_rmw_memory", "device_rmw_state",
-                            "fraction_of_limit_decode", "fraction_of_limit_chunked"}) {
+    for (const char* key :
+         {"device_mul_add_flops", "device_rmw_L1", "device_rmw_memory", "device_rmw_working_set",
+          "fraction_of_limit_decode", "fraction_of_limit_chunked"}) {
         const Scalar* s = nullptr;
         for (const auto& x : r.timing.scalars)
             if (x.key == key) s = &x;
@@ -75,6 +81,41 @@ TEST_CASE("kda: a small run passes its checks and reports its error, bits and th
     REQUIRE(!r.series.empty());
     CHECK(r.series[0].x.size() >= 5);  // error against chunk size: 1, 2, 4, ..., 64, 70
     CHECK(r.timing.series.size() >= 2);
+}
+
+TEST_CASE("kda: the runnable model's prefill and decode on the device's roofline") {
+    const Report r = run_kda(
+        {{"heads", "1"}, {"k", "16"}, {"v", "16"}, {"tokens", "16"}, {"chunk", "16"}, {"model", "tiny"}});
+    CHECK(r.all_checks_passed());
+    REQUIRE(r.timing.tables.size() == 2);
+    const Table& t = r.timing.tables[1];
+    CHECK(t.name.find("tiny") != std::string::npos);
+    REQUIRE(t.rows.size() == 2);
+    for (const auto& row : t.rows) {
+        CHECK(std::get<double>(row[1]) > 0);  // tokens/s
+        CHECK(std::get<double>(row[3]) > 0);  // its limit
+    }
+    // prefill batches the weights: far more arithmetic per byte than decode
+    CHECK(std::get<double>(t.rows[0][2]) > 10 * std::get<double>(t.rows[1][2]));
+    bool weights = false;
+    for (const auto& s : r.timing.scalars) weights |= s.key == "device_read_weights" && s.value > 0;
+    CHECK(weights);
+}
+
+TEST_CASE("kda: the run estimate's parameter counts are the runnable models'") {
+    for (KdaModel m : {KdaModel::k3_tiny, KdaModel::tiny}) {
+        std::string error;
+        const auto model = model::cached_model({.preset = kda_model_preset(m)}, &error);
+        REQUIRE_MESSAGE(model, error);
+        CHECK(double(model->weights().parameters()) == kda_model_parameters(m));
+    }
+}
+
+TEST_CASE("kda: small's parameter count is the runnable model's" * test::native_only()) {
+    std::string error;
+    const auto model = model::cached_model({.preset = "small"}, &error);
+    REQUIRE_MESSAGE(model, error);
+    CHECK(double(model->weights().parameters()) == kda_model_parameters(KdaModel::small));
 }
 
 TEST_CASE("kda: everything outside timing is the same on a second run") {
@@ -103,7 +144,8 @@ TEST_CASE("kda: extreme gates still pass (stress of the chunked kernel)") {
 
 TEST_CASE("kda: each falsifier fails every check it names (a small run)" * test::native_only()) {
     test::falsifiers_fail_their_checks(
-        "kda", {{"heads", "1"}, {"k", "16"}, {"v", "24"}, {"tokens", "40"}, {"chunk", "8"}});
+        "kda",
+        {{"heads", "1"}, {"k", "16"}, {"v", "24"}, {"tokens", "40"}, {"chunk", "8"}, {"model", "none"}});
 }
 
 TEST_CASE("kda: the run estimate keeps the defaults within the limits and refuses larger runs") {
