@@ -165,8 +165,12 @@ void draw_categories(const Chart& c) {
     for (size_t i = 0; i < c.ncat; ++i) {
         const float px = c.sx(double(i));
         if (px < c.a0.x - 1 || px > c.a1.x + 1) continue;
-        const std::string txt =
+        std::string txt =
             i < names.size() ? names[i] : format_tick(i < c.s0.x.size() ? c.s0.x[i] : double(i), c.s0.x_unit);
+        // A name wider than its category is cut to fit (the hover read-out gives it whole).
+        const float room = (c.a1.x - c.a0.x) / float(std::max<size_t>(c.ncat, 1)) - t.px(6);
+        while (txt.size() > 3 && ImGui::CalcTextSize(txt.c_str()).x > room)
+            txt = txt.substr(0, txt.size() - 3) + "..";
         const ImVec2 ts = ImGui::CalcTextSize(txt.c_str());
         c.dl->AddText(ImVec2(px - ts.x * 0.5f, c.a1.y + t.px(4)), t.text_dim, txt.c_str());
     }
@@ -328,7 +332,8 @@ void draw_plot(const char* id, const std::string& title, const std::vector<const
     if (series.empty()) return;
     plot::Chart c{*series[0]};
     c.bars = c.s0.style == SeriesStyle::bars;
-    c.categorical = c.bars || !c.s0.x_names.empty();
+    // Names on a points series name its points; on any other they are the x axis' categories.
+    c.categorical = c.bars || (!c.s0.x_names.empty() && c.s0.style != SeriesStyle::points);
     ImGui::PushID(id);
     const float w = ImGui::GetContentRegionAvail().x;
     c.p0 = ImGui::GetCursorScreenPos();

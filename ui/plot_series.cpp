@@ -118,6 +118,19 @@ void Polyline::end() {
     run_ = 0;
 }
 
+// A named point's name beside it (a roofline's kernels), in the series' colour: right of the point, or
+// left of it for every other legend entry, so that two series' points at one place keep both names
+// legible; flipped where it would leave the plot area.
+void point_label(const Chart& c, const ScreenPoint& p, const std::string& name, ImU32 col, bool left) {
+    const Theme& t = theme();
+    const ImVec2 ts = ImGui::CalcTextSize(name.c_str());
+    const float right_x = p.x + t.px(7), left_x = p.x - t.px(7) - ts.x;
+    float x = left ? left_x : right_x;
+    if (x + ts.x > c.a1.x) x = left_x;
+    if (x < c.a0.x) x = right_x;
+    c.dl->AddText(ImVec2(x, p.y - ts.y * 0.5f), col, name.c_str());
+}
+
 // A line, steps, or points, broken where a point cannot be drawn.
 void draw_line(const Chart& c, const Line& l, ImU32 col) {
     const Series& s = *l.s;
@@ -131,6 +144,8 @@ void draw_line(const Chart& c, const Line& l, ImU32 col) {
         if (s.style == SeriesStyle::points) {
             line.add(p);
             line.end();
+            if (!l.baseline && !c.categorical && i < s.x_names.size())
+                point_label(c, p, s.x_names[i], col, l.entry % 2 == 1);
             continue;
         }
         if (s.style == SeriesStyle::step && line.started()) line.add({p.x, line.last().y});
@@ -255,7 +270,7 @@ void marker(const Chart& c, const Reading& r, ImU32 col) {
 
 std::string x_text(const Chart& c, const Reading& r) {
     const Series& s = *r.line->s;
-    if (c.categorical && r.i < s.x_names.size()) return s.x_names[r.i];
+    if (r.i < s.x_names.size()) return s.x_names[r.i];  // a category, or a named point
     return format_with_unit(r.x(), c.s0.x_unit);
 }
 

@@ -221,12 +221,13 @@ static void draw_notes(const std::vector<std::string>& notes) {
 static void draw_timing(const Report::Timing& timing, const Report::Timing* baseline) {
     if (timing.scalars.empty() && timing.texts.empty() && timing.series.empty()) return;
     section_heading("Measured in this build (wall clock; varies between runs and machines)");
-    std::vector<const Scalar*> ts;
-    for (const auto& s : timing.scalars) ts.push_back(&s);
-    draw_scalar_table(ts, "timing", nullptr);
+    // As in the report above: the pictures, then the tables, then every figure.
     for (const auto& x : timing.texts) ImGui::Text("%s: %s", x.label.c_str(), x.text.c_str());
     draw_plots(timing.series, baseline ? &baseline->series : nullptr, "tplot_");
     for (size_t i = 0; i < timing.tables.size(); ++i) draw_table(timing.tables[i], 1000 + int(i));
+    std::vector<const Scalar*> ts;
+    for (const auto& s : timing.scalars) ts.push_back(&s);
+    draw_scalar_table(ts, "timing", nullptr);
 }
 
 // The baseline's table of the same name, or null.

@@ -4,7 +4,6 @@
 // it is measured, so all of it goes under `timing` (and the FMA check is a build check: only builds
 // with FMA have it).
 #include <algorithm>
-#include <tuple>
 
 #include "core/base/numfmt.h"
 #include "core/kda/kernel_work.h"
@@ -162,7 +161,8 @@ void roofline_series(const KdaResult& m, Report& r) {
         // The states are read and written in place; the weights are only read.
         const bool read = MemLevel(l) == MemLevel::weights;
         const double bw = read ? d.read_bytes[l] : d.rmw_bytes[l];
-        if (bw <= 0 || d.level_bytes[l] <= 0) continue;
+        // L1 is left out of the chart (none of these kernels streams from it; the figures list it).
+        if (bw <= 0 || d.level_bytes[l] <= 0 || MemLevel(l) == MemLevel::l1) continue;
         Series s = series(level_label(MemLevel(l)) + (read ? " read, " : " read-modify-write, ") +
                               format_bytes(d.level_bytes[l]),
                           SeriesStyle::line);
@@ -170,24 +170,30 @@ void roofline_series(const KdaResult& m, Report& r) {
         s.add(lo, bw * lo).add(ridge, bw * ridge).add(hi, bw * ridge);
         r.timing.series.push_back(s);
     }
-    for (size_t i = 0; i < kTimedKernels; ++i) {
-        const TimedKernel k = TimedKernel(i);
-        if (!kernel_was_timed(m, k) || k == TimedKernel::decode_scalar ||
-            k == TimedKernel::recurrent_scalar || k == TimedKernel::chunked_scalar)
-            continue;
+    // The kernels as three series of named points: the exact SIMD kernels, the FMA variants, the model.
+    Series exact = series("exact kernels (SIMD)", SeriesStyle::points);
+    Series fused_kernels = series("FMA variants (not bit-exact)", SeriesStyle::points);
+    for (TimedKernel k :
+         {TimedKernel::decode_simd, TimedKernel::decode_states_in_memory, TimedKernel::recurrent_simd,
+          TimedKernel::chunked_simd, TimedKernel::decode_fma, TimedKernel::chunked_fma}) {
+        if (!kernel_was_timed(m, k)) continue;
         const KernelWork w = work_of(m, k);
-        Series p = series(timed_kernel_name(k), SeriesStyle::points);
-        p.add(w.intensity(), m.throughput.of(k) * w.flop);
-        r.timing.series.push_back(p);
+        Series& to = is_fma_kernel(k) ? fused_kernels : exact;
+        to.add(w.intensity(), m.throughput.of(k) * w.flop);
+        to.x_names.push_back(timed_kernel_name(k));
     }
+    r.timing.series.push_back(exact);
+    if (!fused_kernels.x.empty()) r.timing.series.push_back(fused_kernels);
     const KdaModelRates& mr = m.model;
-    if (!mr.preset.empty() && mr.error.empty())
-        for (const auto& [name, rate, w] : {std::tuple{"prefill", mr.prefill, model_work(m, true)},
-                                            std::tuple{"decode", mr.decode, model_work(m, false)}}) {
-            Series p = series(mr.preset + " " + name + " (whole model)", SeriesStyle::points);
-            p.add(w.intensity(), rate * w.flop);
-            r.timing.series.push_back(p);
+    if (!mr.preset.empty() && mr.error.empty()) {
+        Series model = series(mr.preset + " (whole model)", SeriesStyle::points);
+        for (bool prefill : {true, false}) {
+            const KernelWork w = model_work(m, prefill);
+            model.add(w.intensity(), (prefill ? mr.prefill : mr.decode) * w.flop);
+            model.x_names.push_back(mr.preset + (prefill ? " prefill" : " decode"));
         }
+        r.timing.series.push_back(model);
+    }
 }
 
 // The FMA variants: within the same tolerance of fp64 as the exact kernels, their distance from the
