@@ -101,6 +101,23 @@ async function hostile(c) {
   if (c.shot) await page.screenshot({ path: path.join(outDir, `${c.shot}.png`) });
 }
 
+// Issue 19: module 1 measures the machine the page runs on and puts every kernel and the runnable model
+// on its roofline, each with the limit that binds it and the fraction it reaches.
+function deviceRoofline(timing) {
+  const v = (k) => (timing[k] ? timing[k].value : 0);
+  ok(v("device_mul_add_flops") > 0 && v("device_rmw_L2") > 0 && v("device_rmw_memory") > 0 && v("device_read_weights") > 0,
+     `the page measured this machine: ${(v("device_mul_add_flops") / 1e9).toFixed(1)} Gflop/s multiply+add, ` +
+     `${(v("device_rmw_memory") / 1e9).toFixed(1)} GB/s memory read-modify-write`);
+  const table = (name) => (timing.tables || []).find((t) => t.name.startsWith(name));
+  const kernels = table("Kernels against this device's limits"), model = table("The runnable model");
+  const fractions = (t) => (t ? t.rows.map((r) => r[r.length - 1]) : []);
+  const sane = (t) => fractions(t).length > 0 && fractions(t).every((f) => f > 0 && f < 2);
+  ok(kernels && kernels.rows.length === 7 && sane(kernels),
+     `each kernel's fraction of its limit on the page: ${fractions(kernels).map((f) => (100 * f).toFixed(0) + " %").join(", ")}`);
+  ok(model && model.rows.length === 2 && sane(model),
+     `the runnable model's prefill and decode on the page: ${fractions(model).map((f) => (100 * f).toFixed(0) + " %").join(", ")}`);
+}
+
 // Opens a kda link afresh and waits until its run is in the fp32 kernels or it is refused.
 async function openKda(hash) {
   const t0 = Date.now();
@@ -175,6 +192,7 @@ try {
     ok(same, `${id}: page report equals k3cli run ${id} ${args.join(" ")} (timing aside)`);
     if (!same) console.log("     " + firstDiff(strip(report), strip(want)));
     ok(report.checks.every((c) => c.passed), `${id}: all ${report.checks.length} checks pass in the browser`);
+    if (id === "kda") deviceRoofline(report.timing);
     await page.screenshot({ path: path.join(outDir, `${id}.png`) });
   }
 
