@@ -30,6 +30,14 @@ double probe_rmw(float* x, size_t n, int passes, float c);
 // The sum the read probe computed last (so that the compiler cannot drop its loads).
 float probe_sink();
 
+// One timed call of each probe: a few milliseconds natively, so that a browser's clock (coarsened to
+// 0.1 ms without cross-origin isolation) still times it within a few percent.
+inline constexpr long kProbeIters = 1L << 21;                   // arithmetic: about 540 Mflop
+inline constexpr double kProbeCallBytes = 256.0 * 1024 * 1024;  // streaming: traffic of one call
+inline int probe_passes(double buffer_bytes) {
+    return buffer_bytes >= kProbeCallBytes ? 1 : int(kProbeCallBytes / buffer_bytes);
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // The measured limits and the roofline of a kernel.
 

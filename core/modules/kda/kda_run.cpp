@@ -333,15 +333,15 @@ KdaRun::Scratch& KdaRun::scratch() {
 // Buffers of whole 4 KiB pages, at least `bytes`, for the streaming probes.
 kda::FloatBuf probe_buffer(double bytes) { return FloatBuf(size_t(std::ceil(bytes / 4096)) * 1024, 1.0f); }
 
-// The probes of device.h, each with a call of a fixed amount of work: about 0.3 ms natively for the
-// arithmetic, 4 MiB of traffic per call for the cache levels, one pass over the 64 MiB of states (which
-// the probe multiplies by 1: the values the in-memory decode starts from stay as they are).
+// The probes of device.h, each call a fixed amount of work (device.h: a few milliseconds natively). The
+// memory probes stream the 64 MiB of states, which the read-modify-write probe multiplies by 1: the
+// values the in-memory decode starts from stay as they are.
 void KdaRun::plan_probes() {
     Scratch& w = scratch();
     DeviceLimits& d = result_.device;
     d.lanes = simd_width();
-    probes_.push_back({[] { return probe_mul_add(1 << 18); }, &d.mul_add_flops});
-    if (fma_enabled()) probes_.push_back({[] { return probe_fma(1 << 18); }, &d.fma_flops});
+    probes_.push_back({[] { return probe_mul_add(kProbeIters); }, &d.mul_add_flops});
+    if (fma_enabled()) probes_.push_back({[] { return probe_fma(kProbeIters); }, &d.fma_flops});
     w.l1 = probe_buffer(kL1ProbeBytes), w.l2 = probe_buffer(kL2ProbeBytes);
     w.state = probe_buffer(4.0 * double(s_.state_floats()));
     // The runnable model's weights are streamed from a buffer of their size, if the run has a model.
@@ -352,7 +352,7 @@ void KdaRun::plan_probes() {
         FloatBuf* b = bufs[l];
         if (b->empty()) continue;
         d.level_bytes[l] = 4.0 * double(b->size());
-        const int passes = std::max(1, int(4.0 * 1024 * 1024 / d.level_bytes[l]));
+        const int passes = probe_passes(d.level_bytes[l]);
         probes_.push_back(
             {[b, passes] { return probe_read(b->data(), b->size(), passes); }, &d.read_bytes[l]});
         probes_.push_back(
