@@ -59,9 +59,9 @@ KdaWork kda_work(const KdaParams& p) {
     w.simd_ops += 4.0 * plan.timed_tokens_simd * s.HV * timed;
     // The fp64 reference (as a scalar pass), the scalar kernels, their timed calls.
     w.scalar_ops = HT * (2 * rec + chunk) + 4.0 * plan.timed_tokens_scalar * s.HV * (2 * rec + chunk);
-    // The timed kernels and the device probes (each timed like one): arithmetic, FMA, read and
-    // read-modify-write of three levels, read-modify-write of the state's size.
-    w.timed_kernels = double(kTimedKernels + plan.timed_chunks.size() + 9);
+    // The timed kernels and the device probes (each timed like one): arithmetic, FMA, and read and
+    // read-modify-write of every level.
+    w.timed_kernels = double(kTimedKernels + plan.timed_chunks.size() + 2 + 2 * kda::kMemLevels);
     return w;
 }
 
