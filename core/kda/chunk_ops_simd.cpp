@@ -43,7 +43,7 @@ void mm_block(float* C, int ldc, const float* A, int lda, const float* B, int ld
             const float* b = B + size_t(m) * ldb + j0;
             const vf A0(a0[m]), A1(a1[m]);
             for (int n = 0; n < NB; ++n) {
-                const vf bn = load(b + n * W);
+                const vf bn = load_shared(b + n * W);
                 x0[n] = madd<F>(x0[n], A0, bn);
                 x1[n] = madd<F>(x1[n], A1, bn);
             }
@@ -81,7 +81,7 @@ void lower_block(float* C, int ldc, const float* A, int lda, const float* B, int
             const float* b = B + size_t(s) * ldb + j0;
             const vf A0(a0[s]), A1(a1[s]);
             for (int n = 0; n < NB; ++n) {
-                const vf bn = load(b + n * W);
+                const vf bn = load_shared(b + n * W);
                 x0[n] = madd<F>(x0[n], A0, bn);
                 x1[n] = madd<F>(x1[n], A1, bn);
             }
@@ -124,7 +124,7 @@ void subst_block(float* X, int ldx, const float* L, int ldl, const float* b, con
             const float* xm = X + size_t(m) * ldx + j0;
             const vf L0(l0[m]), L1(l1[m]);
             for (int n = 0; n < NB; ++n) {
-                const vf v = load(xm + n * W);
+                const vf v = load_shared(xm + n * W);
                 x0[n] = msub<F>(x0[n], L0, v);
                 x1[n] = msub<F>(x1[n], L1, v);
             }

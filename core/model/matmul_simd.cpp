@@ -41,7 +41,8 @@ inline void block(const float* x, int ldx, const Weights16& Wt, float* y, int ld
         const uint32_t* wp = Wt.pairs + size_t(i / 2) * out + j0;
         vf w0[NB], w1[NB];
         for (int n = 0; n < NB; ++n) {
-            const vu u = load_u(wp + n * W);
+            vu u = load_u(wp + n * W);
+            keep_in_register(u);
             w0[n] = lo(u), w1[n] = hi(u);
         }
         for (int r = 0; r < R; ++r) {
