@@ -17,9 +17,23 @@ namespace k3::kda {
 
 bool fma_enabled();  // the build has fused multiply-add kernels (native x86 with FMA3 or AVX-512)
 
-// `iters` rounds of independent multiply chains and add chains, as many as the build's registers keep
-// busy: 2 flop per multiply-add pair and lane. Deterministic: the same bits in every build.
+// `iters` rounds of kMulAddChains independent chains x = x * m + a: a multiply feeding an add, rounded
+// twice, the operation of every bit-exact kernel; 2 flop per chain, round and lane. Deterministic: the
+// same bits in every build.
 double probe_mul_add(long iters);
+// One register per chain keeps a core's multiply and add pipes busy (16 chains cover 5 cycles of latency
+// at 4 operations per cycle) with the registers the build has: AVX-512 has 32 vector registers; AVX2,
+// SSE and scalar x86-64 have 16 (14 chains and the two constants); V8 keeps 15 for WebAssembly code.
+// Measured on the development machine (Zen 5), in Gflop/s: AVX2 111 with 14 chains, 61 with 16 (they
+// spill); WebAssembly 52 with 12, 25 with 14. Independent multiply chains beside add chains, as before,
+// need twice the registers: 38 with AVX2 and 42 in WebAssembly, far below the core's peak.
+#if defined(__AVX512F__)
+inline constexpr int kMulAddChains = 16;
+#elif defined(__wasm__)
+inline constexpr int kMulAddChains = 12;
+#else
+inline constexpr int kMulAddChains = 14;
+#endif
 // `iters` rounds of independent fused multiply-add chains: 2 flop per lane and instruction. 0 (and no
 // work) without FMA.
 double probe_fma(long iters);

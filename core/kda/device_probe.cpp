@@ -30,15 +30,6 @@ inline float sum_lanes(vec x) { return x; }
 
 volatile float g_one = 1.0f, g_zero = 0.0f, g_sink = 0.0f;
 
-// Independent chains of each kind: 8 cover the latency of two multiply and two add pipes on every core we
-// know (4 cycles x 2 pipes). WebAssembly gets 6: V8 keeps 15 vector registers for the code, and 16
-// accumulators spill to the stack, which measured 17 Gflop/s against 41 with 6 chains (node 20, the
-// development machine; 4 chains gave 24).
-#if defined(__wasm__)
-constexpr int kChains = 6;
-#else
-constexpr int kChains = 8;
-#endif
 constexpr int kFmaChains = 12;
 
 // Elements per step of the streaming loops: 8 vectors (two cache lines per AVX-512 vector pair).
@@ -56,14 +47,14 @@ bool fma_enabled() {
 
 double probe_mul_add(long iters) {
     const vec m(g_one), a(g_zero);
-    vec x[kChains], y[kChains];
-    for (int c = 0; c < kChains; ++c) x[c] = vec(1.0f + float(c)), y[c] = vec(float(c));
+    vec x[kMulAddChains];
+    for (int c = 0; c < kMulAddChains; ++c) x[c] = vec(1.0f + float(c));
     for (long i = 0; i < iters; ++i)
-        for (int c = 0; c < kChains; ++c) x[c] = x[c] * m, y[c] = y[c] + a;
-    vec s = x[0] + y[0];
-    for (int c = 1; c < kChains; ++c) s = s + x[c] + y[c];
+        for (int c = 0; c < kMulAddChains; ++c) x[c] = x[c] * m + a;
+    vec s = x[0];
+    for (int c = 1; c < kMulAddChains; ++c) s = s + x[c];
     g_sink = sum_lanes(s);
-    return 2.0 * double(iters) * kChains * kLanes;
+    return 2.0 * double(iters) * kMulAddChains * kLanes;
 }
 
 double probe_fma(long iters) {

@@ -16,11 +16,7 @@
 using namespace k3::kda;
 
 TEST_CASE("device probes report the work they did and leave a buffer multiplied by 1 as it was") {
-#if defined(__wasm__)
-    CHECK(probe_mul_add(10) == doctest::Approx(2.0 * 10 * 6 * simd_width()));
-#else
-    CHECK(probe_mul_add(10) == doctest::Approx(2.0 * 10 * 8 * simd_width()));
-#endif
+    CHECK(probe_mul_add(10) == doctest::Approx(2.0 * 10 * kMulAddChains * simd_width()));
     CHECK(probe_fma(10) ==
           (fma_enabled() ? doctest::Approx(2.0 * 10 * 12 * simd_width()) : doctest::Approx(0)));
     FloatBuf x(4096);

@@ -111,7 +111,8 @@ function deviceRoofline(timing) {
   const table = (name) => (timing.tables || []).find((t) => t.name.startsWith(name));
   const kernels = table("Kernels against this device's limits"), model = table("The runnable model");
   const fractions = (t) => (t ? t.rows.map((r) => r[r.length - 1]) : []);
-  const sane = (t) => fractions(t).length > 0 && fractions(t).every((f) => f > 0 && f < 2);
+  // Above 1 a probe fell short of the core's peak (noise moves a fraction by tens of percent, not 50).
+  const sane = (t) => fractions(t).length > 0 && fractions(t).every((f) => f > 0 && f < 1.5);
   ok(kernels && kernels.rows.length === 7 && sane(kernels),
      `each kernel's fraction of its limit on the page: ${fractions(kernels).map((f) => (100 * f).toFixed(0) + " %").join(", ")}`);
   ok(model && model.rows.length === 2 && sane(model),

@@ -48,8 +48,8 @@ void device_scalars(const DeviceLimits& d, Report& r) {
     r.timing_scalar("device_mul_add_flops", "This core: multiply + add (" + lanes + ")", "flop/s",
                     d.mul_add_flops)
         .help =
-        "Independent multiply chains and add chains at the build's vector width: the peak of the "
-        "bit-exact kernels, which never fuse a multiply and an add.";
+        "Independent chains of a multiply feeding an add (x = x m + a, rounded twice) at the build's "
+        "vector width: the peak of the bit-exact kernels, which never fuse a multiply and an add.";
     if (d.fma_flops > 0)
         r.timing_scalar("device_fma_flops", "This core: fused multiply-add (" + lanes + ")", "flop/s",
                         d.fma_flops)
