@@ -1,7 +1,7 @@
 // xsimd fp32 recurrent KDA. Same bits as recurrent_scalar.cpp, faster because of memory traffic and
 // operation count. The five steps only couple rows, never columns (p, u and o of column j depend on
 // column j of S alone), so a head's state is processed in column blocks of NB vectors (K x 64 floats =
-// 32 KiB on AVX-512, which stays in L1) with two passes over each block:
+// 32 KiB with AVX-512 and AVX2, which stays in L1) with two passes over each block:
 //   pass 1 (decay + predict):        S_i = a_i * S_i (stored);  p += k_i * S_i
 //   pass 2 (write + read):           S_i = S_i + k_i * u;       o += (scale q_i) * S_i
 // 7 vector operations per state element and token, the minimum for this order of operations. Pass 2
@@ -84,7 +84,11 @@ inline void tail(float* Sh, int K, int V, int j0, const HeadIn& in, float* o) {
     }
 }
 
-constexpr int kBlock = 4;  // vectors per column block
+// Vectors per column block: 64 floats (half a row of a V = 128 state) where the registers allow. That
+// width streams states from memory best: with AVX2, 4 vectors (32 floats, a quarter row per pass) moved
+// 0.64x the states per second of 8 and were no faster in cache. WebAssembly keeps 4 vectors (16 floats):
+// V8 has 15 vector registers, and 8 vectors spilled and ran at 0.78x.
+constexpr int kBlock = W >= 8 ? 64 / W : 4;
 
 // a = exp(g), qs = scale * q for one (token, head).
 inline void prep(const float* gh, const float* qh, float scale, int K, float* a, float* qs) {
