@@ -161,7 +161,7 @@ struct SimdOpsT {
     }
 
     // Column blocks of B are packed into a contiguous buffer first when enough rows reuse them: a
-    // row-major B with rows 512 B apart (V = 128) maps a column block onto a quarter of the L1 sets,
+    // row-major B with rows 512 B apart (V = 128) maps a column block onto half of the L1 sets,
     // and the packed copy is what stays in L1 while the rows of C sweep over it.
     template <bool Add>
     static void mm_any(float* C, int ldc, const float* A, int lda, const float* B, int ldb, int rows,

@@ -6,7 +6,7 @@
 //   pass 2 (write + read):           S_i = S_i + k_i * u;       o += (scale q_i) * S_i
 // 7 vector operations per state element and token, the minimum for this order of operations. Pass 2
 // runs over the rows bottom up (i = K-1 ... 0): in a [K][V] state with V = 128 the rows of a column
-// block fall into a quarter of the L1 sets, more lines than the ways can hold, so walking back up
+// block fall into half of the L1 sets, more lines than the ways can hold, so walking back up
 // meets the rows pass 1 left in L1 first (about 8% faster decode). Every lane sums p over i ascending
 // and o over i descending, exactly as the scalar loops. Sequences run a block of tokens through
 // one column block before moving to the next, so the block stays in L1 across tokens as well.
@@ -102,7 +102,7 @@ inline void prep(const float* gh, const float* qh, float scale, int K, float* a,
 
 // Tokens in[0..n) one after the other on one head, column block by column block. With several
 // tokens the block is first copied to a contiguous buffer: rows of a [K][V] state are V floats (512 B
-// for V = 128) apart, which maps a column block onto a quarter of the L1 sets (64 sets of 12 ways: a
+// for V = 128) apart, which maps a column block onto half of the L1 sets (64 sets of 12 ways: a
 // 32 KiB block at a 512 B stride would need 16 ways), while the packed copy fits L1 and stays there
 // for all n tokens.
 template <bool Fused>
