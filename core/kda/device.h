@@ -21,9 +21,10 @@ bool fma_enabled();  // the build has fused multiply-add kernels (native x86 wit
 // twice, the operation of every bit-exact kernel; 2 flop per chain, round and lane. Deterministic: the
 // same bits in every build.
 double probe_mul_add(long iters);
-// One register per chain keeps a core's multiply and add pipes busy (16 chains cover 5 cycles of latency
-// at 4 operations per cycle) with the registers the build has: AVX-512 has 32 vector registers; AVX2,
-// SSE and scalar x86-64 have 16 (14 chains and the two constants); V8 keeps 15 for WebAssembly code.
+// A chain's step is a multiply and an add (5 cycles on Zen 5), so 4 operations per cycle take at least
+// 10 chains; measured, the rate keeps rising up to 14-16. One register per chain, within the registers
+// the build has: AVX-512 has 32 vector registers; AVX2, SSE and scalar x86-64 have 16 (14 chains and
+// the two constants); V8 keeps 15 for WebAssembly code.
 // Measured on the development machine (Zen 5), in Gflop/s: AVX2 111 with 14 chains, 61 with 16 (they
 // spill); WebAssembly 52 with 12, 25 with 14. Independent multiply chains beside add chains, as before,
 // need twice the registers: 38 with AVX2 and 42 in WebAssembly, far below the core's peak.
