@@ -35,9 +35,10 @@ inline constexpr int kMulAddChains = 12;
 #else
 inline constexpr int kMulAddChains = 14;
 #endif
-// `iters` rounds of independent fused multiply-add chains: 2 flop per lane and instruction. 0 (and no
-// work) without FMA.
+// `iters` rounds of kFmaChains independent fused multiply-add chains: 2 flop per lane and instruction. 0
+// (and no work) without FMA.
 double probe_fma(long iters);
+inline constexpr int kFmaChains = 12;  // and the two constants: 14 registers, which every FMA build has
 // `passes` passes summing n floats of x (n a multiple of 64): bytes read.
 double probe_read(const float* x, size_t n, int passes);
 // `passes` passes of x[i] = c * x[i] over n floats (n a multiple of 64): bytes read plus bytes written.

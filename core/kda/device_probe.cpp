@@ -30,8 +30,6 @@ inline float sum_lanes(vec x) { return x; }
 
 volatile float g_one = 1.0f, g_zero = 0.0f, g_sink = 0.0f;
 
-constexpr int kFmaChains = 12;
-
 // Elements per step of the streaming loops: 8 vectors (two cache lines per AVX-512 vector pair).
 constexpr size_t kStep = size_t(8) * kLanes;
 

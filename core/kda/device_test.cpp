@@ -18,7 +18,7 @@ using namespace k3::kda;
 TEST_CASE("device probes report the work they did and leave a buffer multiplied by 1 as it was") {
     CHECK(probe_mul_add(10) == doctest::Approx(2.0 * 10 * kMulAddChains * simd_width()));
     CHECK(probe_fma(10) ==
-          (fma_enabled() ? doctest::Approx(2.0 * 10 * 12 * simd_width()) : doctest::Approx(0)));
+          (fma_enabled() ? doctest::Approx(2.0 * 10 * kFmaChains * simd_width()) : doctest::Approx(0)));
     FloatBuf x(4096);
     for (size_t i = 0; i < x.size(); ++i) x[i] = float(i % 7);
     CHECK(probe_read(x.data(), x.size(), 3) == doctest::Approx(3.0 * 4096 * 4));

@@ -2,6 +2,8 @@
 # Every module with its defaults in every build given: the reports must be identical apart from
 # "timing" (wall clock and what only some builds have), and so must the exit codes (0 or 1, never a
 # crash or a refusal) (docs/architecture.md, Numerics: bitwise-identical results for the same seed).
+# Then module 1 once more in each build, alone, for plausible fractions of the device's limits
+# (roofline_fractions.mjs): a probe that falls short in one build shows only there.
 # Usage: compare_builds.sh "REFERENCE K3CLI" "OTHER K3CLI"... (each a command, e.g. "node k3cli.js")
 set -uo pipefail
 [ $# -ge 2 ] || { echo "usage: compare_builds.sh REFERENCE OTHER..." >&2; exit 2; }
@@ -51,4 +53,16 @@ for m in $mods; do
   [ $ok = 1 ] && echo "same $m in $# other builds"
 done
 echo "compare_builds: $compared of $((n * $#)) reports identical to the reference"
+
+# Module 1's device roofline in every build, each run alone (side by side, one build's probes would
+# measure a core another build is using): every fraction of a limit must be plausible.
+here=$(dirname "$0")
+for b in "$REF" "$@"; do
+  $b run kda --json >"$tmp/kda.json" 2>/dev/null
+  if node "$here/roofline_fractions.mjs" "$tmp/kda.json" >"$tmp/fractions.txt"; then
+    echo "roofline fractions plausible in '$b'"
+  else
+    echo "IMPLAUSIBLE roofline fractions in '$b':"; cat "$tmp/fractions.txt"; fail=1
+  fi
+done
 exit $fail

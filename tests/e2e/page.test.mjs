@@ -10,6 +10,7 @@ import { spawn, execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { decodePng, contentStats } from "./png.mjs";
+import { rooflineFractions, plausible, kRooflineTables } from "../cli/roofline_fractions.mjs";
 
 const [webDir, k3cli] = process.argv.slice(2);
 if (!webDir || !k3cli) { console.error("usage: page.test.mjs WEB_DIR K3CLI"); process.exit(2); }
@@ -108,15 +109,12 @@ function deviceRoofline(timing) {
   ok(v("device_mul_add_flops") > 0 && v("device_rmw_L2") > 0 && v("device_rmw_memory") > 0 && v("device_read_weights") > 0,
      `the page measured this machine: ${(v("device_mul_add_flops") / 1e9).toFixed(1)} Gflop/s multiply+add, ` +
      `${(v("device_rmw_memory") / 1e9).toFixed(1)} GB/s memory read-modify-write`);
-  const table = (name) => (timing.tables || []).find((t) => t.name.startsWith(name));
-  const kernels = table("Kernels against this device's limits"), model = table("The runnable model");
-  const fractions = (t) => (t ? t.rows.map((r) => r[r.length - 1]) : []);
-  // Above 1 a probe fell short of the core's peak (noise moves a fraction by tens of percent, not 50).
-  const sane = (t) => fractions(t).length > 0 && fractions(t).every((f) => f > 0 && f < 1.5);
-  ok(kernels && kernels.rows.length === 7 && sane(kernels),
-     `each kernel's fraction of its limit on the page: ${fractions(kernels).map((f) => (100 * f).toFixed(0) + " %").join(", ")}`);
-  ok(model && model.rows.length === 2 && sane(model),
-     `the runnable model's prefill and decode on the page: ${fractions(model).map((f) => (100 * f).toFixed(0) + " %").join(", ")}`);
+  const [kernels, model] = kRooflineTables.map((n) => rooflineFractions(timing).find((t) => t.name.startsWith(n)));
+  const shown = (t) => (t ? t.fractions.map((f) => (100 * f).toFixed(0) + " %").join(", ") : "none");
+  ok(kernels && kernels.fractions.length === 7 && plausible(kernels.fractions),
+     `each kernel's fraction of its limit on the page: ${shown(kernels)}`);
+  ok(model && model.fractions.length === 2 && plausible(model.fractions),
+     `the runnable model's prefill and decode on the page: ${shown(model)}`);
 }
 
 // Opens a kda link afresh and waits until its run is in the fp32 kernels or it is refused.
