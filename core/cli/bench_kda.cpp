@@ -19,6 +19,7 @@
 #include "core/base/stats.h"
 #include "core/cli/bench.h"
 #include "core/kda/chunked.h"
+#include "core/kda/device.h"
 #include "core/kda/inputs.h"
 #include "core/kda/kernel_work.h"
 #include "core/kda/recurrent.h"
@@ -96,6 +97,23 @@ void add_decode(std::vector<KdaVariant>& vars, Layer* L, int H, Impl impl, float
                                 }
                             } while (!dl.passed());
                             return double(n) * L->s.HV;
+                        }});
+}
+
+// The ceiling of the decode step on this device (probe_decode_mix, device.h): its operation mix and
+// least traffic with none of its order, over the same states as the step, in cache and in memory. Its
+// rate in head-tokens/s says how much of a decode step's gap to the limit the device leaves no kernel.
+void add_decode_ceiling(std::vector<KdaVariant>& vars, Layer* L, int H, double decode_ms) {
+    for (bool in_memory : {false, true})
+        vars.push_back({std::string("decode/ceiling/mix") + (in_memory ? "/state-in-memory" : ""), H, 1, 0,
+                        [L, in_memory, decode_ms] {
+                            // The probe multiplies by 1 and adds 0: the states stay as they are.
+                            FloatBuf& x = in_memory ? L->many : L->S;
+                            const Deadline dl(decode_ms);
+                            double flop = 0;
+                            do flop += probe_decode_mix(x.data(), x.size(), 1);
+                            while (!dl.passed());
+                            return flop / (7.0 * L->s.K * L->s.V);
                         }});
 }
 
@@ -219,6 +237,7 @@ void bench_kda(BenchContext& ctx) {
             add_decode(vars, &layers[H], H, impl, scale, decode_ms);
             add_prefill(vars, &layers[H], H, impl, scale, Tpre);
         }
+    for (int H : {4, 16}) add_decode_ceiling(vars, &layers[H], H, decode_ms);
     // The device first, with a state-sized buffer of the larger layer (the smaller one, 256 KiB, is the
     // L2 probe's buffer).
     const DeviceLimits device = measure_device(ctx, double(layers[16].s.state_floats()) * 4.0, 0);

@@ -43,6 +43,13 @@ inline constexpr int kFmaChains = 12;  // and the two constants: 14 registers, w
 double probe_read(const float* x, size_t n, int passes);
 // `passes` passes of x[i] = c * x[i] over n floats (n a multiple of 64): bytes read plus bytes written.
 double probe_rmw(float* x, size_t n, int passes, float c);
+// `passes` passes of the decode step's work per state element over n floats (n a multiple of 64), without
+// its order: every element is loaded once, goes through the step's 4 multiplies and 3 adds
+// (p += ka x; y = a x + k u; o += q y) and is stored once, with no pass waiting on another. Not a
+// kernel (its results mean nothing) but the ceiling of one: the fastest a step with this operation mix
+// and the least traffic, one read and one write of the state, runs on this device. Returns flop, 7 per
+// element and pass.
+double probe_decode_mix(float* x, size_t n, int passes);
 // The sum the read probe computed last (so that the compiler cannot drop its loads).
 float probe_sink();
 

@@ -107,6 +107,55 @@ double probe_rmw(float* x, size_t n, int passes, float c) {
     return double(passes) * double(n / kStep * kStep) * 8.0;
 }
 
+// Vectors per step of the decode-mix probe: each carries two sums (p and o) beside the four constants,
+// within the build's registers (32 with AVX-512, 15 or 16 otherwise).
+#if K3_SIMD && defined(__AVX512F__)
+constexpr int kMixVectors = 4;
+#else
+constexpr int kMixVectors = 2;
+#endif
+constexpr size_t kMixStep = size_t(kMixVectors) * kLanes;
+
+// The loaded element is used twice: kept in a register, not loaded again by each multiply (simd.h).
+inline vec load_once(const float* p) {
+#if K3_SIMD
+    return simd::load_shared(p);
+#else
+    return *p;
+#endif
+}
+
+// c = {a, k, ka, q}: the decay, key, decayed key and query of a row, held in registers for the whole
+// pass, where the kernel loads them per row. The delta u of a column is loaded from `u` every time: a
+// store to x may alias it, so the compiler cannot hoist k * u out of the loop, and that load stands for
+// the kernel's second load of the element (it reads the state in two passes).
+[[gnu::noinline]] static void decode_mix_pass(float* x, size_t n, const vec* c, const float* u, vec* sums) {
+    const vec a = c[0], k = c[1], ka = c[2], q = c[3];  // locals: a store to x might alias c or sums
+    vec p[kMixVectors], o[kMixVectors];
+    for (int v = 0; v < kMixVectors; ++v) p[v] = vec(0.0f), o[v] = vec(0.0f);
+    K3_SCALAR_LOOP for (size_t i = 0; i + kMixStep <= n; i += kMixStep) {
+        for (int v = 0; v < kMixVectors; ++v) {
+            float* at = x + i + size_t(v) * kLanes;
+            const vec s = load_once(at);
+            p[v] = p[v] + ka * s;
+            const vec y = a * s + k * load_vec(u + size_t(v) * kLanes);
+            store_vec(at, y);
+            o[v] = o[v] + q * y;
+        }
+    }
+    for (int v = 0; v < kMixVectors; ++v) sums[0] = sums[0] + p[v], sums[1] = sums[1] + o[v];
+}
+
+double probe_decode_mix(float* x, size_t n, int passes) {
+    const vec c[4] = {vec(g_one), vec(g_zero), vec(g_zero), vec(g_one)};  // y = x: no denormals, no growth
+    alignas(64) float u[kMixStep];
+    for (float& e : u) e = g_one;
+    vec sums[2] = {vec(0.0f), vec(0.0f)};
+    for (int p = 0; p < passes; ++p) decode_mix_pass(x, n, c, u, sums);
+    g_sink = sum_lanes(sums[0] + sums[1]);
+    return double(passes) * double(n / kMixStep * kMixStep) * 7.0;
+}
+
 float probe_sink() { return g_sink; }
 
 }  // namespace k3::kda

@@ -24,6 +24,8 @@ TEST_CASE("device probes report the work they did and leave a buffer multiplied 
     CHECK(probe_read(x.data(), x.size(), 3) == doctest::Approx(3.0 * 4096 * 4));
     CHECK(probe_sink() == doctest::Approx(3.0 * (4096 / 7 * 21)));  // 4096 = 7 * 585 + 1; the last is 0
     CHECK(probe_rmw(x.data(), x.size(), 2, 1.0f) == doctest::Approx(2.0 * 4096 * 8));
+    CHECK(probe_decode_mix(x.data(), x.size(), 2) == doctest::Approx(2.0 * 4096 * 7));
+    CHECK(probe_sink() == doctest::Approx(2.0 * (4096 / 7 * 21)));  // o sums y = x over every element
     for (size_t i = 0; i < x.size(); ++i) REQUIRE(x[i] == float(i % 7));
 }
 
