@@ -113,7 +113,7 @@ void add_decode_ceiling(std::vector<KdaVariant>& vars, Layer* L, int H, double d
                             double flop = 0;
                             do flop += probe_decode_mix(x.data(), x.size(), 1);
                             while (!dl.passed());
-                            return flop / (7.0 * L->s.K * L->s.V);
+                            return flop / decode_step_work(L->s, MemLevel::memory).flop;
                         }});
 }
 
