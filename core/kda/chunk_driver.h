@@ -75,7 +75,7 @@ class ChunkDriver {
         for (size_t u = u0; u < u1; ++u) {
             const int t0 = int(u / size_t(s_.HV)) * C_, h = int(u % size_t(s_.HV));
             const int n = std::min(C_, x.T - t0);
-            if (h == 0 || u == u0) read_rows(x, t0, n);
+            if (s_.HV > 1 && (h == 0 || u == u0)) read_rows(x, t0, n);
             phase_a(x, h, t0, n, scale);
             state_pass(n, S + size_t(h) * s_.head_state(), s_.V, s_.V, U_, s_.V,
                        o ? o + size_t(t0) * s_.v_row() + size_t(h) * s_.V : nullptr, int(s_.v_row()));
@@ -125,8 +125,9 @@ class ChunkDriver {
     // chunk's first head gathers its slice of them. Each head reads a piece of every row (512 bytes of
     // each 2 KiB q row with 4 heads of 128 channels), a pattern the hardware prefetcher does not
     // follow, so with a prompt larger than the caches every head's gather waited on memory; one
-    // sequential pass brings the rows in at streaming speed. Changes no value: the bits are only
-    // combined so that the reads are not optimised away.
+    // sequential pass brings the rows in at streaming speed. (With one head its gather already reads
+    // whole rows.) Changes no value: the bits are only combined so that the reads are not optimised
+    // away.
     void read_rows(const Tokens& x, int t0, int n) {
         constexpr size_t kLineFloats = 64 / sizeof(float);
         uint32_t bits = 0;
