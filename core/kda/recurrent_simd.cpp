@@ -38,11 +38,14 @@ struct HeadIn {
 
 template <int NB, bool Fused>
 inline void block(float* Sb, int lds, int K, int j0, const HeadIn& in, float* o) {
+    // Local copies: the vector stores may alias anything, so in.a, in.k and in.qs would be reloaded
+    // after every row (WebAssembly does), and the row pointer steps instead of a multiply per row.
+    const float *a = in.a, *k = in.k, *qs = in.qs;
     vf p[NB];
     for (int n = 0; n < NB; ++n) p[n] = vf(0.0f);
-    for (int i = 0; i < K; ++i) {
-        float* row = Sb + size_t(i) * lds;
-        const vf ai(in.a[i]), ki(in.k[i]);
+    for (ptrdiff_t i = 0, off = 0; i < K; ++i, off += lds) {
+        float* row = Sb + off;
+        const vf ai(a[i]), ki(k[i]);
         for (int n = 0; n < NB; ++n) {
             const vf d = ai * load(row + n * W);
             store(row + n * W, d);
@@ -55,9 +58,10 @@ inline void block(float* Sb, int lds, int K, int j0, const HeadIn& in, float* o)
         u[n] = b * (load(in.v + j0 + n * W) - p[n]);
         acc[n] = vf(0.0f);
     }
-    for (int i = K - 1; i >= 0; --i) {  // bottom up: the rows pass 1 touched last are still in L1
-        float* row = Sb + size_t(i) * lds;
-        const vf ki(in.k[i]), qi(in.qs[i]);
+    // Bottom up: the rows pass 1 touched last are still in L1.
+    for (ptrdiff_t i = K - 1, off = (K - 1) * ptrdiff_t(lds); i >= 0; --i, off -= lds) {
+        float* row = Sb + off;
+        const vf ki(k[i]), qi(qs[i]);
         for (int n = 0; n < NB; ++n) {
             const vf s = madd<Fused>(load(row + n * W), ki, u[n]);
             store(row + n * W, s);
