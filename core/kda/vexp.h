@@ -24,8 +24,13 @@ inline vf exp_v(vf x) {
     p = p * r + vf(0.5f);
     p = p * r + vf(1.0f);
     p = p * r + vf(1.0f);
-    const vi ni = xsimd::to_int(n);  // exact: n is an integer in [-150, 128]
+    // n is an integer in [-150, 128], or NaN where x is: adding 1.5 * 2^23 leaves it in the low bits
+    // exactly, cheaper than a conversion (WebAssembly's saturating one is a long sequence); a NaN
+    // becomes an integer far outside [-125, 127].
+    const vi ni = xsimd::bitwise_cast<int32_t>(n + vf(0x1.8p23f)) - vi(0x4B400000);
     const auto lo_i = ni<vi(-125), hi_i = ni> vi(127);
+    if (!xsimd::any(lo_i || hi_i))  // every lane in the normal range, none NaN or clamped: p * 2^n
+        return p * xsimd::bitwise_cast<float>((ni + vi(127)) << 23);
     // exp_f32: p * 2^n, or (p * 2^(n+60)) * 2^-60 below the normal range, or (p * 2^(n-1)) * 2 above.
     const vi e1 = xsimd::select(lo_i, ni + vi(60), xsimd::select(hi_i, ni - vi(1), ni));
     const vf f2 = xsimd::select(xsimd::batch_bool_cast<float>(lo_i), vf(0x1p-60f),
