@@ -6,6 +6,7 @@
 // Report ratios measured side by side in one run; absolute times on shared machines are noisy.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,9 +48,11 @@ double bench_cpu_ms();
 
 // The device's limits measured in this run (bench_device.cpp): multiply+add and FMA throughput, read
 // and read-modify-write bandwidth of L1, L2 and memory, and of buffers of `working_set_bytes` (the layer
-// state of the kernels that follow) and `weights_bytes` (a model's weights), each unless 0. Appends
-// each figure as a result ("device/...") and returns them, for the kernels' fractions of their limits.
-kda::DeviceLimits measure_device(BenchContext& ctx, double working_set_bytes, double weights_bytes);
+// state of the kernels) and `weights_bytes` (a model's weights), each unless 0, measured before and
+// after `between` (the caller's kernel rounds). Appends each figure as a result ("device/...") and
+// returns them, for the kernels' fractions of their limits.
+kda::DeviceLimits measure_device(BenchContext& ctx, double working_set_bytes, double weights_bytes,
+                                 const std::function<void()>& between);
 // The roofline limit of a kernel measured at `rate` units/s, appended to its result as params
 // "limit" and "fraction_of_limit" and the text param "binding".
 void add_limit(BenchResult& r, const kda::DeviceLimits& d, const kda::KernelWork& w, double rate);

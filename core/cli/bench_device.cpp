@@ -1,7 +1,8 @@
 // The device probes of core/kda/device.h as a benchmark stage: each probe runs in calls of a fixed size
 // until its time is up, in interleaved rounds with the others, and its best call counts, as in module 1:
-// a limit is what the device can do, and a shared machine only ever slows a call down (the kernels'
-// rates are medians, so their fractions of the limits err low).
+// a limit is what the device can do, and a shared machine only ever slows a call down. The rounds are
+// split around the caller's kernels: a busy stretch during the first rounds alone then cannot lower a
+// limit and so inflate the kernels' fractions of it (their rates are medians, which err low).
 #include <algorithm>
 #include <ctime>
 #include <functional>
@@ -70,7 +71,8 @@ void add_stream_probes(std::vector<Probe>& probes, std::vector<FloatBuf>& bufs, 
 
 }  // namespace
 
-DeviceLimits measure_device(BenchContext& ctx, double working_set_bytes, double weights_bytes) {
+DeviceLimits measure_device(BenchContext& ctx, double working_set_bytes, double weights_bytes,
+                            const std::function<void()>& between) {
     std::vector<Probe> probes;
     probes.push_back({"device/mul_add", "flop/s", 0, [] { return probe_mul_add(kProbeIters); }});
     if (fma_enabled()) probes.push_back({"device/fma", "flop/s", 0, [] { return probe_fma(kProbeIters); }});
@@ -83,10 +85,14 @@ DeviceLimits measure_device(BenchContext& ctx, double working_set_bytes, double 
     for (size_t l = 0; l < kMemLevels; ++l)
         if (d.level_bytes[l] > 0) add_stream_probes(probes, bufs, level_key(MemLevel(l)), d.level_bytes[l]);
     const double ms = ctx.quick ? 5 : 40;
-    measure_interleaved(probes, ctx.quick ? 1 : 5, [ms](Probe& p, bool warm_up) {
+    auto measure = [ms](Probe& p, bool warm_up) {
         const double r = best_rate_over(p.call, ms);
         if (!warm_up) p.rates.push_back(r);
-    });
+    };
+    measure_interleaved(probes, ctx.quick ? 1 : 3, measure);
+    between();
+    for (int round = 0; round < (ctx.quick ? 1 : 2); ++round)  // warm already
+        for (Probe& p : probes) measure(p, false);
     for (const Probe& p : probes) {
         const double v = *std::max_element(p.rates.begin(), p.rates.end());
         BenchResult r{p.name, {{"lanes", d.lanes}}, {{"clock", "wall, best call"}}, v, p.unit};

@@ -217,15 +217,15 @@ void bench_model(BenchContext& ctx) {
     add_setup("tiny", Impl::simd);
     add_setup("small", Impl::simd);
 
-    // The device first, with a working set of the default model's weights.
+    // The device around the models, with a working set of the default model's weights.
     double weight_bytes = 0;
     if (!setups.empty()) {
         const Model& m = *setups.front()->model;
         weight_bytes = model_token_work(m.config(), m.weights(), 0).weight_bytes;
     }
-    const kda::DeviceLimits device = measure_device(ctx, 0, weight_bytes);
     std::vector<ModelVariant> vars = make_variants(setups, prefill_T, contexts, decode_n);
-    measure_interleaved(vars, rounds, measure_model_call);
+    const kda::DeviceLimits device =
+        measure_device(ctx, 0, weight_bytes, [&] { measure_interleaved(vars, rounds, measure_model_call); });
     add_rates(ctx, vars, rounds, device);
     add_create_times(ctx, setups);
     add_ratios(ctx, vars, prefill_T, contexts);
