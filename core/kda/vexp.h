@@ -24,19 +24,18 @@ inline vf exp_v(vf x) {
     p = p * r + vf(0.5f);
     p = p * r + vf(1.0f);
     p = p * r + vf(1.0f);
-    // n is an integer in [-150, 128], or NaN where x is: adding 1.5 * 2^23 leaves it in the low bits
-    // exactly, cheaper than a conversion (WebAssembly's saturating one is a long sequence); a NaN
-    // becomes an integer far outside [-125, 127].
+    // n is an integer in [-150, 128] (NaN where x is, if the build's max lets NaN through): adding
+    // 1.5 * 2^23 leaves it in the low bits exactly, cheaper than a conversion (WebAssembly's saturating
+    // one is a long sequence); a NaN becomes an integer far outside [-125, 127].
     const vi ni = xsimd::bitwise_cast<int32_t>(n + vf(0x1.8p23f)) - vi(0x4B400000);
     const auto lo_i = ni<vi(-125), hi_i = ni> vi(127);
-    if (!xsimd::any(lo_i || hi_i))  // every lane in the normal range, none NaN or clamped: p * 2^n
-        return p * xsimd::bitwise_cast<float>((ni + vi(127)) << 23);
+    auto pow2 = [](vi e) { return xsimd::bitwise_cast<float>((e + vi(127)) << 23); };  // a normal e
+    if (!xsimd::any(lo_i || hi_i)) return p * pow2(ni);  // every lane normal, none NaN or clamped
     // exp_f32: p * 2^n, or (p * 2^(n+60)) * 2^-60 below the normal range, or (p * 2^(n-1)) * 2 above.
     const vi e1 = xsimd::select(lo_i, ni + vi(60), xsimd::select(hi_i, ni - vi(1), ni));
     const vf f2 = xsimd::select(xsimd::batch_bool_cast<float>(lo_i), vf(0x1p-60f),
                                 xsimd::select(xsimd::batch_bool_cast<float>(hi_i), vf(2.0f), vf(1.0f)));
-    const vf scale = xsimd::bitwise_cast<float>((e1 + vi(127)) << 23);
-    vf res = (p * scale) * f2;
+    vf res = (p * pow2(e1)) * f2;
     res = xsimd::select(x > hi, vf(std::numeric_limits<float>::infinity()), res);
     res = xsimd::select(x < lo, vf(0.0f), res);
     return xsimd::select(x != x, x, res);
