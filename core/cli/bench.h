@@ -32,14 +32,18 @@ struct BenchContext {
 
 using BenchFn = void (*)(BenchContext&);
 
-// One warm-up call of every variant, then `rounds` rounds in which each variant takes its turn: slow
-// drifts of a shared machine then touch every variant alike. `measure(v, warm_up)` makes one call of
-// `v` and, unless it is the warm-up, records it.
+// `rounds` rounds in which each variant takes its turn: slow drifts of a shared machine then touch every
+// variant alike. `measure(v, warm_up)` makes one call of `v` and, unless it is the warm-up, records it.
+template <class Variant, class Measure>
+void measure_rounds(std::vector<Variant>& vars, int rounds, Measure measure) {
+    for (int round = 0; round < rounds; ++round)
+        for (auto& v : vars) measure(v, false);
+}
+// One warm-up call of every variant, then measure_rounds.
 template <class Variant, class Measure>
 void measure_interleaved(std::vector<Variant>& vars, int rounds, Measure measure) {
     for (auto& v : vars) measure(v, true);
-    for (int round = 0; round < rounds; ++round)
-        for (auto& v : vars) measure(v, false);
+    measure_rounds(vars, rounds, measure);
 }
 
 // Milliseconds of CPU time of the process (clock() natively, process.cpuUsage() under node): on a

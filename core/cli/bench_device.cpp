@@ -91,8 +91,7 @@ DeviceLimits measure_device(BenchContext& ctx, double working_set_bytes, double 
     };
     measure_interleaved(probes, ctx.quick ? 1 : 3, measure);
     between();
-    for (int round = 0; round < (ctx.quick ? 1 : 2); ++round)  // warm already
-        for (Probe& p : probes) measure(p, false);
+    measure_rounds(probes, ctx.quick ? 1 : 2, measure);  // warmed up before the kernels
     for (const Probe& p : probes) {
         const double v = *std::max_element(p.rates.begin(), p.rates.end());
         BenchResult r{p.name, {{"lanes", d.lanes}}, {{"clock", "wall, best call"}}, v, p.unit};

@@ -1,7 +1,8 @@
 // exp over a SIMD vector, bit for bit the scalar exp_f32 of core/base/fmath.h in every lane
 // (tests/unit/test_kda_simd.cpp checks this over edge cases and millions of arguments).
 // Same Cody-Waite reduction, same polynomial, same two-step scaling of the subnormal range; the
-// special cases (NaN, overflow, underflow) are blended in at the end. Internal to core/kda.
+// special cases (NaN, overflow, underflow) are blended in at the end, only when a lane needs them.
+// Internal to core/kda.
 #pragma once
 
 #include "core/kda/simd.h"
